@@ -1,0 +1,264 @@
+/*
+ * framework/context.c: the context: creation with options, the first error kept, logging
+ * through the application's callback, host memory through its hooks, and frames (the
+ * stack of tensors released together at tfl_frame_pop).
+ */
+#include "internal.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- host memory --------------------------------------------------------------------- */
+
+static void *default_alloc(void *user, size_t bytes, size_t align)
+{
+    (void)user;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    bytes = (bytes + align - 1) / align * align; /* aligned_alloc wants a multiple */
+    return aligned_alloc(align, bytes ? bytes : align);
+}
+
+static void default_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align)
+{
+    return ctx->opts.alloc_fn(ctx->opts.alloc_user, bytes, align);
+}
+
+void tfl__host_free(tfl_ctx *ctx, void *ptr)
+{
+    if (ptr) ctx->opts.free_fn(ctx->opts.alloc_user, ptr);
+}
+
+void *tfl__calloc(tfl_ctx *ctx, size_t bytes)
+{
+    void *p = tfl__host_alloc(ctx, bytes, 16);
+    if (!p) {
+        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "out of host memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* Grows an array of host memory through the hooks (no realloc hook: copy). */
+static void *grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes)
+{
+    void *p = tfl__host_alloc(ctx, new_bytes, 16);
+    if (!p) return NULL;
+    if (old) {
+        memcpy(p, old, old_bytes);
+        tfl__host_free(ctx, old);
+    }
+    return p;
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static int default_threads(void)
+{
+    int n = omp_get_max_threads(); /* honours OMP_NUM_THREADS, else the cores */
+    return n > 0 ? n : 1;
+}
+
+tfl_ctx *tfl_ctx_new(const tfl_ctx_opts *opts, tfl_status *status)
+{
+    tfl_ctx_opts o = opts ? *opts : (tfl_ctx_opts){0};
+    if (status) *status = TFL_OK;
+    if (!o.alloc_fn != !o.free_fn) {
+        if (status) *status = TFL_INVALID_ARGUMENT;
+        return NULL;
+    }
+    if (!o.alloc_fn) {
+        o.alloc_fn = default_alloc;
+        o.free_fn = default_free;
+    }
+    tfl_ctx *ctx = o.alloc_fn(o.alloc_user, sizeof *ctx, 64);
+    if (!ctx) {
+        if (status) *status = TFL_RESOURCE_EXHAUSTED;
+        return NULL;
+    }
+    memset(ctx, 0, sizeof *ctx);
+    if (o.log_placement && o.log_level < TFL_LOG_INFO) o.log_level = TFL_LOG_INFO;
+    ctx->opts = o;
+    ctx->num_threads = o.num_threads > 0 ? o.num_threads : default_threads();
+    ctx->soft_placement = !o.strict_placement;
+    ctx->log_placement = o.log_placement;
+    tfl_status st = tfl__devices_init(ctx);
+    if (st != TFL_OK) {
+        tfl_ctx_free(ctx);
+        if (status) *status = st;
+        return NULL;
+    }
+    return ctx;
+}
+
+void tfl_ctx_free(tfl_ctx *ctx)
+{
+    if (!ctx) return;
+    while (ctx->n_frames > 0) tfl_frame_pop(ctx);
+    tfl__host_free(ctx, ctx->frame_items);
+    tfl__host_free(ctx, ctx->frame_marks);
+    tfl__devices_free(ctx); /* gives cached device memory back */
+    for (tfl_tensor *t = ctx->free_tensors, *next; t; t = next) {
+        next = t->next_free;
+        tfl__host_free(ctx, t);
+    }
+    for (tfl__storage *s = ctx->free_storage, *next; s; s = next) {
+        next = s->next_free;
+        tfl__host_free(ctx, s);
+    }
+    tfl_free_fn free_fn = ctx->opts.free_fn;
+    void *user = ctx->opts.alloc_user;
+    free_fn(user, ctx);
+}
+
+/* ---- errors and logging ---------------------------------------------------------------- */
+
+tfl_status tfl__set_errorv(tfl_ctx *ctx, tfl_status code, const char *fmt, va_list ap)
+{
+    if (ctx->err_code != TFL_OK) return code;
+    ctx->err_code = code;
+    vsnprintf(ctx->err_msg, sizeof ctx->err_msg, fmt, ap);
+    if (tfl__log_enabled(ctx, TFL_LOG_ERROR))
+        ctx->opts.log_fn(ctx->opts.log_user, TFL_LOG_ERROR, ctx->err_msg);
+    return code;
+}
+
+tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tfl__set_errorv(ctx, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
+{
+    if (!tfl__log_enabled(ctx, level)) return;
+    char line[TFL_MSG_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ctx->opts.log_fn(ctx->opts.log_user, level, line);
+}
+
+tfl_status tfl_ctx_status(const tfl_ctx *ctx) { return ctx ? ctx->err_code : TFL_INVALID_ARGUMENT; }
+
+tfl_error tfl_ctx_error(const tfl_ctx *ctx)
+{
+    if (!ctx) return (tfl_error){TFL_INVALID_ARGUMENT, "context is NULL"};
+    return (tfl_error){ctx->err_code, ctx->err_msg};
+}
+
+void tfl_ctx_clear_error(tfl_ctx *ctx)
+{
+    if (!ctx) return;
+    ctx->err_code = TFL_OK;
+    ctx->err_msg[0] = '\0';
+}
+
+int tfl_ctx_num_threads(const tfl_ctx *ctx) { return ctx ? ctx->num_threads : 1; }
+
+tfl_status tfl_ctx_set_num_threads(tfl_ctx *ctx, int num_threads)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, num_threads >= 1, TFL_INVALID_ARGUMENT,
+              "num_threads must be at least 1, got %d", num_threads);
+    ctx->num_threads = num_threads;
+    return TFL_OK;
+}
+
+void tfl_ctx_set_logger(tfl_ctx *ctx, tfl_log_fn fn, void *user, tfl_log_level level)
+{
+    if (!ctx) return;
+    ctx->opts.log_fn = fn;
+    ctx->opts.log_user = user;
+    ctx->opts.log_level = level;
+}
+
+void tfl_ctx_set_log_placement(tfl_ctx *ctx, bool on)
+{
+    if (ctx) ctx->log_placement = on;
+}
+
+void tfl_ctx_set_soft_placement(tfl_ctx *ctx, bool on)
+{
+    if (ctx) ctx->soft_placement = on;
+}
+
+/* ---- frames ------------------------------------------------------------------------------ */
+
+tfl_status tfl_frame_push(tfl_ctx *ctx)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    if (ctx->n_frames == ctx->cap_frames) {
+        int cap = ctx->cap_frames ? ctx->cap_frames * 2 : 16;
+        size_t *marks = grow(ctx, ctx->frame_marks, sizeof(size_t) * (size_t)ctx->cap_frames,
+                             sizeof(size_t) * (size_t)cap);
+        TFL_CHECK(ctx, marks, TFL_RESOURCE_EXHAUSTED, "frame_push: out of host memory");
+        ctx->frame_marks = marks;
+        ctx->cap_frames = cap;
+    }
+    ctx->frame_marks[ctx->n_frames++] = ctx->n_frame_items;
+    return TFL_OK;
+}
+
+tfl_status tfl_frame_pop(tfl_ctx *ctx)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, ctx->n_frames > 0, TFL_MISUSE, "frame_pop: no frame is open");
+    size_t mark = ctx->frame_marks[--ctx->n_frames];
+    /* release newest first, so views go before the tensors they view */
+    while (ctx->n_frame_items > mark) tfl_tensor_release(ctx->frame_items[--ctx->n_frame_items]);
+    return TFL_OK;
+}
+
+int tfl_frame_depth(const tfl_ctx *ctx) { return ctx ? ctx->n_frames : 0; }
+
+tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t)
+{
+    if (ctx->n_frames == 0) return t;
+    if (TFL_UNLIKELY(ctx->n_frame_items == ctx->cap_frame_items)) {
+        size_t cap = ctx->cap_frame_items ? ctx->cap_frame_items * 2 : 256;
+        tfl_tensor **items = grow(ctx, ctx->frame_items,
+                                  sizeof(tfl_tensor *) * ctx->cap_frame_items,
+                                  sizeof(tfl_tensor *) * cap);
+        if (!items) {
+            tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "frame: out of host memory");
+            tfl_tensor_release(t);
+            return NULL;
+        }
+        ctx->frame_items = items;
+        ctx->cap_frame_items = cap;
+    }
+    ctx->frame_items[ctx->n_frame_items++] = t;
+    return t;
+}
+
+tfl_tensor *tfl_keep(tfl_tensor *t) { return tfl_tensor_retain(t); }
+
+/* ---- allocator counters ------------------------------------------------------------------- */
+
+tfl_status tfl_alloc_stats_get(tfl_ctx *ctx, const char *device, tfl_alloc_stats *out)
+{
+    if (!ctx || !out) return TFL_INVALID_ARGUMENT;
+    tfl__device *dev = device ? tfl__find_device(ctx, device) : tfl__cpu(ctx);
+    TFL_CHECK(ctx, dev, TFL_NOT_FOUND, "alloc_stats: no device '%s'", device);
+    *out = dev->alloc.stats;
+    out->live_tensors = ctx->live_tensors;
+    return TFL_OK;
+}
+
+void tfl_alloc_empty_cache(tfl_ctx *ctx)
+{
+    if (!ctx) return;
+    for (int i = 0; i < ctx->n_devices; i++) tfl__allocator_trim(&ctx->devices[i]->alloc);
+}

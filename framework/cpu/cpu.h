@@ -1,0 +1,75 @@
+/*
+ * framework/cpu/cpu.h: the CPU backend's private interface: the device, the strided
+ * N-d iterator that drives every elementwise and reduction kernel, inner-loop types, and
+ * small conversion helpers shared by kernels.
+ *
+ * The iterator follows NumPy's ufunc design: operands are broadcast to one iteration
+ * shape, dimensions are coalesced where every operand is contiguous across them, and a
+ * typed inner loop runs over the last dimension with byte strides.
+ */
+#ifndef TFL_CPU_H
+#define TFL_CPU_H
+
+#include "../internal.h"
+
+#include <math.h>
+
+#define TFL_ITER_MAX_OPS (TFL_MAX_INPUTS + 1)
+#define TFL_CPU_PARALLEL_MIN 32768 /* elements below which a kernel runs on one thread */
+
+/**
+ * An inner loop: n elements; p[0] is the output, p[1..] the inputs; s[i] is operand i's
+ * byte stride (0 for a broadcast operand). aux is the op's attrs (or NULL).
+ */
+typedef void (*tfl__loop_fn)(int64_t n, char **p, const int64_t *s, const void *aux);
+
+typedef struct tfl__iter {
+    int nops;                                        /* output + inputs */
+    int rank;                                        /* after coalescing; >= 1 */
+    int64_t numel;                                   /* elements of the iteration shape */
+    int64_t shape[TFL_MAX_RANK];
+    int64_t strides[TFL_ITER_MAX_OPS][TFL_MAX_RANK]; /* bytes */
+    char *base[TFL_ITER_MAX_OPS];
+} tfl__iter;
+
+/**
+ * Sets up an iteration over `shape` (rank dims) for n operands. Operand i has its own rank,
+ * shape and strides (elements) and is broadcast to `shape` (size-1 and missing leading
+ * dims get stride 0); ops[0] is usually the output.
+ */
+void tfl__iter_init(tfl__iter *it, int rank, const int64_t *shape, int n,
+                    const tfl_tensor *const *ops);
+/** Runs fn over the whole iteration, on up to `threads` threads when `parallel` allows. */
+void tfl__iter_run(const tfl__iter *it, tfl__loop_fn fn, const void *aux, int threads,
+                   bool parallel);
+
+/** A new CPU device for ctx (host memory, the CPU kernel table). */
+tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);
+
+/** The inner loop copying elements of one size (1, 2, 4, 8 or 16 bytes). */
+tfl__loop_fn tfl__copy_loop(size_t elem_size);
+/** Copies src's elements (any view) into dst (contiguous, same shape and dtype). */
+void tfl__cpu_copy(tfl_tensor *dst, const tfl_tensor *src);
+/** Copies src's elements (any view) row-major into a host buffer. */
+void tfl__cpu_copy_to_buffer(void *dst, const tfl_tensor *src);
+
+/** Saturating double -> integer conversion (NaN gives 0), as tfl_cast documents. */
+static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
+{
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: clamp first */
+    return (int64_t)v;
+}
+
+/** Element at p of dtype, as double (complex: real part). */
+double tfl__load_f64(const void *p, tfl_dtype dtype);
+
+
+/**
+ * t itself when contiguous, else a contiguous copy on the kernel's device in *tmp (release
+ * it after use). NULL (error kept) when out of memory.
+ */
+const tfl_tensor *tfl__cpu_contiguous(tfl_ctx *ctx, const tfl_tensor *t, tfl_tensor **tmp);
+
+#endif /* TFL_CPU_H */

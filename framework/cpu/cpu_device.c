@@ -1,0 +1,57 @@
+/*
+ * framework/cpu/cpu_device.c: the CPU backend: host memory (64-byte aligned, through the
+ * context's allocation hooks) and the kernel table merged from the op families.
+ */
+#include "cpu.h"
+#include "kernels.h"
+
+#include <stdio.h>
+
+static void *cpu_raw_alloc(tfl__device *dev, size_t bytes)
+{
+    return tfl__host_alloc(dev->ctx, bytes, TFL_ALIGN);
+}
+
+static void cpu_raw_free(tfl__device *dev, void *ptr) { tfl__host_free(dev->ctx, ptr); }
+
+static tfl_status cpu_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                                int to_host)
+{
+    (void)dev;
+    (void)to_host;
+    memcpy(dst, src, bytes);
+    return TFL_OK;
+}
+
+static const tfl__device_ops cpu_ops = {
+    .version = TFL_DEVICE_OPS_VERSION,
+    .type_name = "CPU",
+    .priority = 0,
+    .raw_alloc = cpu_raw_alloc,
+    .raw_free = cpu_raw_free,
+    .copy_host = cpu_copy_host,
+    .sync = NULL,
+};
+
+static const tfl__kernel *const families[] = {
+    tfl__cpu_elementwise_kernels,
+    tfl__cpu_reduce_kernels,
+    tfl__cpu_matmul_kernels,
+    tfl__cpu_shape_kernels,
+};
+
+tfl__device *tfl__cpu_device_new(tfl_ctx *ctx)
+{
+    tfl__device *dev = tfl__host_alloc(ctx, sizeof *dev, 64);
+    if (!dev) return NULL;
+    memset(dev, 0, sizeof *dev);
+    dev->ops = &cpu_ops;
+    dev->ctx = ctx;
+    dev->index = 0;
+    snprintf(dev->name, sizeof dev->name, "CPU:0");
+    tfl__allocator_init(&dev->alloc, dev);
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (int op = 0; op < TFL_OP_COUNT; op++)
+            if (families[f][op].fn) dev->kernels[op] = families[f][op];
+    return dev;
+}

@@ -1,0 +1,128 @@
+/*
+ * framework/cpu/k_matmul.c: CPU MatMul. float32/float64/complex64/complex128 call BLIS's
+ * typed gemm with the operands' own strides (so transposed and sliced views cost no copy)
+ * and a per-call thread count (no global BLIS state is touched); int32/int64 use a plain
+ * i-k-j loop with wrapping arithmetic. Batch axes broadcast: each output matrix finds its
+ * a and b matrices through batch strides that are 0 on broadcast axes.
+ */
+#include "../ops/op.h"
+#include "cpu.h"
+#include "kernels.h"
+
+#include <blis.h>
+
+/* A matrix operand as BLIS wants it: strides (elements) of the stored matrix. */
+typedef struct {
+    int64_t rows, cols, rs, cs;
+} mat;
+
+/* BLIS checks strides even on size-1 dims: give a size-1 dim the stride that spans the other. */
+static mat stored(const tfl_tensor *t)
+{
+    mat m = {t->shape[t->rank - 2], t->shape[t->rank - 1], t->strides[t->rank - 2],
+             t->strides[t->rank - 1]};
+    if (m.rows == 1 && m.cols == 1) m.rs = m.cs = 1;
+    else if (m.rows == 1) m.rs = m.cols * m.cs;
+    else if (m.cols == 1) m.cs = m.rows * m.rs;
+    return m;
+}
+
+#define INT_GEMM(name, T, U)                                                                \
+    static void name(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,         \
+                     mat A, const T *b, mat B, T *c, int64_t ldc)                           \
+    {                                                                                       \
+        for (int64_t i = 0; i < m; i++) {                                                   \
+            T *crow = c + i * ldc;                                                          \
+            for (int64_t j = 0; j < n; j++) crow[j] = 0;                                    \
+            for (int64_t l = 0; l < k; l++) {                                               \
+                U av = (U)a[ta ? l * A.rs + i * A.cs : i * A.rs + l * A.cs];                \
+                for (int64_t j = 0; j < n; j++)                                             \
+                    crow[j] = (T)((U)crow[j] + av * (U)b[tb ? j * B.rs + l * B.cs : l * B.rs + j * B.cs]); \
+            }                                                                               \
+        }                                                                                   \
+    }
+INT_GEMM(gemm_i32, int32_t, uint32_t)
+INT_GEMM(gemm_i64, int64_t, uint64_t)
+
+static tfl_status k_matmul(const tfl__kcall *k)
+{
+    const tfl_tensor *a = k->in[0], *b = k->in[1];
+    tfl_tensor *c = k->out;
+    unsigned flags = ((const tfl__matmul_attrs *)k->attrs)->flags;
+    bool ta = flags & TFL_TRANSPOSE_A, tb = flags & TFL_TRANSPOSE_B;
+    int64_t m = c->shape[c->rank - 2], n = c->shape[c->rank - 1];
+    int64_t kk = a->shape[a->rank - (ta ? 2 : 1)];
+    int batch_rank = c->rank - 2;
+    int64_t nbatch = tfl__numel(batch_rank, c->shape);
+    size_t es = tfl_dtype_size((tfl_dtype)c->dtype);
+    if (c->numel == 0) return TFL_OK;
+    if (kk == 0) {
+        memset(tfl__data(c), 0, (size_t)c->numel * es);
+        return TFL_OK;
+    }
+    /* batch strides of a and b aligned to c's batch axes, 0 where broadcast */
+    int64_t sa[TFL_MAX_RANK] = {0}, sb[TFL_MAX_RANK] = {0};
+    for (int d = 0; d < batch_rank; d++) {
+        int da = d - (batch_rank - (a->rank - 2)), db = d - (batch_rank - (b->rank - 2));
+        sa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
+        sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
+    }
+    mat A = stored(a), B = stored(b);
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    double flops = 2.0 * (double)m * (double)n * (double)kk;
+    bli_rntm_set_num_threads(flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1, &rntm);
+    trans_t tra = ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    trans_t trb = tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        int64_t oa = 0, ob = 0, rest = bi;
+        for (int d = batch_rank - 1; d >= 0; d--) {
+            int64_t idx = rest % c->shape[d];
+            rest /= c->shape[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        char *pa = (char *)tfl__data(a) + oa * (int64_t)es;
+        char *pb = (char *)tfl__data(b) + ob * (int64_t)es;
+        char *pc = (char *)tfl__data(c) + bi * m * n * (int64_t)es;
+        switch ((tfl_dtype)c->dtype) {
+        case TFL_DTYPE_FLOAT32: {
+            float one = 1.0f, zero = 0.0f;
+            bli_sgemm_ex(tra, trb, m, n, kk, &one, (float *)pa, A.rs, A.cs, (float *)pb, B.rs,
+                         B.cs, &zero, (float *)pc, n, 1, NULL, &rntm);
+            break;
+        }
+        case TFL_DTYPE_FLOAT64: {
+            double one = 1.0, zero = 0.0;
+            bli_dgemm_ex(tra, trb, m, n, kk, &one, (double *)pa, A.rs, A.cs, (double *)pb, B.rs,
+                         B.cs, &zero, (double *)pc, n, 1, NULL, &rntm);
+            break;
+        }
+        case TFL_DTYPE_COMPLEX64: {
+            scomplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
+            bli_cgemm_ex(tra, trb, m, n, kk, &one, (scomplex *)pa, A.rs, A.cs, (scomplex *)pb,
+                         B.rs, B.cs, &zero, (scomplex *)pc, n, 1, NULL, &rntm);
+            break;
+        }
+        case TFL_DTYPE_COMPLEX128: {
+            dcomplex one = {1.0, 0.0}, zero = {0.0, 0.0};
+            bli_zgemm_ex(tra, trb, m, n, kk, &one, (dcomplex *)pa, A.rs, A.cs, (dcomplex *)pb,
+                         B.rs, B.cs, &zero, (dcomplex *)pc, n, 1, NULL, &rntm);
+            break;
+        }
+        case TFL_DTYPE_INT32:
+            gemm_i32(ta, tb, m, n, kk, (const int32_t *)pa, A, (const int32_t *)pb, B,
+                     (int32_t *)pc, n);
+            break;
+        default:
+            gemm_i64(ta, tb, m, n, kk, (const int64_t *)pa, A, (const int64_t *)pb, B,
+                     (int64_t *)pc, n);
+            break;
+        }
+    }
+    return TFL_OK;
+}
+
+const tfl__kernel tfl__cpu_matmul_kernels[TFL_OP_COUNT] = {
+    [TFL_OP_MATMUL] = {k_matmul, TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64) | TFL_MASK_COMPLEX,
+                       NULL},
+};

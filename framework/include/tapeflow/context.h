@@ -1,0 +1,133 @@
+/*
+ * tapeflow/context.h: the context that owns everything mutable (devices, allocators, the
+ * first error, logging, frames, device scopes). Two contexts are independent; one context
+ * is used by one thread at a time. There is no global state in the library.
+ */
+#ifndef TAPEFLOW_CONTEXT_H
+#define TAPEFLOW_CONTEXT_H
+
+#include <tapeflow/base.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Log levels, most severe first. */
+typedef enum tfl_log_level {
+    TFL_LOG_ERROR,
+    TFL_LOG_WARNING,
+    TFL_LOG_INFO,
+    TFL_LOG_DEBUG,
+    TFL_LOG_LEVEL_COUNT
+} tfl_log_level;
+
+/** A log sink: receives one line (no trailing newline). */
+typedef void (*tfl_log_fn)(void *user, tfl_log_level level, const char *message);
+
+/**
+ * Memory hooks: every byte the library takes from the system goes through them. Both
+ * or neither must be set. alloc must return memory aligned to `alignment` (a power of two,
+ * at most 4096) or NULL.
+ */
+typedef void *(*tfl_alloc_fn)(void *user, size_t bytes, size_t alignment);
+typedef void (*tfl_free_fn)(void *user, void *ptr);
+
+/**
+ * Options for tfl_ctx_new. All-zero means defaults, so
+ * `&(tfl_ctx_opts){ .log_placement = true }` reads well.
+ */
+typedef struct tfl_ctx_opts {
+    int num_threads;        /* threads for kernels (BLIS, OpenMP); 0: OMP_NUM_THREADS or cores */
+    bool strict_placement;  /* true: an unsatisfiable device scope is an error (soft placement off) */
+    bool log_placement;     /* log "op <Name> on <device>" for every op (level INFO) */
+    tfl_log_fn log_fn;      /* NULL: logging is off (the library never prints by itself) */
+    void *log_user;         /* passed to log_fn */
+    tfl_log_level log_level;/* the least severe level passed to log_fn; 0 (ERROR) if unset, */
+                            /* raised to INFO when log_placement is set */
+    tfl_alloc_fn alloc_fn;  /* NULL: aligned_alloc */
+    tfl_free_fn free_fn;    /* NULL: free */
+    void *alloc_user;       /* passed to alloc_fn and free_fn */
+} tfl_ctx_opts;
+
+/** The error a context keeps: the first one since creation or the last clear. */
+typedef struct tfl_error {
+    tfl_status code;     /* TFL_OK when there is none */
+    const char *message; /* "" when there is none; valid until the error is cleared */
+} tfl_error;
+
+/**
+ * Creates a context.
+ * @param opts   NULL for defaults; copied, need not outlive the call.
+ * @param status optional: receives TFL_OK, or why no context could be made.
+ * Returns: a new context (free with tfl_ctx_free), or NULL (RESOURCE_EXHAUSTED, or
+ * INVALID_ARGUMENT for only one of alloc_fn/free_fn).
+ */
+TFL_API tfl_ctx *tfl_ctx_new(const tfl_ctx_opts *opts, tfl_status *status);
+
+/** Frees a context and everything it still owns (open frames included). NULL: no-op. */
+TFL_API void tfl_ctx_free(tfl_ctx *ctx);
+
+/** The code of the first error kept (TFL_OK if none). */
+TFL_API tfl_status tfl_ctx_status(const tfl_ctx *ctx);
+/** The first error kept: its code and message. The pointer stays valid until cleared. */
+TFL_API tfl_error tfl_ctx_error(const tfl_ctx *ctx);
+/** Forgets the kept error, so the next one is kept. */
+TFL_API void tfl_ctx_clear_error(tfl_ctx *ctx);
+
+/** The number of threads kernels use. */
+TFL_API int tfl_ctx_num_threads(const tfl_ctx *ctx);
+/** Sets the threads kernels use (>= 1). Errors: INVALID_ARGUMENT. */
+TFL_API tfl_status tfl_ctx_set_num_threads(tfl_ctx *ctx, int num_threads);
+
+/** Replaces the log sink (NULL turns logging off) and its least severe level. */
+TFL_API void tfl_ctx_set_logger(tfl_ctx *ctx, tfl_log_fn fn, void *user, tfl_log_level level);
+/** Turns placement logging ("op MatMul on CPU:0") on or off. */
+TFL_API void tfl_ctx_set_log_placement(tfl_ctx *ctx, bool on);
+/** Turns soft placement on (the default) or off. */
+TFL_API void tfl_ctx_set_soft_placement(tfl_ctx *ctx, bool on);
+
+/*
+ * Frames. Every call that returns a new tensor registers it with the innermost open
+ * frame, and tfl_frame_pop releases what that frame owns. With no frame open, the caller
+ * owns the tensor and releases it. A training step needs no release calls:
+ *
+ *     tfl_frame_push(ctx);
+ *     ... forward, gradient, apply ...
+ *     tfl_frame_pop(ctx);
+ */
+
+/** Opens a frame. Errors: RESOURCE_EXHAUSTED. */
+TFL_API tfl_status tfl_frame_push(tfl_ctx *ctx);
+/** Releases every tensor the innermost frame owns, and closes it. Errors: MISUSE (none open). */
+TFL_API tfl_status tfl_frame_pop(tfl_ctx *ctx);
+/** How many frames are open. */
+TFL_API int tfl_frame_depth(const tfl_ctx *ctx);
+/**
+ * Takes a reference to t that no frame owns: t survives the pops of the frames open now,
+ * and the caller releases it with tfl_tensor_release. Returns t (NULL for NULL).
+ */
+TFL_API tfl_tensor *tfl_keep(tfl_tensor *t);
+
+/** Counters of a device's caching allocator, for tests and monitoring. */
+typedef struct tfl_alloc_stats {
+    size_t bytes_in_use;      /* bytes handed to tensors and not yet given back */
+    size_t bytes_cached;      /* bytes kept in the cache, ready for reuse */
+    uint64_t fresh_allocs;    /* times the allocator took memory from the system */
+    uint64_t cache_hits;      /* allocations served from the cache */
+    uint64_t frees;           /* times memory was given back to the cache */
+    uint64_t live_tensors;    /* tensor handles alive in this context (all devices) */
+} tfl_alloc_stats;
+
+/**
+ * Reads the counters of a device's allocator.
+ * @param device "CPU:0", "GPU:0", ...; NULL means CPU:0.
+ * Errors: NOT_FOUND (no such device).
+ */
+TFL_API tfl_status tfl_alloc_stats_get(tfl_ctx *ctx, const char *device, tfl_alloc_stats *out);
+/** Gives every cached, unused block back to the system. */
+TFL_API void tfl_alloc_empty_cache(tfl_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TAPEFLOW_CONTEXT_H */

@@ -1,0 +1,35 @@
+/*
+ * tapeflow/device.h: devices ("CPU:0" always; "GPU:N" when built with CUDA and a GPU is
+ * present) and placement. An op runs on the device of the innermost device scope or, with
+ * none, on the fastest device with a kernel for its dtype (GPU first); inputs living
+ * elsewhere are copied. With soft placement (the default) a scope naming a device that
+ * cannot run the op falls back to the CPU; with it off that is an error.
+ */
+#ifndef TAPEFLOW_DEVICE_H
+#define TAPEFLOW_DEVICE_H
+
+#include <tapeflow/base.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How many devices the context has (at least 1: CPU:0). */
+TFL_API int tfl_device_count(const tfl_ctx *ctx);
+/** The name of device i ("CPU:0"), borrowed; NULL when i is out of range. */
+TFL_API const char *tfl_device_name(const tfl_ctx *ctx, int i);
+
+/**
+ * Opens a device scope: ops and new tensors go to `device` until the matching pop.
+ * Accepts "CPU:0", "GPU:1", TensorFlow's "/device:GPU:0", "/GPU:0", and lower case.
+ * A device that does not exist is accepted here (it is decided per op by placement).
+ * Errors: INVALID_ARGUMENT (not a device name), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_status tfl_device_scope_push(tfl_ctx *ctx, const char *device);
+/** Closes the innermost device scope. Errors: MISUSE (none open). */
+TFL_API tfl_status tfl_device_scope_pop(tfl_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TAPEFLOW_DEVICE_H */

@@ -1,0 +1,170 @@
+/*
+ * tapeflow/ops.h: the operations on tensors. Every op:
+ *  - takes the context first and returns a new tensor (frame-owned, see context.h) or NULL;
+ *  - returns NULL when given a NULL input, keeping the first error, so a chain of calls is
+ *    checked once at the end (tfl_ctx_status);
+ *  - never promotes dtypes silently: int32 + float32 is an INVALID_ARGUMENT naming both
+ *    (use tfl_cast);
+ *  - broadcasts like NumPy where it combines tensors elementwise: shapes are aligned at
+ *    their last dimension and a dimension of 1 stretches;
+ *  - accepts a variable wherever a tensor is accepted.
+ * float16 and bfloat16 are computed in float32 and rounded once per op.
+ * An unsupported dtype gives INVALID_ARGUMENT naming the dtypes the op accepts.
+ */
+#ifndef TAPEFLOW_OPS_H
+#define TAPEFLOW_OPS_H
+
+#include <tapeflow/base.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise arithmetic (broadcasting; both inputs of one dtype) ---------------- */
+
+/** a + b. All dtypes but bool. */
+TFL_API tfl_tensor *tfl_add(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/** a - b. All dtypes but bool. */
+TFL_API tfl_tensor *tfl_sub(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/** a * b. All dtypes but bool. */
+TFL_API tfl_tensor *tfl_mul(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/**
+ * a / b. Floating and complex: true division. Integers: floor division (TensorFlow's
+ * floordiv, Python's //), and a zero divisor is INVALID_ARGUMENT "Integer division by zero".
+ */
+TFL_API tfl_tensor *tfl_div(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/**
+ * a ** b. Floating, complex and integers; for integers a negative exponent is
+ * INVALID_ARGUMENT "Integers to negative integer powers are not allowed".
+ */
+TFL_API tfl_tensor *tfl_pow(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/** max(a, b) and min(a, b) elementwise; integers and floating; NaN propagates. */
+TFL_API tfl_tensor *tfl_maximum(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_minimum(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+
+/* ---- elementwise unary --------------------------------------------------------------- */
+
+/** -x. All dtypes but bool. */
+TFL_API tfl_tensor *tfl_neg(tfl_ctx *ctx, const tfl_tensor *x);
+/** e^x, ln x, sqrt x. Floating and complex (ln and sqrt of negative reals give NaN). */
+TFL_API tfl_tensor *tfl_exp(tfl_ctx *ctx, const tfl_tensor *x);
+TFL_API tfl_tensor *tfl_log(tfl_ctx *ctx, const tfl_tensor *x);
+TFL_API tfl_tensor *tfl_sqrt(tfl_ctx *ctx, const tfl_tensor *x);
+/** |x|. Integers and floating keep their dtype; complex64 gives float32, complex128 float64. */
+TFL_API tfl_tensor *tfl_abs(tfl_ctx *ctx, const tfl_tensor *x);
+/** A new tensor with x's values (a contiguous copy on the op's device). */
+TFL_API tfl_tensor *tfl_identity(tfl_ctx *ctx, const tfl_tensor *x);
+
+/* ---- activations (floating dtypes) --------------------------------------------------- */
+
+/** max(x, 0). */
+TFL_API tfl_tensor *tfl_relu(tfl_ctx *ctx, const tfl_tensor *x);
+/** x if x > 0 else alpha * x (TensorFlow's default alpha is 0.2, PyTorch's 0.01). */
+TFL_API tfl_tensor *tfl_leaky_relu(tfl_ctx *ctx, const tfl_tensor *x, double alpha);
+/** 1 / (1 + e^-x), computed without overflow. */
+TFL_API tfl_tensor *tfl_sigmoid(tfl_ctx *ctx, const tfl_tensor *x);
+TFL_API tfl_tensor *tfl_tanh(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * GELU. approximate = false: x/2 (1 + erf(x / sqrt 2)) (the default of TensorFlow and
+ * PyTorch); true: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+ */
+TFL_API tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate);
+/** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
+TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
+/** x - max - log(sum(e^(x - max))) along `axis`. */
+TFL_API tfl_tensor *tfl_log_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
+
+/* ---- comparisons and logic (results are bool) ----------------------------------------- */
+
+/** a == b and a != b: every dtype. */
+TFL_API tfl_tensor *tfl_equal(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_not_equal(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/** Ordering comparisons: integers and floating (NaN compares false). */
+TFL_API tfl_tensor *tfl_less(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_less_equal(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_greater(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_greater_equal(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+/** Logic on bool tensors. */
+TFL_API tfl_tensor *tfl_logical_and(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_logical_or(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b);
+TFL_API tfl_tensor *tfl_logical_not(tfl_ctx *ctx, const tfl_tensor *x);
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+/**
+ * Reduces over `axes` (n_axes of them, negative counts from the end, no repeats); n_axes 0
+ * reduces over every axis. keepdims keeps reduced axes with size 1.
+ * sum and mean: every dtype but bool (mean of integers truncates, as TensorFlow);
+ * max and min: integers and floating (an empty reduction is INVALID_ARGUMENT).
+ */
+TFL_API tfl_tensor *tfl_reduce_sum(tfl_ctx *ctx, const tfl_tensor *x, int n_axes,
+                                   const int *axes, bool keepdims);
+TFL_API tfl_tensor *tfl_reduce_mean(tfl_ctx *ctx, const tfl_tensor *x, int n_axes,
+                                    const int *axes, bool keepdims);
+TFL_API tfl_tensor *tfl_reduce_max(tfl_ctx *ctx, const tfl_tensor *x, int n_axes,
+                                   const int *axes, bool keepdims);
+TFL_API tfl_tensor *tfl_reduce_min(tfl_ctx *ctx, const tfl_tensor *x, int n_axes,
+                                   const int *axes, bool keepdims);
+/** The index (int64) of the largest / smallest value along `axis`; the first on ties. */
+TFL_API tfl_tensor *tfl_argmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
+TFL_API tfl_tensor *tfl_argmin(tfl_ctx *ctx, const tfl_tensor *x, int axis);
+
+/* ---- matmul ---------------------------------------------------------------------------- */
+
+#define TFL_TRANSPOSE_A 1u /* use a's last two axes transposed (no conjugation) */
+#define TFL_TRANSPOSE_B 2u /* use b's last two axes transposed */
+
+/**
+ * Matrix product over the last two axes: a (..., m, k) times b (..., k, n) gives
+ * (..., m, n); leading (batch) axes broadcast. Both inputs rank >= 2, one dtype.
+ * float32, float64, complex64 and complex128 run on BLIS; int32 and int64 on a plain loop.
+ * Errors: INVALID_ARGUMENT (rank < 2, inner dimensions differ, dtype).
+ */
+TFL_API tfl_tensor *tfl_matmul(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b,
+                               unsigned flags);
+
+/* ---- shape and indexing ---------------------------------------------------------------- */
+
+/**
+ * x with a new shape of the same element count; one dimension may be -1 (inferred).
+ * A view of x's storage when x is contiguous, a copy otherwise.
+ */
+TFL_API tfl_tensor *tfl_reshape(tfl_ctx *ctx, const tfl_tensor *x, int rank,
+                                const int64_t *shape);
+/** Permutes the axes: output axis i is input axis perm[i]; perm NULL reverses them. A view. */
+TFL_API tfl_tensor *tfl_transpose(tfl_ctx *ctx, const tfl_tensor *x, const int *perm);
+/** Joins n >= 1 tensors of one dtype along `axis`; other dimensions must agree. */
+TFL_API tfl_tensor *tfl_concat(tfl_ctx *ctx, int n, const tfl_tensor *const *xs, int axis);
+/**
+ * x[begin[i] : begin[i] + size[i]] on every axis (rank entries each); size -1 takes the
+ * rest of the axis. A view. Errors: INVALID_ARGUMENT (out of bounds).
+ */
+TFL_API tfl_tensor *tfl_slice(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *begin,
+                              const int64_t *size);
+/**
+ * Takes slices of `params` along `axis` at `indices` (int32 or int64): the output shape is
+ * params.shape[:axis] + indices.shape + params.shape[axis+1:].
+ * Errors: INVALID_ARGUMENT (an index outside [0, dim), as TensorFlow's CPU kernel).
+ */
+TFL_API tfl_tensor *tfl_gather(tfl_ctx *ctx, const tfl_tensor *params,
+                               const tfl_tensor *indices, int axis);
+/**
+ * One-hot encoding: indices (int32/int64) of shape S give S + (depth,) of `dtype`, with
+ * on_value at the index and off_value elsewhere; an index outside [0, depth) gives a row
+ * of off_value (TensorFlow's rule).
+ */
+TFL_API tfl_tensor *tfl_one_hot(tfl_ctx *ctx, const tfl_tensor *indices, int64_t depth,
+                                double on_value, double off_value, tfl_dtype dtype);
+/**
+ * x converted to `dtype`. Floating to integer truncates toward zero and saturates (NaN
+ * gives 0); complex to real keeps the real part; anything to bool is x != 0.
+ */
+TFL_API tfl_tensor *tfl_cast(tfl_ctx *ctx, const tfl_tensor *x, tfl_dtype dtype);
+/** cond ? x : y elementwise; cond is bool; the three broadcast together; x and y one dtype. */
+TFL_API tfl_tensor *tfl_where(tfl_ctx *ctx, const tfl_tensor *cond, const tfl_tensor *x,
+                              const tfl_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TAPEFLOW_OPS_H */

@@ -1,0 +1,14 @@
+/*
+ * tapeflow/tapeflow.h: the umbrella header. `#include <tapeflow/tapeflow.h>` and link
+ * -ltapeflow (pkg-config tapeflow, or find_package(tapeflow) and tapeflow::tapeflow).
+ */
+#ifndef TAPEFLOW_TAPEFLOW_H
+#define TAPEFLOW_TAPEFLOW_H
+
+#include <tapeflow/base.h>
+#include <tapeflow/context.h>
+#include <tapeflow/device.h>
+#include <tapeflow/ops.h>
+#include <tapeflow/tensor.h>
+
+#endif /* TAPEFLOW_TAPEFLOW_H */

@@ -1,0 +1,263 @@
+/*
+ * framework/internal.h: the private structures of the framework module (context, tensors,
+ * storage, devices) and the check macros every library file uses. Never installed.
+ */
+#ifndef TFL_FRAMEWORK_INTERNAL_H
+#define TFL_FRAMEWORK_INTERNAL_H
+
+#include <tapeflow/config.h>
+#include <tapeflow/tapeflow.h>
+
+#include <stdarg.h>
+#include <string.h>
+
+#define TFL_MAX_INPUTS 4       /* the most inputs an op kernel takes (variadic ops differ) */
+#define TFL_MAX_DEVICES 9      /* CPU:0 plus up to 8 GPUs */
+#define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
+#define TFL_MSG_SIZE 512       /* bytes of the kept error message */
+#define TFL_ALIGN 64           /* alignment of tensor data, bytes */
+
+#if defined(__GNUC__)
+#define TFL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define TFL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define TFL_PRINTF(f, a)
+#define TFL_LIKELY(x) (x)
+#define TFL_UNLIKELY(x) (x)
+#endif
+
+typedef struct tfl__device tfl__device;
+typedef struct tfl__storage tfl__storage;
+
+#include "ops/op_list.h"
+
+/** One kernel call: inputs already on the kernel's device, output allocated. */
+typedef struct tfl__kcall {
+    tfl_ctx *ctx;
+    tfl__device *dev;
+    tfl__op_id op;
+    int n_in;
+    const tfl_tensor *const *in;
+    tfl_tensor *out;
+    const void *attrs;   /* the op family's attrs struct (ops/op.h), or NULL */
+} tfl__kcall;
+
+typedef tfl_status (*tfl__kernel_fn)(const tfl__kcall *k);
+
+/** A device's kernel for one op: NULL fn means none (placement skips the device). */
+typedef struct tfl__kernel {
+    tfl__kernel_fn fn;
+    uint32_t dtypes;     /* key dtypes it runs (1u << tfl_dtype) */
+    const void *data;    /* kernel-private table (e.g. inner loops per dtype) */
+} tfl__kernel;
+
+/* ---- caching allocator (allocator.c): one per device ------------------------------------ */
+
+#define TFL_ALLOC_CLASSES 160 /* size classes: 4 per power of two from 64 B to 2^44 B */
+
+typedef struct tfl__block {
+    struct tfl__block *next; /* next free block of the same class */
+} tfl__block;
+
+typedef struct tfl__allocator {
+    tfl__device *device;                     /* where raw memory comes from */
+    void *free_lists[TFL_ALLOC_CLASSES];     /* cached blocks per size class (host: tfl__block) */
+    tfl_alloc_stats stats;                   /* live_tensors unused here (kept in the ctx) */
+} tfl__allocator;
+
+/* ---- devices (device.c, cpu/cpu_device.c) ----------------------------------------------- */
+
+/*
+ * A backend's table of functions. Backends embed tfl__device first and append their own
+ * fields (a CUDA device adds its stream and cuBLAS/cuDNN handles). Slots marked optional
+ * may be NULL and say what NULL means.
+ */
+typedef struct tfl__device_ops {
+    int version;           /* TFL_DEVICE_OPS_VERSION; the slots below are version 1 */
+    const char *type_name; /* "CPU", "GPU" */
+    int priority;          /* placement picks the highest priority with a kernel (GPU > CPU) */
+    void *(*raw_alloc)(tfl__device *dev, size_t bytes);   /* NULL when out of memory */
+    void (*raw_free)(tfl__device *dev, void *ptr);
+    /* copies `bytes` between host memory and this device (dir: 0 to device, 1 to host) */
+    tfl_status (*copy_host)(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                            int to_host);
+    tfl_status (*sync)(tfl__device *dev);  /* (optional) NULL: always in sync */
+} tfl__device_ops;
+#define TFL_DEVICE_OPS_VERSION 1
+
+struct tfl__device {
+    const tfl__device_ops *ops;
+    tfl_ctx *ctx;
+    int index;             /* the N in "CPU:N" / "GPU:N" */
+    int slot;              /* position in ctx->devices */
+    char name[16];         /* "CPU:0" */
+    tfl__allocator alloc;  /* the device's caching allocator */
+    tfl__kernel kernels[TFL_OP_COUNT]; /* filled by the backend from its family tables */
+};
+
+/* ---- storage and tensors ---------------------------------------------------------------- */
+
+struct tfl__storage {
+    int32_t refs;          /* tensors (views) sharing it */
+    tfl__device *device;   /* where data lives */
+    void *data;            /* device memory, TFL_ALIGN-aligned */
+    size_t bytes;          /* usable bytes (the size class, >= requested) */
+    tfl__storage *next_free; /* the ctx's free list of storage records */
+};
+
+enum {
+    TFL_TENSOR_FLAG_VARIABLE = 1u << 0, /* storage may be mutated in place (variables issue) */
+};
+
+struct tfl_tensor {
+    tfl_ctx *ctx;          /* owner */
+    int32_t refs;          /* references; 0 frees */
+    uint8_t dtype;         /* tfl_dtype */
+    uint8_t rank;          /* 0..TFL_MAX_RANK */
+    uint16_t flags;        /* TFL_TENSOR_FLAG_* */
+    int64_t numel;         /* product of shape */
+    int64_t offset;        /* elements from storage->data to element 0 */
+    tfl__storage *storage; /* shared by views */
+    int64_t shape[TFL_MAX_RANK];
+    int64_t strides[TFL_MAX_RANK]; /* elements; 0 allowed only for size-1 axes */
+    tfl_tensor *next_free; /* the ctx's free list of tensor records */
+};
+
+/* ---- the context ------------------------------------------------------------------------- */
+
+struct tfl_ctx {
+    tfl_ctx_opts opts;
+    int num_threads;
+    bool soft_placement;
+    bool log_placement;
+
+    tfl_status err_code;               /* the first error kept */
+    char err_msg[TFL_MSG_SIZE];
+
+    tfl__device *devices[TFL_MAX_DEVICES];
+    int n_devices;
+
+    int scopes[TFL_MAX_SCOPES];        /* device scope stack: device slot, or -1-index for an */
+    char scope_names[TFL_MAX_SCOPES][16]; /* unsatisfiable request (kept for the error text) */
+    int n_scopes;
+
+    tfl_tensor **frame_items;          /* tensors owned by open frames, innermost last */
+    size_t n_frame_items, cap_frame_items;
+    size_t *frame_marks;               /* n_frame_items when each frame was pushed */
+    int n_frames, cap_frames;
+
+    tfl_tensor *free_tensors;          /* recycled tensor records */
+    tfl__storage *free_storage;        /* recycled storage records */
+    uint64_t live_tensors;
+};
+
+/* ---- errors and logging (context.c) ------------------------------------------------------ */
+
+/** Keeps (code, message) when no error is kept yet; logs it at ERROR. Returns code. */
+tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...) TFL_PRINTF(3, 4);
+tfl_status tfl__set_errorv(tfl_ctx *ctx, tfl_status code, const char *fmt, va_list ap);
+void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...) TFL_PRINTF(3, 4);
+static inline bool tfl__log_enabled(const tfl_ctx *ctx, tfl_log_level level)
+{
+    return ctx->opts.log_fn && level <= ctx->opts.log_level;
+}
+
+/** Validates an input: records the error and returns `ret` from the caller when cond fails. */
+#define TFL_CHECK_RET(ctx, cond, ret, code, ...)            \
+    do {                                                    \
+        if (TFL_UNLIKELY(!(cond))) {                        \
+            tfl__set_error((ctx), (code), __VA_ARGS__);     \
+            return ret;                                     \
+        }                                                   \
+    } while (0)
+#define TFL_CHECK(ctx, cond, code, ...) TFL_CHECK_RET(ctx, cond, (code), code, __VA_ARGS__)
+/** Propagates a non-OK status. */
+#define TFL_TRY(expr)                                       \
+    do {                                                    \
+        tfl_status tfl_try_st_ = (expr);                    \
+        if (TFL_UNLIKELY(tfl_try_st_ != TFL_OK)) return tfl_try_st_; \
+    } while (0)
+
+/* ---- memory (context.c) ------------------------------------------------------------------ */
+
+/** Host memory through the ctx's hooks; aligned to `align` (power of two). NULL on failure. */
+void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align);
+void tfl__host_free(tfl_ctx *ctx, void *ptr);
+/** A zeroed host object (sizeof <= some KB), recorded as RESOURCE_EXHAUSTED on failure. */
+void *tfl__calloc(tfl_ctx *ctx, size_t bytes);
+
+/* ---- allocator.c ------------------------------------------------------------------------- */
+
+void tfl__allocator_init(tfl__allocator *a, tfl__device *dev);
+/** A block of >= bytes; *got receives its usable size. NULL (error kept) when out of memory. */
+void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got);
+void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got);
+void tfl__allocator_trim(tfl__allocator *a);
+
+/* ---- devices (device.c) ------------------------------------------------------------------ */
+
+tfl_status tfl__devices_init(tfl_ctx *ctx);
+void tfl__devices_free(tfl_ctx *ctx);
+/** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
+tfl__device *tfl__current_device(tfl_ctx *ctx);
+tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name);
+tfl__device *tfl__cpu(tfl_ctx *ctx);
+
+/* ---- shapes (shape.c) -------------------------------------------------------------------- */
+
+int64_t tfl__numel(int rank, const int64_t *shape);
+/** Python-style "(2, 3)", "(4,)", "()"; returns buf. */
+char *tfl__shape_str(int rank, const int64_t *shape, char *buf, size_t size);
+/** Row-major strides (elements) for shape. */
+void tfl__contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
+/** Broadcasts two shapes; false when incompatible. */
+bool tfl__broadcast_shapes(int ra, const int64_t *sa, int rb, const int64_t *sb, int *rout,
+                           int64_t *out);
+/** Normalises an axis in [-rank, rank) to [0, rank); -1 when out of range. */
+static inline int tfl__norm_axis(int axis, int rank)
+{
+    if (axis < -rank || axis >= rank) return -1;
+    return axis < 0 ? axis + rank : axis;
+}
+
+/* ---- tensors (tensor.c) ------------------------------------------------------------------ */
+
+/** A new contiguous tensor on dev with uninitialised data, not registered with any frame. */
+tfl_tensor *tfl__tensor_alloc(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
+                              const int64_t *shape);
+/** tfl__tensor_alloc, registered with the innermost frame. */
+tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
+                              const int64_t *shape);
+/** A new tensor viewing t's storage with the given shape, strides and offset. */
+tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const int64_t *shape,
+                             const int64_t *strides, int64_t offset);
+/** Registers a new reference with the innermost frame, if any. Returns t. */
+tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t);
+static inline void *tfl__data(const tfl_tensor *t)
+{
+    return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);
+}
+static inline tfl__device *tfl__tensor_device(const tfl_tensor *t) { return t->storage->device; }
+/** Copies t to a new contiguous tensor on dev (kernel-free when t is already on host). */
+tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
+
+/* ---- dtypes (dtype.c) -------------------------------------------------------------------- */
+
+float tfl__f16_to_f32(uint16_t h);
+uint16_t tfl__f32_to_f16(float f);
+float tfl__bf16_to_f32(uint16_t h);
+uint16_t tfl__f32_to_bf16(float f);
+/** "float16, bfloat16, float32, float64" for a mask of (1u << dtype) bits. */
+char *tfl__dtype_list(uint32_t mask, char *buf, size_t size);
+
+#define TFL_DT(d) (1u << TFL_DTYPE_##d)
+#define TFL_MASK_INT (TFL_DT(INT32) | TFL_DT(INT64))
+#define TFL_MASK_HALF (TFL_DT(FLOAT16) | TFL_DT(BFLOAT16))
+#define TFL_MASK_FLOAT (TFL_MASK_HALF | TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
+#define TFL_MASK_COMPLEX (TFL_DT(COMPLEX64) | TFL_DT(COMPLEX128))
+#define TFL_MASK_REAL (TFL_MASK_INT | TFL_MASK_FLOAT)
+#define TFL_MASK_NUMERIC (TFL_MASK_REAL | TFL_MASK_COMPLEX)
+#define TFL_MASK_ALL ((1u << TFL_DTYPE_COUNT) - 1u)
+
+#endif /* TFL_FRAMEWORK_INTERNAL_H */

@@ -1,0 +1,115 @@
+/*
+ * framework/ops/dispatch.c: the op definition table (from op_list.h), input checks with
+ * TensorFlow-style messages, and tfl__op_run, the one path every op with a kernel takes:
+ * place, bring inputs to the device, allocate, run, log.
+ */
+#include "op.h"
+
+const tfl__op_def tfl__op_defs[TFL_OP_COUNT] = {
+#define TFL_X_(id, nm, ar, dt, fl) [TFL_OP_##id] = {.name = nm, .arity = ar, .dtypes = dt, .flags = fl},
+    TFL_OP_LIST(TFL_X_)
+#undef TFL_X_
+};
+
+bool tfl__check_inputs(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor *const *in)
+{
+    for (int i = 0; i < n; i++) {
+        if (TFL_UNLIKELY(!in[i])) {
+            if (ctx->err_code == TFL_OK)
+                tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: input %d is NULL",
+                               tfl__op_defs[op].name, i);
+            return false;
+        }
+        TFL_CHECK_RET(ctx, in[i]->ctx == ctx, false, TFL_MISUSE,
+                      "%s: input %d belongs to another context", tfl__op_defs[op].name, i);
+    }
+    return true;
+}
+
+bool tfl__check_dtype(tfl_ctx *ctx, tfl__op_id op, tfl_dtype dtype)
+{
+    uint32_t ok = tfl__op_defs[op].dtypes;
+    if (TFL_LIKELY(ok >> dtype & 1u)) return true;
+    char list[160];
+    tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: dtype %s is not supported; expected one of %s",
+                   tfl__op_defs[op].name, tfl_dtype_name(dtype), tfl__dtype_list(ok, list, sizeof list));
+    return false;
+}
+
+bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, const tfl_tensor *b)
+{
+    TFL_CHECK_RET(ctx, a->dtype == b->dtype, false, TFL_INVALID_ARGUMENT,
+                  "%s: dtypes differ: a is %s, b is %s (tapeflow does not promote; use tfl_cast)",
+                  tfl__op_defs[op].name, tfl_dtype_name((tfl_dtype)a->dtype),
+                  tfl_dtype_name((tfl_dtype)b->dtype));
+    return true;
+}
+
+/* Allocates the output and runs the device's kernel on inputs already in place. */
+static tfl_tensor *run_kernel(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, int n_in,
+                              const tfl_tensor *const *in, tfl_dtype out_dtype, int out_rank,
+                              const int64_t *out_shape, const void *attrs)
+{
+    tfl_tensor *out = tfl__tensor_alloc(ctx, dev, out_dtype, out_rank, out_shape);
+    if (!out) return NULL;
+    tfl__kcall call = {ctx, dev, op, n_in, in, out, attrs};
+    if (dev->kernels[op].fn(&call) != TFL_OK) {
+        tfl_tensor_release(out);
+        return NULL;
+    }
+    tfl__log_placement(ctx, op, dev);
+    return tfl__frame_adopt(ctx, out);
+}
+
+/*
+ * The slow path: some input lives on another device, or float16/bfloat16 runs through the
+ * float32 kernel. Temporaries live in a frame of their own; the result is handed on.
+ */
+static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, tfl_dtype key,
+                                 int n_in, const tfl_tensor *const *in, tfl_dtype out_dtype,
+                                 int out_rank, const int64_t *out_shape, const void *attrs,
+                                 bool half)
+{
+    enum { MAX_IN = 64 };
+    const tfl_tensor *moved[MAX_IN];
+    TFL_CHECK_RET(ctx, n_in <= MAX_IN, NULL, TFL_INVALID_ARGUMENT, "%s: more than %d inputs",
+                  tfl__op_defs[op].name, MAX_IN);
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    tfl_tensor *out = NULL;
+    bool ok = true;
+    for (int i = 0; i < n_in && ok; i++) {
+        const tfl_tensor *t = in[i];
+        if (tfl__tensor_device(t) != dev) {
+            if (ctx->log_placement)
+                tfl__log(ctx, TFL_LOG_INFO, "copy input %d of %s from %s to %s", i,
+                         tfl__op_defs[op].name, tfl_tensor_device(t), dev->name);
+            t = tfl__tensor_copy_to(ctx, t, dev);
+        }
+        if (t && half && t->dtype == key) t = tfl_cast(ctx, t, TFL_DTYPE_FLOAT32);
+        moved[i] = t;
+        ok = t != NULL;
+    }
+    if (ok) {
+        tfl_dtype run_dtype = half && out_dtype == key ? TFL_DTYPE_FLOAT32 : out_dtype;
+        out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs);
+        if (out && run_dtype != out_dtype) out = tfl_cast(ctx, out, out_dtype);
+    }
+    tfl_keep(out);
+    tfl_frame_pop(ctx);
+    return out ? tfl__frame_adopt(ctx, out) : NULL;
+}
+
+tfl_tensor *tfl__op_run(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, int n_in,
+                        const tfl_tensor *const *in, tfl_dtype out_dtype, int out_rank,
+                        const int64_t *out_shape, const void *attrs)
+{
+    tfl__device *dev = tfl__place_op(ctx, op, key);
+    if (!dev) return NULL;
+    bool half = !(dev->kernels[op].dtypes >> key & 1u);
+    bool moved = false;
+    for (int i = 0; i < n_in; i++) moved |= tfl__tensor_device(in[i]) != dev;
+    if (TFL_UNLIKELY(half || moved))
+        return run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
+                             half);
+    return run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs);
+}

@@ -1,0 +1,64 @@
+/*
+ * framework/ops/op.h: what op entry points, the dispatcher and device kernels share: the
+ * op definition table, the kernel call record and the common path (tfl__op_run) that
+ * places an op, copies inputs across devices, allocates the output and runs the kernel.
+ */
+#ifndef TFL_OPS_OP_H
+#define TFL_OPS_OP_H
+
+#include "../internal.h"
+#include "op_list.h"
+
+typedef struct tfl__op_def {
+    const char *name;   /* TensorFlow's name: "MatMul" */
+    int arity;          /* inputs; -1: variadic */
+    uint32_t dtypes;    /* accepted dtypes of the key input (1u << tfl_dtype) */
+    uint32_t flags;     /* TFL_OPF_* */
+} tfl__op_def;
+
+extern const tfl__op_def tfl__op_defs[TFL_OP_COUNT];
+
+/* Typed attributes, one struct per op family (never packed ints). */
+typedef struct tfl__reduce_attrs {
+    uint8_t reduced[TFL_MAX_RANK]; /* 1 for each input axis reduced */
+    int64_t count;                 /* elements reduced into each output element */
+} tfl__reduce_attrs;
+typedef struct tfl__axis_attrs {
+    int axis;                      /* normalised, >= 0 */
+} tfl__axis_attrs;
+typedef struct tfl__scalar_attrs {
+    double value;                  /* leaky_relu's alpha, gelu's approximate flag */
+} tfl__scalar_attrs;
+typedef struct tfl__one_hot_attrs {
+    int64_t depth;
+    double on_value, off_value;
+} tfl__one_hot_attrs;
+typedef struct tfl__matmul_attrs {
+    unsigned flags;                /* TFL_TRANSPOSE_A | TFL_TRANSPOSE_B */
+} tfl__matmul_attrs;
+
+
+/**
+ * The common path of every op with a kernel. Places the op (device scopes, soft placement,
+ * kernels by key dtype), copies inputs living elsewhere, runs float16/bfloat16 through
+ * float32 for TFL_OPF_HALF_VIA_F32 ops, allocates the output (out_dtype, out_shape) and
+ * runs the kernel. Returns the frame-owned output or NULL with the error kept.
+ */
+tfl_tensor *tfl__op_run(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, int n_in,
+                        const tfl_tensor *const *in, tfl_dtype out_dtype, int out_rank,
+                        const int64_t *out_shape, const void *attrs);
+
+/** Checks inputs for NULL (INVALID_ARGUMENT "input i is NULL" unless an error is kept). */
+bool tfl__check_inputs(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor *const *in);
+/** Checks the key dtype against the op's accepted dtypes (INVALID_ARGUMENT with the list). */
+bool tfl__check_dtype(tfl_ctx *ctx, tfl__op_id op, tfl_dtype dtype);
+/** Checks two inputs have one dtype ("dtypes differ: a is int32, b is float32"). */
+bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
+                           const tfl_tensor *b);
+/** Logs "op Name on DEVICE" when placement logging is on (views log too). */
+void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev);
+
+/** Chooses the device for op on key dtype (scopes, soft placement); NULL with the error kept. */
+tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key);
+
+#endif /* TFL_OPS_OP_H */

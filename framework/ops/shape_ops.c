@@ -1,0 +1,205 @@
+/*
+ * framework/ops/shape_ops.c: shape and indexing ops. reshape (of a contiguous tensor),
+ * transpose and slice return views that share storage; concat, gather, one_hot, cast and
+ * where run kernels through tfl__op_run.
+ */
+#include "op.h"
+
+/* A view of x's storage; logged like an op so placement logs show every step. */
+static tfl_tensor *make_view(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int rank,
+                             const int64_t *shape, const int64_t *strides, int64_t offset)
+{
+    tfl_tensor *t = tfl__tensor_view(ctx, x, rank, shape, strides, offset);
+    if (t) tfl__log_placement(ctx, op, tfl__tensor_device(x));
+    return t;
+}
+
+tfl_tensor *tfl_reshape(tfl_ctx *ctx, const tfl_tensor *x, int rank, const int64_t *shape)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_RESHAPE, 1, &x)) return NULL;
+    TFL_CHECK_RET(ctx, rank >= 0 && rank <= TFL_MAX_RANK && (rank == 0 || shape), NULL,
+                  TFL_INVALID_ARGUMENT, "Reshape: rank %d is out of range (0..%d) or shape is NULL",
+                  rank, TFL_MAX_RANK);
+    int64_t out[TFL_MAX_RANK], known = 1;
+    int infer = -1;
+    char s[160];
+    for (int i = 0; i < rank; i++) {
+        out[i] = shape[i];
+        if (shape[i] == -1) {
+            TFL_CHECK_RET(ctx, infer < 0, NULL, TFL_INVALID_ARGUMENT,
+                          "Reshape: only one dimension can be -1 in %s",
+                          tfl__shape_str(rank, shape, s, sizeof s));
+            infer = i;
+        } else {
+            TFL_CHECK_RET(ctx, shape[i] >= 0, NULL, TFL_INVALID_ARGUMENT,
+                          "Reshape: dimension %d is negative in %s", i,
+                          tfl__shape_str(rank, shape, s, sizeof s));
+            known *= shape[i];
+        }
+    }
+    if (infer >= 0 && known > 0 && x->numel % known == 0) out[infer] = x->numel / known;
+    else if (infer >= 0 && known == 0 && x->numel == 0) out[infer] = 0;
+    TFL_CHECK_RET(ctx, (infer < 0 || known > 0 || x->numel == 0) &&
+                  tfl__numel(rank, out) == x->numel, NULL, TFL_INVALID_ARGUMENT,
+                  "Reshape: cannot reshape a tensor of %lld elements to shape %s",
+                  (long long)x->numel, tfl__shape_str(rank, shape, s, sizeof s));
+    int64_t strides[TFL_MAX_RANK];
+    tfl__contiguous_strides(rank, out, strides);
+    if (tfl_tensor_is_contiguous(x))
+        return make_view(ctx, TFL_OP_RESHAPE, x, rank, out, strides, x->offset);
+    tfl_tensor *c = tfl_identity(ctx, x); /* fresh and contiguous: ours to reshape */
+    if (!c) return NULL;
+    c->rank = (uint8_t)rank;
+    memcpy(c->shape, out, sizeof(int64_t) * (size_t)rank);
+    memcpy(c->strides, strides, sizeof(int64_t) * (size_t)rank);
+    return c;
+}
+
+tfl_tensor *tfl_transpose(tfl_ctx *ctx, const tfl_tensor *x, const int *perm)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_TRANSPOSE, 1, &x)) return NULL;
+    int p[TFL_MAX_RANK];
+    bool seen[TFL_MAX_RANK] = {false};
+    for (int i = 0; i < x->rank; i++) {
+        p[i] = perm ? perm[i] : x->rank - 1 - i;
+        TFL_CHECK_RET(ctx, p[i] >= 0 && p[i] < x->rank && !seen[p[i]], NULL, TFL_INVALID_ARGUMENT,
+                      "Transpose: perm is not a permutation of 0..%d (entry %d is %d)",
+                      x->rank - 1, i, p[i]);
+        seen[p[i]] = true;
+    }
+    int64_t shape[TFL_MAX_RANK], strides[TFL_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        shape[i] = x->shape[p[i]];
+        strides[i] = x->strides[p[i]];
+    }
+    return make_view(ctx, TFL_OP_TRANSPOSE, x, x->rank, shape, strides, x->offset);
+}
+
+tfl_tensor *tfl_slice(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *begin,
+                      const int64_t *size)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_SLICE, 1, &x)) return NULL;
+    TFL_CHECK_RET(ctx, x->rank == 0 || (begin && size), NULL, TFL_INVALID_ARGUMENT,
+                  "Slice: begin and size must be given for rank %d", x->rank);
+    int64_t shape[TFL_MAX_RANK], offset = x->offset;
+    for (int i = 0; i < x->rank; i++) {
+        int64_t b = begin[i], n = size[i] == -1 ? x->shape[i] - b : size[i];
+        TFL_CHECK_RET(ctx, b >= 0 && b <= x->shape[i] && n >= 0 && b + n <= x->shape[i], NULL,
+                      TFL_INVALID_ARGUMENT,
+                      "Slice: out of bounds on axis %d: begin %lld, size %lld for dimension %lld",
+                      i, (long long)b, (long long)size[i], (long long)x->shape[i]);
+        shape[i] = n;
+        offset += b * x->strides[i];
+    }
+    return make_view(ctx, TFL_OP_SLICE, x, x->rank, shape, x->strides, offset);
+}
+
+tfl_tensor *tfl_concat(tfl_ctx *ctx, int n, const tfl_tensor *const *xs, int axis)
+{
+    if (!ctx) return NULL;
+    TFL_CHECK_RET(ctx, n >= 1 && xs, NULL, TFL_INVALID_ARGUMENT,
+                  "ConcatV2: expected at least one input, got %d", n);
+    if (!tfl__check_inputs(ctx, TFL_OP_CONCAT, n, xs)) return NULL;
+    const tfl_tensor *x0 = xs[0];
+    int a = tfl__norm_axis(axis, x0->rank);
+    TFL_CHECK_RET(ctx, a >= 0, NULL, TFL_INVALID_ARGUMENT,
+                  "ConcatV2: axis %d is out of range for rank %d", axis, x0->rank);
+    int64_t shape[TFL_MAX_RANK];
+    memcpy(shape, x0->shape, sizeof(int64_t) * x0->rank);
+    shape[a] = 0;
+    for (int i = 0; i < n; i++) {
+        const tfl_tensor *x = xs[i];
+        TFL_CHECK_RET(ctx, x->dtype == x0->dtype, NULL, TFL_INVALID_ARGUMENT,
+                      "ConcatV2: dtypes differ: input 0 is %s, input %d is %s",
+                      tfl_dtype_name((tfl_dtype)x0->dtype), i, tfl_dtype_name((tfl_dtype)x->dtype));
+        TFL_CHECK_RET(ctx, x->rank == x0->rank, NULL, TFL_INVALID_ARGUMENT,
+                      "ConcatV2: ranks differ: input 0 has rank %d, input %d has rank %d",
+                      x0->rank, i, x->rank);
+        for (int d = 0; d < x->rank; d++)
+            TFL_CHECK_RET(ctx, d == a || x->shape[d] == x0->shape[d], NULL, TFL_INVALID_ARGUMENT,
+                          "ConcatV2: dimension %d differs: input 0 has %lld, input %d has %lld", d,
+                          (long long)x0->shape[d], i, (long long)x->shape[d]);
+        shape[a] += x->shape[a];
+    }
+    tfl__axis_attrs attrs = {a};
+    return tfl__op_run(ctx, TFL_OP_CONCAT, (tfl_dtype)x0->dtype, n, xs, (tfl_dtype)x0->dtype,
+                       x0->rank, shape, &attrs);
+}
+
+tfl_tensor *tfl_gather(tfl_ctx *ctx, const tfl_tensor *params, const tfl_tensor *indices,
+                       int axis)
+{
+    if (!ctx) return NULL;
+    const tfl_tensor *in[2] = {params, indices};
+    if (!tfl__check_inputs(ctx, TFL_OP_GATHER, 2, in)) return NULL;
+    TFL_CHECK_RET(ctx, tfl_dtype_is_integer((tfl_dtype)indices->dtype), NULL, TFL_INVALID_ARGUMENT,
+                  "GatherV2: indices dtype %s is not supported; expected one of int32, int64",
+                  tfl_dtype_name((tfl_dtype)indices->dtype));
+    int a = tfl__norm_axis(axis, params->rank);
+    TFL_CHECK_RET(ctx, a >= 0, NULL, TFL_INVALID_ARGUMENT,
+                  "GatherV2: axis %d is out of range for rank %d", axis, params->rank);
+    int rank = params->rank - 1 + indices->rank;
+    TFL_CHECK_RET(ctx, rank <= TFL_MAX_RANK, NULL, TFL_INVALID_ARGUMENT,
+                  "GatherV2: the result would have rank %d (more than %d)", rank, TFL_MAX_RANK);
+    int64_t shape[TFL_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < a; d++) shape[r++] = params->shape[d];
+    for (int d = 0; d < indices->rank; d++) shape[r++] = indices->shape[d];
+    for (int d = a + 1; d < params->rank; d++) shape[r++] = params->shape[d];
+    tfl__axis_attrs attrs = {a};
+    return tfl__op_run(ctx, TFL_OP_GATHER, (tfl_dtype)params->dtype, 2, in,
+                       (tfl_dtype)params->dtype, rank, shape, &attrs);
+}
+
+tfl_tensor *tfl_one_hot(tfl_ctx *ctx, const tfl_tensor *indices, int64_t depth, double on_value,
+                        double off_value, tfl_dtype dtype)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_ONE_HOT, 1, &indices) ||
+        !tfl__check_dtype(ctx, TFL_OP_ONE_HOT, (tfl_dtype)indices->dtype))
+        return NULL;
+    TFL_CHECK_RET(ctx, depth >= 0, NULL, TFL_INVALID_ARGUMENT,
+                  "OneHot: depth must be non-negative, got %lld", (long long)depth);
+    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, NULL, TFL_INVALID_ARGUMENT,
+                  "OneHot: invalid dtype %d", (int)dtype);
+    TFL_CHECK_RET(ctx, indices->rank < TFL_MAX_RANK, NULL, TFL_INVALID_ARGUMENT,
+                  "OneHot: the result would have rank %d (more than %d)", indices->rank + 1,
+                  TFL_MAX_RANK);
+    int64_t shape[TFL_MAX_RANK];
+    memcpy(shape, indices->shape, sizeof(int64_t) * indices->rank);
+    shape[indices->rank] = depth;
+    tfl__one_hot_attrs attrs = {depth, on_value, off_value};
+    return tfl__op_run(ctx, TFL_OP_ONE_HOT, (tfl_dtype)indices->dtype, 1, &indices, dtype,
+                       indices->rank + 1, shape, &attrs);
+}
+
+tfl_tensor *tfl_cast(tfl_ctx *ctx, const tfl_tensor *x, tfl_dtype dtype)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_CAST, 1, &x)) return NULL;
+    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, NULL, TFL_INVALID_ARGUMENT,
+                  "Cast: invalid dtype %d", (int)dtype);
+    return tfl__op_run(ctx, TFL_OP_CAST, (tfl_dtype)x->dtype, 1, &x, dtype, x->rank, x->shape, NULL);
+}
+
+tfl_tensor *tfl_where(tfl_ctx *ctx, const tfl_tensor *cond, const tfl_tensor *x,
+                      const tfl_tensor *y)
+{
+    if (!ctx) return NULL;
+    const tfl_tensor *in[3] = {cond, x, y};
+    if (!tfl__check_inputs(ctx, TFL_OP_WHERE, 3, in)) return NULL;
+    TFL_CHECK_RET(ctx, cond->dtype == TFL_DTYPE_BOOL, NULL, TFL_INVALID_ARGUMENT,
+                  "SelectV2: cond must be bool, got %s", tfl_dtype_name((tfl_dtype)cond->dtype));
+    if (!tfl__check_same_dtype(ctx, TFL_OP_WHERE, x, y)) return NULL;
+    int r1, r2;
+    int64_t s1[TFL_MAX_RANK], s2[TFL_MAX_RANK];
+    if (!tfl__broadcast_shapes(x->rank, x->shape, y->rank, y->shape, &r1, s1) ||
+        !tfl__broadcast_shapes(cond->rank, cond->shape, r1, s1, &r2, s2)) {
+        char a[128], b[128], c[128];
+        tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "SelectV2: incompatible shapes: %s vs %s vs %s",
+                       tfl__shape_str(cond->rank, cond->shape, a, sizeof a),
+                       tfl__shape_str(x->rank, x->shape, b, sizeof b),
+                       tfl__shape_str(y->rank, y->shape, c, sizeof c));
+        return NULL;
+    }
+    return tfl__op_run(ctx, TFL_OP_WHERE, (tfl_dtype)x->dtype, 3, in, (tfl_dtype)x->dtype, r2, s2,
+                       NULL);
+}

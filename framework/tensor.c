@@ -1,0 +1,362 @@
+/*
+ * framework/tensor.c: tensor records (pooled in the ctx), storage shared by views,
+ * reference counting, creation from host data and fills, properties, and copies out.
+ */
+#include "cpu/cpu.h"
+#include "internal.h"
+
+#include <complex.h>
+#include <math.h>
+
+/* ---- records ----------------------------------------------------------------------------- */
+
+static tfl_tensor *record_new(tfl_ctx *ctx)
+{
+    tfl_tensor *t = ctx->free_tensors;
+    if (t) {
+        ctx->free_tensors = t->next_free;
+    } else {
+        t = tfl__host_alloc(ctx, sizeof *t, 64);
+        TFL_CHECK_RET(ctx, t, NULL, TFL_RESOURCE_EXHAUSTED, "out of host memory (tensor)");
+    }
+    t->ctx = ctx;
+    t->refs = 1;
+    t->flags = 0;
+    t->offset = 0;
+    t->next_free = NULL;
+    ctx->live_tensors++;
+    return t;
+}
+
+static void record_free(tfl_ctx *ctx, tfl_tensor *t)
+{
+    t->next_free = ctx->free_tensors;
+    ctx->free_tensors = t;
+    ctx->live_tensors--;
+}
+
+static tfl__storage *storage_new(tfl_ctx *ctx, tfl__device *dev, size_t bytes)
+{
+    tfl__storage *s = ctx->free_storage;
+    if (s) {
+        ctx->free_storage = s->next_free;
+    } else {
+        s = tfl__host_alloc(ctx, sizeof *s, 16);
+        TFL_CHECK_RET(ctx, s, NULL, TFL_RESOURCE_EXHAUSTED, "out of host memory (storage)");
+    }
+    s->data = tfl__allocator_get(&dev->alloc, bytes, &s->bytes);
+    if (!s->data) {
+        s->next_free = ctx->free_storage;
+        ctx->free_storage = s;
+        return NULL;
+    }
+    s->refs = 1;
+    s->device = dev;
+    s->next_free = NULL;
+    return s;
+}
+
+static void storage_release(tfl_ctx *ctx, tfl__storage *s)
+{
+    if (--s->refs > 0) return;
+    tfl__allocator_put(&s->device->alloc, s->data, s->bytes);
+    s->next_free = ctx->free_storage;
+    ctx->free_storage = s;
+}
+
+tfl_tensor *tfl__tensor_alloc(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
+                              const int64_t *shape)
+{
+    tfl_tensor *t = record_new(ctx);
+    if (!t) return NULL;
+    t->dtype = (uint8_t)dtype;
+    t->rank = (uint8_t)rank;
+    int64_t n = 1, stride = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = stride;
+        stride *= shape[i] > 0 ? shape[i] : 1;
+        n *= shape[i];
+    }
+    t->numel = n;
+    t->storage = storage_new(ctx, dev, (size_t)n * tfl_dtype_size(dtype));
+    if (!t->storage) {
+        record_free(ctx, t);
+        return NULL;
+    }
+    return t;
+}
+
+tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
+                              const int64_t *shape)
+{
+    tfl_tensor *t = tfl__tensor_alloc(ctx, dev, dtype, rank, shape);
+    return t ? tfl__frame_adopt(ctx, t) : NULL;
+}
+
+tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *src, int rank, const int64_t *shape,
+                             const int64_t *strides, int64_t offset)
+{
+    tfl_tensor *t = record_new(ctx);
+    if (!t) return NULL;
+    t->dtype = src->dtype;
+    t->rank = (uint8_t)rank;
+    t->numel = tfl__numel(rank, shape);
+    t->offset = offset;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)rank);
+    memcpy(t->strides, strides, sizeof(int64_t) * (size_t)rank);
+    t->storage = src->storage;
+    t->storage->refs++;
+    return tfl__frame_adopt(ctx, t);
+}
+
+tfl_tensor *tfl_tensor_retain(tfl_tensor *t)
+{
+    if (t) t->refs++;
+    return t;
+}
+
+void tfl_tensor_release(tfl_tensor *t)
+{
+    if (!t || --t->refs > 0) return;
+    storage_release(t->ctx, t->storage);
+    record_free(t->ctx, t);
+}
+
+/* ---- creation ------------------------------------------------------------------------------ */
+
+static bool check_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
+{
+    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, false, TFL_INVALID_ARGUMENT,
+                  "tensor_new: invalid dtype %d", (int)dtype);
+    TFL_CHECK_RET(ctx, rank >= 0 && rank <= TFL_MAX_RANK, false, TFL_INVALID_ARGUMENT,
+                  "tensor_new: rank %d is out of range (0..%d)", rank, TFL_MAX_RANK);
+    TFL_CHECK_RET(ctx, rank == 0 || shape, false, TFL_INVALID_ARGUMENT,
+                  "tensor_new: shape is NULL for rank %d", rank);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        TFL_CHECK_RET(ctx, shape[i] >= 0, false, TFL_INVALID_ARGUMENT,
+                      "tensor_new: dimension %d is negative (%lld)", i, (long long)shape[i]);
+        TFL_CHECK_RET(ctx, shape[i] == 0 || n <= INT64_MAX / 16 / shape[i], false,
+                      TFL_INVALID_ARGUMENT, "tensor_new: too many elements");
+        n *= shape[i];
+    }
+    return true;
+}
+
+tfl_tensor *tfl_tensor_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape,
+                           const void *data)
+{
+    if (!ctx || !check_new(ctx, dtype, rank, shape)) return NULL;
+    tfl__device *dev = tfl__current_device(ctx);
+    if (!dev) return NULL;
+    tfl_tensor *t = tfl__tensor_empty(ctx, dev, dtype, rank, shape);
+    if (!t) return NULL;
+    size_t bytes = (size_t)t->numel * tfl_dtype_size(dtype);
+    void *dst = tfl__data(t);
+    if (dev->ops->copy_host == NULL || dev == tfl__cpu(ctx)) {
+        if (data) memcpy(dst, data, bytes);
+        else memset(dst, 0, bytes);
+    } else if (data) {
+        if (dev->ops->copy_host(dev, dst, data, bytes, 0) != TFL_OK) return NULL;
+    }
+    return t;
+}
+
+/* Stores v, converted to dtype, into n elements at dst (host memory). */
+static void fill_host(void *dst, tfl_dtype dtype, int64_t n, double v)
+{
+    switch (dtype) {
+#define FILL(T, expr) do { T x = (expr); T *p = dst; for (int64_t i = 0; i < n; i++) p[i] = x; } while (0)
+    case TFL_DTYPE_BOOL: FILL(uint8_t, v != 0.0); break;
+    case TFL_DTYPE_INT32: FILL(int32_t, (int32_t)tfl__sat_i64(v, INT32_MIN, INT32_MAX)); break;
+    case TFL_DTYPE_INT64: FILL(int64_t, tfl__sat_i64(v, INT64_MIN, INT64_MAX)); break;
+    case TFL_DTYPE_FLOAT16: FILL(uint16_t, tfl__f32_to_f16((float)v)); break;
+    case TFL_DTYPE_BFLOAT16: FILL(uint16_t, tfl__f32_to_bf16((float)v)); break;
+    case TFL_DTYPE_FLOAT32: FILL(float, (float)v); break;
+    case TFL_DTYPE_FLOAT64: FILL(double, v); break;
+    case TFL_DTYPE_COMPLEX64: FILL(float complex, (float complex)v); break;
+    case TFL_DTYPE_COMPLEX128: FILL(double complex, (double complex)v); break;
+    default: break;
+#undef FILL
+    }
+}
+
+tfl_tensor *tfl_fill(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape, double value)
+{
+    if (!ctx || !check_new(ctx, dtype, rank, shape)) return NULL;
+    tfl__device *dev = tfl__current_device(ctx);
+    if (!dev) return NULL;
+    if (dev != tfl__cpu(ctx)) { /* fill on the host, then copy */
+        tfl_tensor *h = tfl__tensor_empty(ctx, tfl__cpu(ctx), dtype, rank, shape);
+        if (!h) return NULL;
+        fill_host(tfl__data(h), dtype, h->numel, value);
+        return tfl__tensor_copy_to(ctx, h, dev);
+    }
+    tfl_tensor *t = tfl__tensor_empty(ctx, dev, dtype, rank, shape);
+    if (t) fill_host(tfl__data(t), dtype, t->numel, value);
+    return t;
+}
+
+tfl_tensor *tfl_zeros(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
+{
+    return tfl_fill(ctx, dtype, rank, shape, 0.0);
+}
+
+tfl_tensor *tfl_ones(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
+{
+    return tfl_fill(ctx, dtype, rank, shape, 1.0);
+}
+
+tfl_tensor *tfl_zeros_like(tfl_ctx *ctx, const tfl_tensor *t)
+{
+    return t ? tfl_fill(ctx, (tfl_dtype)t->dtype, t->rank, t->shape, 0.0) : NULL;
+}
+
+tfl_tensor *tfl_ones_like(tfl_ctx *ctx, const tfl_tensor *t)
+{
+    return t ? tfl_fill(ctx, (tfl_dtype)t->dtype, t->rank, t->shape, 1.0) : NULL;
+}
+
+#define SCALAR_FN(fname, T, DT)                                                   \
+    tfl_tensor *fname(tfl_ctx *ctx, T value)                                      \
+    {                                                                             \
+        return tfl_tensor_new(ctx, TFL_DTYPE_##DT, 0, NULL, &value);              \
+    }
+SCALAR_FN(tfl_scalar_f32, float, FLOAT32)
+SCALAR_FN(tfl_scalar_f64, double, FLOAT64)
+SCALAR_FN(tfl_scalar_i32, int32_t, INT32)
+SCALAR_FN(tfl_scalar_i64, int64_t, INT64)
+#undef SCALAR_FN
+
+tfl_tensor *tfl_scalar_bool(tfl_ctx *ctx, bool value)
+{
+    uint8_t v = value ? 1 : 0;
+    return tfl_tensor_new(ctx, TFL_DTYPE_BOOL, 0, NULL, &v);
+}
+
+tfl_tensor *tfl_range(tfl_ctx *ctx, tfl_dtype dtype, double start, double limit, double delta)
+{
+    if (!ctx) return NULL;
+    TFL_CHECK_RET(ctx, dtype == TFL_DTYPE_INT32 || dtype == TFL_DTYPE_INT64 ||
+                  dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, NULL,
+                  TFL_INVALID_ARGUMENT, "Range: dtype %s is not supported; expected one of "
+                  "int32, int64, float32, float64", tfl_dtype_name(dtype));
+    TFL_CHECK_RET(ctx, delta != 0.0 && isfinite(delta) && isfinite(start) && isfinite(limit),
+                  NULL, TFL_INVALID_ARGUMENT, "Range: delta must be finite and non-zero");
+    double span = (limit - start) / delta;
+    int64_t n = span > 0 ? (int64_t)ceil(span) : 0;
+    tfl__device *cpu = tfl__cpu(ctx);
+    tfl_tensor *t = tfl__tensor_empty(ctx, cpu, dtype, 1, &n);
+    if (!t) return NULL;
+    void *d = tfl__data(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * delta;
+        switch (dtype) {
+        case TFL_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+        case TFL_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+        case TFL_DTYPE_FLOAT32: ((float *)d)[i] = (float)v; break;
+        default: ((double *)d)[i] = v; break;
+        }
+    }
+    tfl__device *dev = tfl__current_device(ctx);
+    return dev && dev != cpu ? tfl__tensor_copy_to(ctx, t, dev) : t;
+}
+
+/* ---- properties ------------------------------------------------------------------------------ */
+
+tfl_ctx *tfl_tensor_ctx(const tfl_tensor *t) { return t->ctx; }
+tfl_dtype tfl_tensor_dtype(const tfl_tensor *t) { return (tfl_dtype)t->dtype; }
+int tfl_tensor_rank(const tfl_tensor *t) { return t->rank; }
+const int64_t *tfl_tensor_shape(const tfl_tensor *t) { return t->shape; }
+int64_t tfl_tensor_numel(const tfl_tensor *t) { return t->numel; }
+const char *tfl_tensor_device(const tfl_tensor *t) { return t->storage->device->name; }
+const void *tfl_tensor_data_ptr(const tfl_tensor *t) { return tfl__data(t); }
+
+int64_t tfl_tensor_dim(const tfl_tensor *t, int i)
+{
+    int a = tfl__norm_axis(i, t->rank);
+    return a < 0 ? -1 : t->shape[a];
+}
+
+bool tfl_tensor_is_contiguous(const tfl_tensor *t)
+{
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+
+/* ---- copies ---------------------------------------------------------------------------------- */
+
+tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev)
+{
+    tfl__device *src = tfl__tensor_device(t);
+    tfl__device *cpu = tfl__cpu(ctx);
+    if (src == cpu && dev == cpu) {
+        tfl_tensor *out = tfl__tensor_empty(ctx, cpu, (tfl_dtype)t->dtype, t->rank, t->shape);
+        if (out) tfl__cpu_copy(out, t);
+        return out;
+    }
+    /* across devices: contiguous on the source, then one transfer */
+    const tfl_tensor *c = t;
+    if (!tfl_tensor_is_contiguous(t)) {
+        c = tfl_identity(ctx, t);
+        if (!c) return NULL;
+    }
+    tfl_tensor *out = tfl__tensor_empty(ctx, dev, (tfl_dtype)t->dtype, t->rank, t->shape);
+    if (!out) return NULL;
+    size_t bytes = (size_t)t->numel * tfl_dtype_size((tfl_dtype)t->dtype);
+    tfl_status st = dev == cpu ? src->ops->copy_host(src, tfl__data(out), tfl__data(c), bytes, 1)
+                               : dev->ops->copy_host(dev, tfl__data(out), tfl__data(c), bytes, 0);
+    return st == TFL_OK ? out : NULL;
+}
+
+tfl_tensor *tfl_tensor_to_device(tfl_ctx *ctx, const tfl_tensor *t, const char *device)
+{
+    if (!ctx || !t) return NULL;
+    tfl__device *dev = tfl__find_device(ctx, device);
+    TFL_CHECK_RET(ctx, dev, NULL, TFL_NOT_FOUND, "tensor_to_device: no device '%s'",
+                  device ? device : "(null)");
+    return tfl__tensor_copy_to(ctx, t, dev);
+}
+
+tfl_status tfl_tensor_to_host(const tfl_tensor *t, void *dst, size_t bytes)
+{
+    if (!t) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = t->ctx;
+    size_t need = (size_t)t->numel * tfl_dtype_size((tfl_dtype)t->dtype);
+    TFL_CHECK(ctx, dst || need == 0, TFL_INVALID_ARGUMENT, "tensor_to_host: dst is NULL");
+    TFL_CHECK(ctx, bytes == need, TFL_INVALID_ARGUMENT,
+              "tensor_to_host: the tensor has %zu bytes, the buffer %zu", need, bytes);
+    if (need == 0) return TFL_OK;
+    if (tfl__tensor_device(t) == tfl__cpu(ctx)) {
+        tfl__cpu_copy_to_buffer(dst, t);
+        return TFL_OK;
+    }
+    tfl_frame_push(ctx);
+    tfl_tensor *h = tfl__tensor_copy_to(ctx, t, tfl__cpu(ctx));
+    if (h) memcpy(dst, tfl__data(h), need);
+    tfl_frame_pop(ctx);
+    return h ? TFL_OK : ctx->err_code;
+}
+
+tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out)
+{
+    if (!t || !out) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(t->ctx, index >= 0 && index < t->numel, TFL_OUT_OF_RANGE,
+              "tensor_get: index %lld is out of range for %lld elements", (long long)index,
+              (long long)t->numel);
+    TFL_CHECK(t->ctx, tfl__tensor_device(t) == tfl__cpu(t->ctx), TFL_UNIMPLEMENTED,
+              "tensor_get: the tensor is on %s; copy it to CPU:0 first", tfl_tensor_device(t));
+    int64_t off = 0, rest = index;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        off += (rest % t->shape[i]) * t->strides[i];
+        rest /= t->shape[i];
+    }
+    const char *p = (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
+    *out = tfl__load_f64(p, (tfl_dtype)t->dtype);
+    return TFL_OK;
+}
