@@ -104,15 +104,11 @@ void tfl_ctx_free(tfl_ctx *ctx)
     while (ctx->n_frames > 0) tfl_frame_pop(ctx);
     tfl__host_free(ctx, ctx->frame_items);
     tfl__host_free(ctx, ctx->frame_marks);
+    if (ctx->live_tensors > 0)
+        tfl__log(ctx, TFL_LOG_WARNING, "ctx_free: %llu tensor(s) still alive are freed with the "
+                 "context", (unsigned long long)ctx->live_tensors);
+    tfl__pools_free(ctx);   /* every record, and the data of tensors still alive */
     tfl__devices_free(ctx); /* gives cached device memory back */
-    for (tfl_tensor *t = ctx->free_tensors, *next; t; t = next) {
-        next = t->next_free;
-        tfl__host_free(ctx, t);
-    }
-    for (tfl__storage *s = ctx->free_storage, *next; s; s = next) {
-        next = s->next_free;
-        tfl__host_free(ctx, s);
-    }
     tfl_free_fn free_fn = ctx->opts.free_fn;
     void *user = ctx->opts.alloc_user;
     free_fn(user, ctx);

@@ -136,9 +136,10 @@ static tfl__device *scoped_device(tfl_ctx *ctx, const char *what, const char *wh
     if (!ctx->soft_placement) {
         char list[128];
         tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
-                       "%s: Could not satisfy device specification '%s': %s; soft placement is "
-                       "off; available devices: %s", what, ctx->scope_names[top],
-                       slot < 0 ? "no such device" : why, device_list(ctx, list, sizeof list));
+                       "%s: Could not satisfy device specification '%s': %s. "
+                       "enable_soft_placement=0. All available devices: %s", what,
+                       ctx->scope_names[top], slot < 0 ? "no such device" : why,
+                       device_list(ctx, list, sizeof list));
         return NULL;
     }
     tfl__device *cpu = tfl__cpu(ctx);

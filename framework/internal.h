@@ -149,6 +149,8 @@ struct tfl_ctx {
 
     tfl_tensor *free_tensors;          /* recycled tensor records */
     tfl__storage *free_storage;        /* recycled storage records */
+    void *tensor_chunks;               /* every tensor record lives in one of these */
+    void *storage_chunks;              /* (freed with the ctx, live or not) */
     uint64_t live_tensors;
 };
 
@@ -194,6 +196,11 @@ void tfl__allocator_init(tfl__allocator *a, tfl__device *dev);
 void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got);
 void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got);
 void tfl__allocator_trim(tfl__allocator *a);
+
+/* ---- record pools (tensor.c) ------------------------------------------------------------- */
+
+/** Releases every record and the data of storage still in use: for tfl_ctx_free only. */
+void tfl__pools_free(tfl_ctx *ctx);
 
 /* ---- devices (device.c) ------------------------------------------------------------------ */
 

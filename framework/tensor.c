@@ -10,15 +10,40 @@
 
 /* ---- records ----------------------------------------------------------------------------- */
 
+/*
+ * Tensor and storage records come from chunks of RECORDS_PER_CHUNK owned by the ctx and
+ * are recycled through free lists, so steady-state ops call no allocator for them, and
+ * tfl_ctx_free can release everything, including tensors a caller forgot.
+ */
+#define RECORDS_PER_CHUNK 64
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t pad[7]; /* keeps the records 64-byte aligned */
+} chunk;
+
+static void *chunk_new(tfl_ctx *ctx, void **list, size_t record_size)
+{
+    chunk *c = tfl__host_alloc(ctx, sizeof(chunk) + RECORDS_PER_CHUNK * record_size, 64);
+    TFL_CHECK_RET(ctx, c, NULL, TFL_RESOURCE_EXHAUSTED, "out of host memory (tensor records)");
+    memset(c, 0, sizeof(chunk) + RECORDS_PER_CHUNK * record_size);
+    c->next = *list;
+    *list = c;
+    return c + 1;
+}
+
 static tfl_tensor *record_new(tfl_ctx *ctx)
 {
-    tfl_tensor *t = ctx->free_tensors;
-    if (t) {
-        ctx->free_tensors = t->next_free;
-    } else {
-        t = tfl__host_alloc(ctx, sizeof *t, 64);
-        TFL_CHECK_RET(ctx, t, NULL, TFL_RESOURCE_EXHAUSTED, "out of host memory (tensor)");
+    if (TFL_UNLIKELY(!ctx->free_tensors)) {
+        tfl_tensor *recs = chunk_new(ctx, &ctx->tensor_chunks, sizeof(tfl_tensor));
+        if (!recs) return NULL;
+        for (int i = RECORDS_PER_CHUNK - 1; i >= 0; i--) {
+            recs[i].next_free = ctx->free_tensors;
+            ctx->free_tensors = &recs[i];
+        }
     }
+    tfl_tensor *t = ctx->free_tensors;
+    ctx->free_tensors = t->next_free;
     t->ctx = ctx;
     t->refs = 1;
     t->flags = 0;
@@ -30,6 +55,7 @@ static tfl_tensor *record_new(tfl_ctx *ctx)
 
 static void record_free(tfl_ctx *ctx, tfl_tensor *t)
 {
+    t->refs = 0;
     t->next_free = ctx->free_tensors;
     ctx->free_tensors = t;
     ctx->live_tensors--;
@@ -37,29 +63,47 @@ static void record_free(tfl_ctx *ctx, tfl_tensor *t)
 
 static tfl__storage *storage_new(tfl_ctx *ctx, tfl__device *dev, size_t bytes)
 {
+    if (TFL_UNLIKELY(!ctx->free_storage)) {
+        tfl__storage *recs = chunk_new(ctx, &ctx->storage_chunks, sizeof(tfl__storage));
+        if (!recs) return NULL;
+        for (int i = RECORDS_PER_CHUNK - 1; i >= 0; i--) {
+            recs[i].next_free = ctx->free_storage;
+            ctx->free_storage = &recs[i];
+        }
+    }
     tfl__storage *s = ctx->free_storage;
-    if (s) {
-        ctx->free_storage = s->next_free;
-    } else {
-        s = tfl__host_alloc(ctx, sizeof *s, 16);
-        TFL_CHECK_RET(ctx, s, NULL, TFL_RESOURCE_EXHAUSTED, "out of host memory (storage)");
-    }
     s->data = tfl__allocator_get(&dev->alloc, bytes, &s->bytes);
-    if (!s->data) {
-        s->next_free = ctx->free_storage;
-        ctx->free_storage = s;
-        return NULL;
-    }
+    if (!s->data) return NULL;
+    ctx->free_storage = s->next_free;
     s->refs = 1;
     s->device = dev;
     s->next_free = NULL;
     return s;
 }
 
+void tfl__pools_free(tfl_ctx *ctx)
+{
+    for (chunk *c = ctx->storage_chunks, *next; c; c = next) {
+        next = c->next;
+        tfl__storage *recs = (tfl__storage *)(c + 1);
+        for (int i = 0; i < RECORDS_PER_CHUNK; i++)
+            if (recs[i].refs > 0) tfl__allocator_put(&recs[i].device->alloc, recs[i].data, recs[i].bytes);
+        tfl__host_free(ctx, c);
+    }
+    for (chunk *c = ctx->tensor_chunks, *next; c; c = next) {
+        next = c->next;
+        tfl__host_free(ctx, c);
+    }
+    ctx->storage_chunks = ctx->tensor_chunks = NULL;
+    ctx->free_storage = NULL;
+    ctx->free_tensors = NULL;
+}
+
 static void storage_release(tfl_ctx *ctx, tfl__storage *s)
 {
     if (--s->refs > 0) return;
     tfl__allocator_put(&s->device->alloc, s->data, s->bytes);
+    s->data = NULL;
     s->next_free = ctx->free_storage;
     ctx->free_storage = s;
 }
