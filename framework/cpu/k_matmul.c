@@ -1,8 +1,8 @@
 /*
  * framework/cpu/k_matmul.c: CPU MatMul. float32/float64/complex64/complex128 call BLIS's
  * typed gemm with the operands' own strides (so transposed and sliced views cost no copy)
- * and a per-call thread count (no global BLIS state is touched); int32/int64 use a plain
- * i-k-j loop with wrapping arithmetic. Batch axes broadcast: each output matrix finds its
+ * and a per-call thread count (no global BLIS state is touched); int32/int64, and float
+ * products too small to amortise BLIS's set-up, use a plain i-k-j loop (integers wrap). Batch axes broadcast: each output matrix finds its
  * a and b matrices through batch strides that are 0 on broadcast axes.
  */
 #include "../ops/op.h"
@@ -10,6 +10,7 @@
 #include "kernels.h"
 
 #include <blis.h>
+#include <complex.h>
 
 /* A matrix operand as BLIS wants it: strides (elements) of the stored matrix. */
 typedef struct {
@@ -27,7 +28,8 @@ static mat stored(const tfl_tensor *t)
     return m;
 }
 
-#define INT_GEMM(name, T, U)                                                                \
+/* A plain i-k-j loop: integers (U: the unsigned type that wraps) and tiny float matrices. */
+#define LOOP_GEMM(name, T, U)                                                               \
     static void name(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,         \
                      mat A, const T *b, mat B, T *c, int64_t ldc)                           \
     {                                                                                       \
@@ -36,13 +38,26 @@ static mat stored(const tfl_tensor *t)
             for (int64_t j = 0; j < n; j++) crow[j] = 0;                                    \
             for (int64_t l = 0; l < k; l++) {                                               \
                 U av = (U)a[ta ? l * A.rs + i * A.cs : i * A.rs + l * A.cs];                \
-                for (int64_t j = 0; j < n; j++)                                             \
-                    crow[j] = (T)((U)crow[j] + av * (U)b[tb ? j * B.rs + l * B.cs : l * B.rs + j * B.cs]); \
+                const T *brow = b + (tb ? l * B.cs : l * B.rs);                             \
+                int64_t bs = tb ? B.rs : B.cs;                                              \
+                if (bs == 1)                                                                \
+                    for (int64_t j = 0; j < n; j++) crow[j] = (T)((U)crow[j] + av * (U)brow[j]); \
+                else                                                                        \
+                    for (int64_t j = 0; j < n; j++)                                         \
+                        crow[j] = (T)((U)crow[j] + av * (U)brow[j * bs]);                   \
             }                                                                               \
         }                                                                                   \
     }
-INT_GEMM(gemm_i32, int32_t, uint32_t)
-INT_GEMM(gemm_i64, int64_t, uint64_t)
+LOOP_GEMM(gemm_i32, int32_t, uint32_t)
+LOOP_GEMM(gemm_i64, int64_t, uint64_t)
+LOOP_GEMM(gemm_f32, float, float)
+LOOP_GEMM(gemm_f64, double, double)
+LOOP_GEMM(gemm_c64, float complex, float complex)
+LOOP_GEMM(gemm_c128, double complex, double complex)
+
+/* Below this many multiply-adds BLIS's fixed set-up (~4.5 us here) costs more than a plain
+ * loop: measured crossover near 24x24x24; a 4x4 float32 product takes ~0.17 us as a loop. */
+#define SMALL_GEMM_MACS 12000
 
 static tfl_status k_matmul(const tfl__kcall *k)
 {
@@ -84,7 +99,21 @@ static tfl_status k_matmul(const tfl__kcall *k)
         char *pa = (char *)tfl__data(a) + oa * (int64_t)es;
         char *pb = (char *)tfl__data(b) + ob * (int64_t)es;
         char *pc = (char *)tfl__data(c) + bi * m * n * (int64_t)es;
-        switch ((tfl_dtype)c->dtype) {
+        tfl_dtype dt = (tfl_dtype)c->dtype;
+        if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
+            if (dt == TFL_DTYPE_FLOAT32)
+                gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
+            else if (dt == TFL_DTYPE_FLOAT64)
+                gemm_f64(ta, tb, m, n, kk, (const double *)pa, A, (const double *)pb, B, (double *)pc, n);
+            else if (dt == TFL_DTYPE_COMPLEX64)
+                gemm_c64(ta, tb, m, n, kk, (const float complex *)pa, A, (const float complex *)pb,
+                         B, (float complex *)pc, n);
+            else
+                gemm_c128(ta, tb, m, n, kk, (const double complex *)pa, A,
+                          (const double complex *)pb, B, (double complex *)pc, n);
+            continue;
+        }
+        switch (dt) {
         case TFL_DTYPE_FLOAT32: {
             float one = 1.0f, zero = 0.0f;
             bli_sgemm_ex(tra, trb, m, n, kk, &one, (float *)pa, A.rs, A.cs, (float *)pb, B.rs,
