@@ -56,8 +56,8 @@ LOOP_GEMM(gemm_c64, float complex, float complex)
 LOOP_GEMM(gemm_c128, double complex, double complex)
 
 /* Below this many multiply-adds BLIS's fixed set-up (~4.5 us here) costs more than a plain
- * loop: measured crossover near 24x24x24; a 4x4 float32 product takes ~0.17 us as a loop. */
-#define SMALL_GEMM_MACS 12000
+ * loop: measured crossover near 25x25x25; a 4x4 float32 product takes ~0.17 us as a loop. */
+#define SMALL_GEMM_MACS 16384
 
 static tfl_status k_matmul(const tfl__kcall *k)
 {
