@@ -1,0 +1,19 @@
+/* consumer.c: an embedding application: one include, one library, a checked result. */
+#include <tapeflow/tapeflow.h>
+
+#include <stdio.h>
+
+int main(void)
+{
+    tfl_ctx *ctx = tfl_ctx_new(NULL, NULL);
+    int64_t shape[2] = {2, 2};
+    tfl_tensor *a = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, shape, (float[]){1, 2, 3, 4});
+    tfl_tensor *c = tfl_matmul(ctx, a, a, 0); /* [[7, 10], [15, 22]] */
+    double v = 0;
+    int ok = c && tfl_tensor_get(c, 3, &v) == TFL_OK && v == 22.0;
+    printf("consumer: %s\n", ok ? "ok" : tfl_ctx_error(ctx).message);
+    tfl_tensor_release(c);
+    tfl_tensor_release(a);
+    tfl_ctx_free(ctx);
+    return ok ? 0 : 1;
+}
