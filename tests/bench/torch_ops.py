@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""torch_ops.py: the figures of bench_ops measured with PyTorch on the CPU, for comparison.
+
+Prints one line per figure, `bench torch_<name> <value> <unit>`: the per-op overhead of
+torch.add on float32 [4] and torch.matmul on float32 4x4 (best of 5, ns/op), and square
+float32 matmul throughput (best of a few reps after a warm-up, GFLOP/s).
+Usage: python3 tests/bench/torch_ops.py [--threads N] [--quick]
+"""
+import argparse
+import time
+import warnings
+
+# torch warns on import when NumPy is absent; nothing here needs NumPy.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+import torch  # noqa: E402
+
+OPS_PER_FRAME = 1000
+OVERHEAD_REPS = 5
+
+
+def bench_overhead(fn, a, b, iters):
+    """Best-of-5 nanoseconds per call of fn(a, b), in blocks of OPS_PER_FRAME calls."""
+    frames = max(1, iters // OPS_PER_FRAME)
+    best = float("inf")
+    for _ in range(OVERHEAD_REPS):
+        t0 = time.perf_counter_ns()
+        for _ in range(frames):
+            for _ in range(OPS_PER_FRAME):
+                fn(a, b)
+        t = (time.perf_counter_ns() - t0) / (frames * OPS_PER_FRAME)
+        best = min(best, t)
+    return best
+
+
+def gemm_reps(n, quick):
+    if quick:
+        return 2
+    if n <= 256:
+        return 20
+    if n <= 512:
+        return 10
+    if n <= 1024:
+        return 5
+    return 3
+
+
+def bench_sgemm(n, quick):
+    """GFLOP/s of C = A @ B for square float32 n x n (a new C each time, as tapeflow)."""
+    gen = torch.Generator().manual_seed(n)
+    a = torch.rand((n, n), dtype=torch.float32, generator=gen) * 2 - 1
+    b = torch.rand((n, n), dtype=torch.float32, generator=gen) * 2 - 1
+    torch.matmul(a, b)  # warm-up
+    best = float("inf")
+    for _ in range(gemm_reps(n, quick)):
+        t0 = time.perf_counter_ns()
+        c = torch.matmul(a, b)
+        t = time.perf_counter_ns() - t0
+        del c
+        best = min(best, t)
+    return 2.0 * n * n * n / best  # flop per ns = GFLOP/s
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations, sizes 256 and 512")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    iters = 20000 if args.quick else 200000
+    sizes = (256, 512) if args.quick else (256, 512, 1024, 2048)
+
+    print(f"bench torch_version {torch.__version__} version", flush=True)
+    print(f"bench torch_threads {torch.get_num_threads()} count", flush=True)
+
+    # Plain eager mode on tensors that do not require grad, as tapeflow's ops outside a tape.
+    x4 = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)
+    ns = bench_overhead(torch.add, x4, x4, iters)
+    print(f"bench torch_add_f32_4_overhead {ns:.1f} ns/op", flush=True)
+
+    m = torch.rand((4, 4), dtype=torch.float32, generator=torch.Generator().manual_seed(7))
+    ns = bench_overhead(torch.matmul, m, m, iters)
+    print(f"bench torch_matmul_f32_4_overhead {ns:.1f} ns/op", flush=True)
+
+    for n in sizes:
+        print(f"bench torch_sgemm_{n} {bench_sgemm(n, args.quick):.2f} GFLOP/s", flush=True)
+
+if __name__ == "__main__":
+    main()

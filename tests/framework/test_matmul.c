@@ -1,0 +1,492 @@
+/* test_matmul.c: cmocka tests of tapeflow's tfl_matmul: every accepted dtype, transpose
+ * flags, broadcast batch axes, views as inputs, a larger product against a naive loop, errors. */
+#include "test_ops_helpers.h"
+
+#define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define MATMUL_DTYPES "int32, int64, float32, float64, complex64, complex128"
+
+static const tfl_dtype k_real[] = {TH_I32, TH_I64, TH_F32, TH_F64};
+static const tfl_dtype k_cplx[] = {TH_C64, TH_C128};
+
+/* ---- a naive reference -------------------------------------------------------------------- */
+
+typedef struct ref_out {
+    int rank;
+    int64_t shape[TFL_MAX_RANK];
+    int64_t n;
+    double *re, *im;
+} ref_out;
+
+/*
+ * out = op(a) @ op(b) with NumPy batch broadcasting; a and b hold the stored (untransposed)
+ * row-major values, im parts may be NULL (then zero).
+ */
+static ref_out ref_matmul(int ra, const int64_t *sa, const double *are, const double *aim, int rb,
+                          const int64_t *sb, const double *bre, const double *bim, unsigned flags)
+{
+    ref_out r;
+    memset(&r, 0, sizeof r);
+    bool ta = flags & TFL_TRANSPOSE_A, tb = flags & TFL_TRANSPOSE_B;
+    int64_t ar = sa[ra - 2], ac = sa[ra - 1], br = sb[rb - 2], bc = sb[rb - 1];
+    int64_t m = ta ? ac : ar, k = ta ? ar : ac, n = tb ? br : bc;
+    assert_int_equal(k, tb ? bc : br);
+    int nba = ra - 2, nbb = rb - 2, nb = nba > nbb ? nba : nbb;
+    int64_t bshape[TFL_MAX_RANK];
+    for (int i = 0; i < nb; i++) {
+        int64_t da = i - (nb - nba) >= 0 ? sa[i - (nb - nba)] : 1;
+        int64_t db = i - (nb - nbb) >= 0 ? sb[i - (nb - nbb)] : 1;
+        assert_true(da == db || da == 1 || db == 1);
+        bshape[i] = da == 1 ? db : da;
+        r.shape[i] = bshape[i];
+    }
+    r.rank = nb + 2;
+    r.shape[nb] = m;
+    r.shape[nb + 1] = n;
+    int64_t batches = th_numel(nb, bshape);
+    r.n = batches * m * n;
+    r.re = calloc((size_t)r.n + 1, sizeof(double));
+    r.im = calloc((size_t)r.n + 1, sizeof(double));
+    assert_true(r.re && r.im);
+    for (int64_t bi = 0; bi < batches; bi++) {
+        int64_t rem = bi, aoff = 0, boff = 0, sta = ar * ac, stb = br * bc;
+        for (int d = nb - 1; d >= 0; d--) {
+            int64_t idx = rem % bshape[d];
+            rem /= bshape[d];
+            int dai = d - (nb - nba), dbi = d - (nb - nbb);
+            if (dai >= 0) {
+                if (sa[dai] != 1) aoff += idx * sta;
+                sta *= sa[dai];
+            }
+            if (dbi >= 0) {
+                if (sb[dbi] != 1) boff += idx * stb;
+                stb *= sb[dbi];
+            }
+        }
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double sr = 0, si = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    int64_t ia = aoff + (ta ? p * ac + i : i * ac + p);
+                    int64_t ib = boff + (tb ? j * bc + p : p * bc + j);
+                    double xr = are[ia], xi = aim ? aim[ia] : 0, yr = bre[ib], yi = bim ? bim[ib] : 0;
+                    sr += xr * yr - xi * yi;
+                    si += xr * yi + xi * yr;
+                }
+                r.re[(bi * m + i) * n + j] = sr;
+                r.im[(bi * m + i) * n + j] = si;
+            }
+    }
+    return r;
+}
+
+static void ref_free(ref_out *r)
+{
+    free(r->re);
+    free(r->im);
+}
+
+/* Fills re (and im) with small values from a formula; integral when `integral`. */
+static void fill_vals(double *re, double *im, int64_t n, int seed, bool integral)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double v = (double)((i * 7 + seed * 3 + i / 5) % 11) - 5.0;
+        re[i] = integral ? v : v * 0.25;
+        if (im) im[i] = (double)((i * 5 + seed) % 7) - 3.0;
+    }
+}
+
+/* Builds a and b of dt from the formula, multiplies, compares with the reference. */
+static void check_matmul_(tfl_ctx *ctx, tfl_dtype dt, int ra, const int64_t *sa, int rb,
+                          const int64_t *sb, unsigned flags, double tol, int line)
+{
+    bool cplx = tfl_dtype_is_complex(dt), integral = tfl_dtype_is_integer(dt);
+    int64_t na = th_numel(ra, sa), nb = th_numel(rb, sb);
+    double *are = calloc((size_t)na + 1, sizeof(double)), *aim = calloc((size_t)na + 1, sizeof(double));
+    double *bre = calloc((size_t)nb + 1, sizeof(double)), *bim = calloc((size_t)nb + 1, sizeof(double));
+    double *apk = calloc(2 * (size_t)na + 1, sizeof(double)), *bpk = calloc(2 * (size_t)nb + 1, sizeof(double));
+    assert_true(are && aim && bre && bim && apk && bpk);
+    fill_vals(are, cplx ? aim : NULL, na, 1, integral);
+    fill_vals(bre, cplx ? bim : NULL, nb, 2, integral);
+    for (int64_t i = 0; i < na; i++) {
+        apk[2 * i] = are[i];
+        apk[2 * i + 1] = aim[i];
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        bpk[2 * i] = bre[i];
+        bpk[2 * i + 1] = bim[i];
+    }
+    tfl_tensor *a = cplx ? th_tensor_(ctx, dt, ra, sa, apk, 2 * (size_t)na, true, __FILE__, line)
+                         : th_tensor_(ctx, dt, ra, sa, are, (size_t)na, false, __FILE__, line);
+    tfl_tensor *b = cplx ? th_tensor_(ctx, dt, rb, sb, bpk, 2 * (size_t)nb, true, __FILE__, line)
+                         : th_tensor_(ctx, dt, rb, sb, bre, (size_t)nb, false, __FILE__, line);
+    ref_out r = ref_matmul(ra, sa, are, cplx ? aim : NULL, rb, sb, bre, cplx ? bim : NULL, flags);
+    tfl_tensor *c = tfl_matmul(ctx, a, b, flags);
+    if (!c) print_error("matmul %s flags %u failed\n", tfl_dtype_name(dt), flags);
+    if (cplx) {
+        double *pk = calloc(2 * (size_t)r.n + 1, sizeof(double));
+        assert_non_null(pk);
+        for (int64_t i = 0; i < r.n; i++) {
+            pk[2 * i] = r.re[i];
+            pk[2 * i + 1] = r.im[i];
+        }
+        th_expect_(ctx, c, dt, r.rank, r.shape, pk, 2 * (size_t)r.n, true, tol, __FILE__, line);
+        free(pk);
+    } else {
+        th_expect_(ctx, c, dt, r.rank, r.shape, r.re, (size_t)r.n, false, tol, __FILE__, line);
+    }
+    ref_free(&r);
+    free(are);
+    free(aim);
+    free(bre);
+    free(bim);
+    free(apk);
+    free(bpk);
+}
+#define CHECK_MM(ctx, dt, sa, sb, flags, tol)                                                  \
+    check_matmul_((ctx), (dt), TH_RANK_OF(sa), TH_SHAPE sa, TH_RANK_OF(sb), TH_SHAPE sb, (flags), \
+                  (tol), __LINE__)
+
+static double tol_for(tfl_dtype dt)
+{
+    switch (dt) {
+    case TFL_DTYPE_FLOAT32:
+    case TFL_DTYPE_COMPLEX64: return 1e-5;
+    case TFL_DTYPE_FLOAT64:
+    case TFL_DTYPE_COMPLEX128: return 1e-12;
+    default: return 0;
+    }
+}
+
+/* ---- hand values -------------------------------------------------------------------------- */
+
+static void test_matmul_2x3_3x2_all_dtypes(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    for (int d = 0; d < NELEMS(k_real); d++) {
+        tfl_dtype dt = k_real[d];
+        tfl_tensor *a = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(2, 3), TH_VALS(1, 2, 3, 4, 5, 6), 6);
+        tfl_tensor *b = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 2), TH_VALS(1, 2, 3, 4, 5, 6), 6);
+        TH_EXPECT(ctx, tfl_matmul(ctx, a, b, 0), dt, (2, 2), (22, 28, 49, 64), 0);
+        /* b a: (3,2)(2,3) = [[9,12,15],[19,26,33],[29,40,51]] */
+        TH_EXPECT(ctx, tfl_matmul(ctx, b, a, 0), dt, (3, 3), (9, 12, 15, 19, 26, 33, 29, 40, 51), 0);
+    }
+    for (int d = 0; d < NELEMS(k_cplx); d++) {
+        tfl_dtype dt = k_cplx[d];
+        /* (1+i) A times B = (1+i) [[22,28],[49,64]] */
+        tfl_tensor *a = TH_TC(ctx, dt, (2, 3), (1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6));
+        tfl_tensor *b = TH_TC(ctx, dt, (3, 2), (1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0));
+        TH_EXPECTC(ctx, tfl_matmul(ctx, a, b, 0), dt, (2, 2), (22, 22, 28, 28, 49, 49, 64, 64), 0);
+        /* [[1+i, 2], [0, 1-i]] [[1, i], [2-i, 3]] = [[5-i, 5+i], [1-3i, 3-3i]] */
+        tfl_tensor *p = TH_TC(ctx, dt, (2, 2), (1, 1, 2, 0, 0, 0, 1, -1));
+        tfl_tensor *q = TH_TC(ctx, dt, (2, 2), (1, 0, 0, 1, 2, -1, 3, 0));
+        TH_EXPECTC(ctx, tfl_matmul(ctx, p, q, 0), dt, (2, 2), (5, -1, 5, 1, 1, -3, 3, -3), 0);
+    }
+    th_end(ctx);
+}
+
+static void test_matmul_transpose_flags(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    for (int d = 0; d < NELEMS(k_real); d++) {
+        tfl_dtype dt = k_real[d];
+        tfl_tensor *a = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(2, 3), TH_VALS(1, 2, 3, 4, 5, 6), 6);
+        tfl_tensor *at = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 2), TH_VALS(1, 4, 2, 5, 3, 6), 6);
+        tfl_tensor *b = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 2), TH_VALS(1, 2, 3, 4, 5, 6), 6);
+        tfl_tensor *bt = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(2, 3), TH_VALS(1, 3, 5, 2, 4, 6), 6);
+        TH_EXPECT(ctx, tfl_matmul(ctx, at, b, TFL_TRANSPOSE_A), dt, (2, 2), (22, 28, 49, 64), 0);
+        TH_EXPECT(ctx, tfl_matmul(ctx, a, bt, TFL_TRANSPOSE_B), dt, (2, 2), (22, 28, 49, 64), 0);
+        TH_EXPECT(ctx, tfl_matmul(ctx, at, bt, TFL_TRANSPOSE_A | TFL_TRANSPOSE_B), dt, (2, 2),
+                  (22, 28, 49, 64), 0);
+        /* a a^T via the flag: [[14, 32], [32, 77]] */
+        TH_EXPECT(ctx, tfl_matmul(ctx, a, a, TFL_TRANSPOSE_B), dt, (2, 2), (14, 32, 32, 77), 0);
+        /* a^T a: [[17,22,27],[22,29,36],[27,36,45]] */
+        TH_EXPECT(ctx, tfl_matmul(ctx, a, a, TFL_TRANSPOSE_A), dt, (3, 3),
+                  (17, 22, 27, 22, 29, 36, 27, 36, 45), 0);
+    }
+    /* complex: transposes do not conjugate. (1+i) A^T and (1-i) B^T stored: 2 [[22,28],[49,64]] */
+    for (int d = 0; d < NELEMS(k_cplx); d++) {
+        tfl_dtype dt = k_cplx[d];
+        tfl_tensor *at = TH_TC(ctx, dt, (3, 2), (1, 1, 4, 4, 2, 2, 5, 5, 3, 3, 6, 6));
+        tfl_tensor *bt = TH_TC(ctx, dt, (2, 3), (1, -1, 3, -3, 5, -5, 2, -2, 4, -4, 6, -6));
+        TH_EXPECTC(ctx, tfl_matmul(ctx, at, bt, TFL_TRANSPOSE_A | TFL_TRANSPOSE_B), dt, (2, 2),
+                   (44, 0, 56, 0, 98, 0, 128, 0), 0);
+        tfl_tensor *b = TH_TC(ctx, dt, (3, 2), (1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0));
+        TH_EXPECTC(ctx, tfl_matmul(ctx, at, b, TFL_TRANSPOSE_A), dt, (2, 2),
+                   (22, 22, 28, 28, 49, 49, 64, 64), 0);
+    }
+    th_end(ctx);
+}
+
+static void test_matmul_shapes_edge(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    for (int d = 0; d < NELEMS(k_real); d++) {
+        tfl_dtype dt = k_real[d];
+        /* outer product (3,1)(1,2) */
+        TH_EXPECT(ctx,
+                  tfl_matmul(ctx, TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 1), TH_VALS(1, 2, 3), 3),
+                             TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(1, 2), TH_VALS(4, 5), 2), 0),
+                  dt, (3, 2), (4, 5, 8, 10, 12, 15), 0);
+        /* inner product (1,3)(3,1) */
+        TH_EXPECT(ctx,
+                  tfl_matmul(ctx, TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(1, 3), TH_VALS(1, 2, 3), 3),
+                             TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 1), TH_VALS(4, 5, 6), 3), 0),
+                  dt, (1, 1), (32), 0);
+        /* k = 0 gives zeros; m = 0 gives an empty result */
+        TH_EXPECT(ctx,
+                  tfl_matmul(ctx, tfl_zeros(ctx, dt, 2, TH_SHAPE(2, 0)),
+                             tfl_zeros(ctx, dt, 2, TH_SHAPE(0, 3)), 0),
+                  dt, (2, 3), (0, 0, 0, 0, 0, 0), 0);
+        TH_EXPECT_SHAPE(ctx,
+                        tfl_matmul(ctx, tfl_zeros(ctx, dt, 2, TH_SHAPE(0, 3)),
+                                   tfl_ones(ctx, dt, 2, TH_SHAPE(3, 2)), 0),
+                        dt, (0, 2));
+    }
+    TH_EXPECTC(ctx,
+               tfl_matmul(ctx, tfl_ones(ctx, TH_C64, 2, TH_SHAPE(2, 0)),
+                          tfl_ones(ctx, TH_C64, 2, TH_SHAPE(0, 1)), 0),
+               TH_C64, (2, 1), (0, 0, 0, 0), 0);
+    th_end(ctx);
+}
+
+/* ---- batches ---------------------------------------------------------------------------------- */
+
+static void test_matmul_batched_hand(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    /* (2,2,2) @ (2,2): each batch times [[1,1],[0,1]] */
+    tfl_tensor *a = TH_T(ctx, TH_F32, (2, 2, 2), (1, 2, 3, 4, 5, 6, 7, 8));
+    tfl_tensor *u = TH_T(ctx, TH_F32, (2, 2), (1, 1, 0, 1));
+    TH_EXPECT(ctx, tfl_matmul(ctx, a, u, 0), TH_F32, (2, 2, 2), (1, 3, 3, 7, 5, 11, 7, 15), 0);
+    /* (2,2) @ (2,2,2): [[1,1],[0,1]] times each batch */
+    TH_EXPECT(ctx, tfl_matmul(ctx, u, a, 0), TH_F32, (2, 2, 2), (4, 6, 3, 4, 12, 14, 7, 8), 0);
+    /* (2,1,2,2) @ (3,2,2) -> (2,3,2,2): batch (i,j) is a_i times s_j, s_j = j * I */
+    tfl_tensor *a4 = TH_T(ctx, TH_I32, (2, 1, 2, 2), (1, 2, 3, 4, 5, 6, 7, 8));
+    tfl_tensor *s = TH_T(ctx, TH_I32, (3, 2, 2), (0, 0, 0, 0, 1, 0, 0, 1, 2, 0, 0, 2));
+    TH_EXPECT(ctx, tfl_matmul(ctx, a4, s, 0), TH_I32, (2, 3, 2, 2),
+              (0, 0, 0, 0, 1, 2, 3, 4, 2, 4, 6, 8, 0, 0, 0, 0, 5, 6, 7, 8, 10, 12, 14, 16), 0);
+    th_end(ctx);
+}
+
+static void test_matmul_batched_broadcast(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const tfl_dtype all[] = {TH_F32, TH_F64, TH_I32, TH_I64, TH_C64, TH_C128};
+    for (int d = 0; d < NELEMS(all); d++) {
+        tfl_dtype dt = all[d];
+        double tol = tol_for(dt);
+        CHECK_MM(ctx, dt, (2, 1, 2, 3), (3, 3, 2), 0, tol);   /* -> (2,3,2,2) */
+        CHECK_MM(ctx, dt, (2, 3), (4, 3, 2), 0, tol);         /* -> (4,2,2) */
+        CHECK_MM(ctx, dt, (4, 2, 3), (3, 2), 0, tol);         /* -> (4,2,2) */
+        CHECK_MM(ctx, dt, (3, 1, 2, 3), (1, 2, 3, 4), 0, tol); /* both stretch */
+        CHECK_MM(ctx, dt, (2, 1, 3, 2), (3, 3, 2), TFL_TRANSPOSE_A, tol);
+        CHECK_MM(ctx, dt, (2, 1, 2, 3), (3, 2, 3), TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (1, 3, 2), (2, 1, 4, 3), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (1, 1, 2, 3), (3, 2), 0, tol);       /* size-1 batches kept */
+        CHECK_MM(ctx, dt, (2, 1, 2, 1, 2, 1, 2, 3), (1, 2, 1, 2, 1, 2, 3, 2), 0, tol); /* rank 8 */
+    }
+    th_end(ctx);
+}
+
+/* ---- views as inputs -------------------------------------------------------------------------- */
+
+static void test_matmul_of_views(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const tfl_dtype dts[] = {TH_F32, TH_F64, TH_I32, TH_I64};
+    for (int d = 0; d < NELEMS(dts); d++) {
+        tfl_dtype dt = dts[d];
+        /* transposed views of A^T and B^T */
+        tfl_tensor *at = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 2), TH_VALS(1, 4, 2, 5, 3, 6), 6);
+        tfl_tensor *bt = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(2, 3), TH_VALS(1, 3, 5, 2, 4, 6), 6);
+        tfl_tensor *av = tfl_transpose(ctx, at, NULL);
+        tfl_tensor *bv = tfl_transpose(ctx, bt, TH_AXES(1, 0));
+        assert_non_null(av);
+        assert_non_null(bv);
+        TH_EXPECT(ctx, tfl_matmul(ctx, av, bv, 0), dt, (2, 2), (22, 28, 49, 64), 0);
+        /* a view with a transpose flag on top: (A^T)^T^T = A^T ... av^T is at */
+        TH_EXPECT(ctx, tfl_matmul(ctx, av, bt, TFL_TRANSPOSE_B), dt, (2, 2), (22, 28, 49, 64), 0);
+        TH_EXPECT(ctx, tfl_matmul(ctx, at, bv, TFL_TRANSPOSE_A), dt, (2, 2), (22, 28, 49, 64), 0);
+        /* a slice with a row stride: [[2,3,4],[6,7,8]] of 1..12 (3,4) */
+        tfl_tensor *big = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 4),
+                                      TH_VALS(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), 12);
+        tfl_tensor *sl = tfl_slice(ctx, big, TH_SHAPE(0, 1), TH_SHAPE(2, 3));
+        tfl_tensor *b = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(3, 2), TH_VALS(1, 2, 3, 4, 5, 6), 6);
+        TH_EXPECT(ctx, tfl_matmul(ctx, sl, b, 0), dt, (2, 2), (31, 40, 67, 88), 0);
+        /* a column slice of b: [[2],[4],[6]] */
+        tfl_tensor *bcol = tfl_slice(ctx, b, TH_SHAPE(0, 1), TH_SHAPE(3, 1));
+        TH_EXPECT(ctx, tfl_matmul(ctx, sl, bcol, 0), dt, (2, 1), (40, 88), 0);
+        /* a batched transposed view: perm (0,2,1) of (2,3,2) stored A^T twice */
+        tfl_tensor *bat = TH_TENSOR_N(ctx, dt, 3, TH_SHAPE(2, 3, 2),
+                                      TH_VALS(1, 4, 2, 5, 3, 6, 1, 4, 2, 5, 3, 6), 12);
+        tfl_tensor *batv = tfl_transpose(ctx, bat, TH_AXES(0, 2, 1));
+        TH_EXPECT(ctx, tfl_matmul(ctx, batv, b, 0), dt, (2, 2, 2), (22, 28, 49, 64, 22, 28, 49, 64), 0);
+    }
+    /* complex views */
+    tfl_tensor *ct = TH_TC(ctx, TH_C128, (3, 2), (1, 1, 4, 4, 2, 2, 5, 5, 3, 3, 6, 6));
+    tfl_tensor *cb = TH_TC(ctx, TH_C128, (3, 2), (1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0));
+    TH_EXPECTC(ctx, tfl_matmul(ctx, tfl_transpose(ctx, ct, NULL), cb, 0), TH_C128, (2, 2),
+               (22, 22, 28, 28, 49, 49, 64, 64), 0);
+    th_end(ctx);
+}
+
+/* ---- larger products against the naive loop --------------------------------------------------- */
+
+static void test_matmul_large_vs_naive(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const tfl_dtype all[] = {TH_F64, TH_F32, TH_I32, TH_I64, TH_C64, TH_C128};
+    for (int d = 0; d < NELEMS(all); d++) {
+        tfl_dtype dt = all[d];
+        double tol = tol_for(dt);
+        CHECK_MM(ctx, dt, (67, 45), (45, 33), 0, tol);
+        CHECK_MM(ctx, dt, (45, 67), (45, 33), TFL_TRANSPOSE_A, tol);
+        CHECK_MM(ctx, dt, (67, 45), (33, 45), TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (45, 67), (33, 45), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (3, 17, 9), (3, 9, 13), 0, tol);
+    }
+    /* an explicit double loop in the test, float64 */
+    enum { M = 67, K = 45, N = 33 };
+    static double av[M * K], bv[K * N], cw[M * N];
+    for (int i = 0; i < M * K; i++) av[i] = sin(0.1 * i) + (double)(i % 5);
+    for (int i = 0; i < K * N; i++) bv[i] = cos(0.07 * i) - (double)(i % 3);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int p = 0; p < K; p++) s += av[i * K + p] * bv[p * N + j];
+            cw[i * N + j] = s;
+        }
+    tfl_tensor *a = TH_TENSOR_N(ctx, TH_F64, 2, TH_SHAPE(M, K), av, M * K);
+    tfl_tensor *b = TH_TENSOR_N(ctx, TH_F64, 2, TH_SHAPE(K, N), bv, K * N);
+    TH_EXPECT_N(ctx, tfl_matmul(ctx, a, b, 0), TH_F64, 2, TH_SHAPE(M, N), cw, M * N, 1e-12);
+    tfl_tensor *a32 = TH_TENSOR_N(ctx, TH_F32, 2, TH_SHAPE(M, K), av, M * K);
+    tfl_tensor *b32 = TH_TENSOR_N(ctx, TH_F32, 2, TH_SHAPE(K, N), bv, K * N);
+    TH_EXPECT_N(ctx, tfl_matmul(ctx, a32, b32, 0), TH_F32, 2, TH_SHAPE(M, N), cw, M * N, 1e-4);
+    th_end(ctx);
+}
+
+/* Batched views: a permuted rank-3 a, and a b that broadcasts over the batch. */
+static void test_matmul_batched_views_vs_naive(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    enum { BT = 5, M = 19, K = 23, N = 17 };
+    /* a stored as (M, BT, K), viewed as (BT, M, K) with perm (1, 0, 2) */
+    static double as[M * BT * K], av[BT * M * K], bs[K * N];
+    for (int i = 0; i < M * BT * K; i++) as[i] = (double)((i * 13) % 17) - 8.0;
+    for (int i = 0; i < K * N; i++) bs[i] = (double)((i * 5) % 9) - 4.0;
+    for (int m = 0; m < M; m++)
+        for (int b = 0; b < BT; b++)
+            for (int k = 0; k < K; k++) av[(b * M + m) * K + k] = as[(m * BT + b) * K + k];
+    static const tfl_dtype dts[] = {TH_F64, TH_F32, TH_I32, TH_I64};
+    for (int d = 0; d < NELEMS(dts); d++) {
+        tfl_dtype dt = dts[d];
+        tfl_tensor *a = TH_TENSOR_N(ctx, dt, 3, TH_SHAPE(M, BT, K), as, M * BT * K);
+        tfl_tensor *aview = tfl_transpose(ctx, a, TH_AXES(1, 0, 2));
+        tfl_tensor *b = TH_TENSOR_N(ctx, dt, 2, TH_SHAPE(K, N), bs, K * N);
+        ref_out r = ref_matmul(3, TH_SHAPE(BT, M, K), av, NULL, 2, TH_SHAPE(K, N), bs, NULL, 0);
+        th_expect_(ctx, tfl_matmul(ctx, aview, b, 0), dt, r.rank, r.shape, r.re, (size_t)r.n, false,
+                   tol_for(dt), __FILE__, __LINE__);
+        /* the same with b given as a transposed view plus TRANSPOSE_B */
+        tfl_tensor *bt = tfl_transpose(ctx, b, NULL); /* (N, K) view */
+        th_expect_(ctx, tfl_matmul(ctx, aview, bt, TFL_TRANSPOSE_B), dt, r.rank, r.shape, r.re,
+                   (size_t)r.n, false, tol_for(dt), __FILE__, __LINE__);
+        ref_free(&r);
+    }
+    th_end(ctx);
+}
+
+/* int64 products accumulate exactly beyond 2^53. */
+static void test_matmul_int64_exact(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    const int64_t p53 = INT64_C(9007199254740992);
+    tfl_tensor *a = TH_TI64(ctx, (2, 2), (p53 + 1, 1, 3, -1));
+    tfl_tensor *b = TH_TI64(ctx, (2, 2), (1, 2, 1, p53));
+    /* [[2^53+2, 2^54+2+2^53], [2, 6-2^53]] */
+    TH_EXPECT_I64(ctx, tfl_matmul(ctx, a, b, 0), (2, 2),
+                  (p53 + 2, 3 * p53 + 2, 2, 6 - p53));
+    th_end(ctx);
+}
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+static void test_matmul_errors(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    tfl_tensor *a23 = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(2, 3));
+    tfl_tensor *b45 = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(4, 5));
+    tfl_tensor *b32 = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(3, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, b45, 0), "MatMul",
+                      "inner dimensions differ: a is (2, 3), b is (4, 5)");
+    /* shapes as given, before the transposes */
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, b32, TFL_TRANSPOSE_A), "MatMul",
+                      "inner dimensions differ: a is (2, 3), b is (3, 2)");
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, b32, TFL_TRANSPOSE_B), "MatMul",
+                      "inner dimensions differ: a is (2, 3), b is (3, 2)");
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, a23, 0), "MatMul",
+                      "inner dimensions differ: a is (2, 3), b is (2, 3)");
+    tfl_tensor *a223 = tfl_ones(ctx, TH_F32, 3, TH_SHAPE(2, 2, 3));
+    tfl_tensor *b245 = tfl_ones(ctx, TH_F32, 3, TH_SHAPE(2, 4, 5));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a223, b245, 0), "MatMul",
+                      "inner dimensions differ: a is (2, 2, 3), b is (2, 4, 5)");
+    /* rank < 2 */
+    tfl_tensor *v3 = tfl_ones(ctx, TH_F32, 1, TH_SHAPE(3));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, v3, b32, 0), "MatMul", "expected rank >= 2");
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, v3, 0), "MatMul", "expected rank >= 2");
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, TH_T0(ctx, TH_F32, 2), TH_T0(ctx, TH_F32, 2), 0), "MatMul",
+                      "expected rank >= 2");
+    /* batch axes that do not broadcast */
+    tfl_tensor *b332 = tfl_ones(ctx, TH_F32, 3, TH_SHAPE(3, 3, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a223, b332, 0), "MatMul", "incompatible shapes");
+    /* dtypes */
+    tfl_tensor *d32 = tfl_ones(ctx, TH_F64, 2, TH_SHAPE(3, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, d32, 0), "MatMul",
+                      "dtypes differ: a is float32, b is float64");
+    tfl_tensor *i32 = tfl_ones(ctx, TH_I32, 2, TH_SHAPE(3, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, i32, a23, 0), "MatMul",
+                      "dtypes differ: a is int32, b is float32");
+    tfl_tensor *bo = tfl_ones(ctx, TH_BOOL, 2, TH_SHAPE(2, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, bo, bo, 0), "MatMul",
+                      "dtype bool is not supported; expected one of " MATMUL_DTYPES);
+    tfl_tensor *h = tfl_ones(ctx, TH_F16, 2, TH_SHAPE(2, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, h, h, 0), "MatMul",
+                      "dtype float16 is not supported; expected one of " MATMUL_DTYPES);
+    tfl_tensor *bh = tfl_ones(ctx, TH_BF16, 2, TH_SHAPE(2, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, bh, bh, 0), "MatMul",
+                      "dtype bfloat16 is not supported; expected one of " MATMUL_DTYPES);
+    /* NULL */
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, NULL, b32, 0), "MatMul", "input 0 is NULL");
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, NULL, 0), "MatMul", "input 1 is NULL");
+    th_end(ctx);
+}
+
+/* Without a frame the caller releases the result. */
+static void test_matmul_without_frame(void **state)
+{
+    tfl_ctx *ctx = *state;
+    tfl_tensor *a = TH_T(ctx, TH_F64, (2, 3), (1, 2, 3, 4, 5, 6));
+    tfl_tensor *b = TH_T(ctx, TH_F64, (3, 2), (1, 2, 3, 4, 5, 6));
+    tfl_tensor *c = tfl_matmul(ctx, a, b, 0);
+    TH_EXPECT(ctx, c, TH_F64, (2, 2), (22, 28, 49, 64), 0);
+    tfl_tensor_release(c);
+    tfl_tensor_release(b);
+    tfl_tensor_release(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_matmul_2x3_3x2_all_dtypes),
+        TH_TEST(test_matmul_transpose_flags),
+        TH_TEST(test_matmul_shapes_edge),
+        TH_TEST(test_matmul_batched_hand),
+        TH_TEST(test_matmul_batched_broadcast),
+        TH_TEST(test_matmul_of_views),
+        TH_TEST(test_matmul_large_vs_naive),
+        TH_TEST(test_matmul_batched_views_vs_naive),
+        TH_TEST(test_matmul_int64_exact),
+        TH_TEST(test_matmul_errors),
+        TH_TEST(test_matmul_without_frame),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
