@@ -147,6 +147,9 @@ struct tfl_ctx {
     size_t *frame_marks;               /* n_frame_items when each frame was pushed */
     int n_frames, cap_frames;
 
+    uint64_t rng_seed;                 /* the ctx's seed for ops given seed 0 (random.c) */
+    uint64_t rng_calls;                /* unseeded random calls so far: each gets its own stream */
+
     tfl_tensor *free_tensors;          /* recycled tensor records */
     tfl__storage *free_storage;        /* recycled storage records */
     void *tensor_chunks;               /* every tensor record lives in one of these */

@@ -47,6 +47,7 @@ typedef struct tfl_ctx_opts {
     tfl_alloc_fn alloc_fn;  /* NULL: aligned_alloc */
     tfl_free_fn free_fn;    /* NULL: free */
     void *alloc_user;       /* passed to alloc_fn and free_fn */
+    uint64_t seed;          /* seed of random ops called with seed 0; 0: a fixed default */
 } tfl_ctx_opts;
 
 /** The error a context keeps: the first one since creation or the last clear. */
