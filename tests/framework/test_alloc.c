@@ -13,12 +13,9 @@
 
 #include <tapeflow/tapeflow.h>
 
-/* ---- helpers ----------------------------------------------------------------------------- */
+#include "test_fixture.h"
 
-typedef struct fixture {
-    tfl_ctx *ctx;
-    uint64_t live0;
-} fixture;
+/* ---- helpers ----------------------------------------------------------------------------- */
 
 static tfl_alloc_stats stats(tfl_ctx *ctx)
 {
@@ -26,39 +23,6 @@ static tfl_alloc_stats stats(tfl_ctx *ctx)
     memset(&s, 0, sizeof s);
     assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
     return s;
-}
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    tfl_status st = TFL_INTERNAL;
-    f->ctx = tfl_ctx_new(NULL, &st);
-    if (!f->ctx || st != TFL_OK) {
-        free(f);
-        return -1;
-    }
-    f->live0 = stats(f->ctx).live_tensors;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
-    int depth = tfl_frame_depth(f->ctx);
-    tfl_status err = tfl_ctx_status(f->ctx);
-    uint64_t base = f->live0;
-    tfl_ctx_free(f->ctx);
-    free(f);
-    assert_int_equal(st, TFL_OK);
-    assert_int_equal(depth, 0);
-    assert_int_equal(err, TFL_OK);
-    assert_int_equal(s.live_tensors, base);
-    return 0;
 }
 
 static void print_stats(const char *label, const tfl_alloc_stats *s)
@@ -84,7 +48,7 @@ static void expect_steady(const tfl_alloc_stats *warm, const tfl_alloc_stats *af
     assert_true(after->cache_hits >= warm->cache_hits + min_hits);
 }
 
-static tfl_tensor *vec_f32(tfl_ctx *ctx, int64_t n, float start)
+static tfl_tensor *ramp_f32(tfl_ctx *ctx, int64_t n, float start)
 {
     float v[256];
     assert_true(n <= 256);
@@ -226,8 +190,8 @@ static void test_steady_state_add(void **state)
 {
     fixture *f = *state;
     tfl_ctx *ctx = f->ctx;
-    tfl_tensor *a = vec_f32(ctx, 64, 0.0f);
-    tfl_tensor *b = vec_f32(ctx, 64, 100.0f);
+    tfl_tensor *a = ramp_f32(ctx, 64, 0.0f);
+    tfl_tensor *b = ramp_f32(ctx, 64, 100.0f);
     assert_non_null(a);
     assert_non_null(b);
 
@@ -257,7 +221,7 @@ static void test_steady_state_many_adds_per_frame(void **state)
 {
     fixture *f = *state;
     tfl_ctx *ctx = f->ctx;
-    tfl_tensor *a = vec_f32(ctx, 64, 1.0f);
+    tfl_tensor *a = ramp_f32(ctx, 64, 1.0f);
     assert_non_null(a);
 
     /* Warm-up: one frame holding 1000 results at once. */

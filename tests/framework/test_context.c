@@ -14,70 +14,13 @@
 
 #include <tapeflow/tapeflow.h>
 
+#include "test_fixture.h"
+
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-typedef struct fixture {
-    tfl_ctx *ctx;
-    uint64_t live0; /* live_tensors right after creation */
-} fixture;
-
-static uint64_t live_tensors(tfl_ctx *ctx)
-{
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
-    return s.live_tensors;
-}
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    tfl_status st = TFL_INTERNAL;
-    f->ctx = tfl_ctx_new(NULL, &st);
-    if (!f->ctx || st != TFL_OK) {
-        free(f);
-        return -1;
-    }
-    f->live0 = live_tensors(f->ctx);
-    *state = f;
-    return 0;
-}
-
-/* Frees the context, then checks that the test left no frame open and no tensor alive. */
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
-    int depth = tfl_frame_depth(f->ctx);
-    uint64_t base = f->live0;
-    tfl_ctx_free(f->ctx);
-    free(f);
-    assert_int_equal(st, TFL_OK);
-    assert_int_equal(depth, 0);
-    assert_int_equal(s.live_tensors, base);
-    return 0;
-}
-
-static tfl_tensor *vec_f32(tfl_ctx *ctx, const float *v, int64_t n)
-{
-    return tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, &n, v);
-}
 
 static tfl_tensor *vec_i32(tfl_ctx *ctx, const int32_t *v, int64_t n)
 {
     return tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, &n, v);
-}
-
-static void assert_has(const char *haystack, const char *needle)
-{
-    assert_non_null(haystack);
-    if (!strstr(haystack, needle)) {
-        print_error("expected \"%s\" to contain \"%s\"\n", haystack, needle);
-        fail();
-    }
 }
 
 static void assert_lacks(const char *haystack, const char *needle)

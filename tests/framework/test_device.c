@@ -13,69 +13,13 @@
 
 #include <tapeflow/tapeflow.h>
 
+#include "test_fixture.h"
+
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-typedef struct fixture {
-    tfl_ctx *ctx;
-    uint64_t live0;
-} fixture;
-
-static uint64_t live_tensors(tfl_ctx *ctx)
-{
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
-    return s.live_tensors;
-}
-
-static int setup_opts(void **state, const tfl_ctx_opts *opts)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    tfl_status st = TFL_INTERNAL;
-    f->ctx = tfl_ctx_new(opts, &st);
-    if (!f->ctx || st != TFL_OK) {
-        free(f);
-        return -1;
-    }
-    f->live0 = live_tensors(f->ctx);
-    *state = f;
-    return 0;
-}
-
-static int setup(void **state)
-{
-    return setup_opts(state, NULL);
-}
 
 static int setup_strict(void **state)
 {
     return setup_opts(state, &(tfl_ctx_opts){.strict_placement = true});
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
-    int depth = tfl_frame_depth(f->ctx);
-    uint64_t base = f->live0;
-    tfl_ctx_free(f->ctx);
-    free(f);
-    assert_int_equal(st, TFL_OK);
-    assert_int_equal(depth, 0);
-    assert_int_equal(s.live_tensors, base);
-    return 0;
-}
-
-static void assert_has(const char *haystack, const char *needle)
-{
-    assert_non_null(haystack);
-    if (!strstr(haystack, needle)) {
-        print_error("expected \"%s\" to contain \"%s\"\n", haystack, needle);
-        fail();
-    }
 }
 
 /* True when the context has a device of that name. */

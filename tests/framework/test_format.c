@@ -14,58 +14,33 @@
 
 #include <tapeflow/tapeflow.h>
 
+#include "test_fixture.h"
+
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-typedef struct fixture {
-    tfl_ctx *ctx;
-    uint64_t live0;
-} fixture;
-
-static uint64_t live_tensors(tfl_ctx *ctx)
-{
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
-    return s.live_tensors;
-}
-
 /* Every test runs inside one frame, popped by the teardown. */
-static int setup(void **state)
+static int setup_frame(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    tfl_status st = TFL_INTERNAL;
-    f->ctx = tfl_ctx_new(NULL, &st);
-    if (!f->ctx || st != TFL_OK) {
-        free(f);
-        return -1;
-    }
-    f->live0 = live_tensors(f->ctx);
+    if (setup(state) != 0) return -1;
+    fixture *f = *state;
     if (tfl_frame_push(f->ctx) != TFL_OK) {
         tfl_ctx_free(f->ctx);
         free(f);
+        *state = NULL;
         return -1;
     }
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
+/* Pops the setup's frame, then runs the shared checks (no frame left open, no error set, no
+ * tensor alive). */
+static int teardown_frame(void **state)
 {
     fixture *f = *state;
     tfl_status pop = tfl_frame_pop(f->ctx);
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
-    tfl_status err = tfl_ctx_status(f->ctx);
-    uint64_t base = f->live0;
-    tfl_ctx_free(f->ctx);
-    free(f);
+    int rc = teardown(state);
     assert_int_equal(pop, TFL_OK);
-    assert_int_equal(st, TFL_OK);
-    assert_int_equal(err, TFL_OK);
-    assert_int_equal(s.live_tensors, base);
-    return 0;
+    return rc;
 }
 
 /* The full repr of t, which must fit 16 KiB; checks the return value is its length. */
@@ -90,11 +65,6 @@ static const char *values(const tfl_tensor *t, const tfl_format_opts *opts)
     assert_true(n >= 0 && n < (int)sizeof buf);
     assert_int_equal(strlen(buf), n);
     return buf;
-}
-
-static tfl_tensor *vec_f32(tfl_ctx *ctx, const float *v, int64_t n)
-{
-    return tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, &n, v);
 }
 
 static tfl_tensor *vec_f64(tfl_ctx *ctx, const double *v, int64_t n)
@@ -345,20 +315,20 @@ static void test_null_tensor(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_matrix_float32, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scalar_int32, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vector_and_rank3, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_float_style, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nan_and_inf, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_complex, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_half_precision, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_non_contiguous_view, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summarised, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_threshold_and_edge_items, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_precision, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snprintf_contract, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matrix_float32, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_scalar_int32, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_vector_and_rank3, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_float_style, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_nan_and_inf, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_bool, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_complex, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_half_precision, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_empty, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_non_contiguous_view, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_summarised, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_threshold_and_edge_items, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_precision, setup_frame, teardown_frame),
+        cmocka_unit_test_setup_teardown(test_snprintf_contract, setup_frame, teardown_frame),
         cmocka_unit_test(test_null_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

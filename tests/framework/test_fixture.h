@@ -1,0 +1,85 @@
+/* test_fixture.h: header-only helpers shared by the framework unit tests (per-test context
+ * fixture with leak and frame checks, live tensor count, substring and vector helpers). */
+#ifndef TFL_TEST_FIXTURE_H
+#define TFL_TEST_FIXTURE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <tapeflow/tapeflow.h>
+
+typedef struct fixture {
+    tfl_ctx *ctx;
+    uint64_t live0; /* live_tensors right after creation */
+} fixture;
+
+static inline uint64_t live_tensors(tfl_ctx *ctx)
+{
+    tfl_alloc_stats s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
+    return s.live_tensors;
+}
+
+/* Creates the context with `opts` (NULL: the defaults) and records the live tensors. */
+static inline int setup_opts(void **state, const tfl_ctx_opts *opts)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    tfl_status st = TFL_INTERNAL;
+    f->ctx = tfl_ctx_new(opts, &st);
+    if (!f->ctx || st != TFL_OK) {
+        free(f);
+        return -1;
+    }
+    f->live0 = live_tensors(f->ctx);
+    *state = f;
+    return 0;
+}
+
+static inline int setup(void **state)
+{
+    return setup_opts(state, NULL);
+}
+
+/* Frees the context, then checks that the test left no frame open, no error set and no tensor
+ * alive. */
+static inline int teardown(void **state)
+{
+    fixture *f = *state;
+    tfl_alloc_stats s;
+    memset(&s, 0, sizeof s);
+    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
+    int depth = tfl_frame_depth(f->ctx);
+    tfl_status err = tfl_ctx_status(f->ctx);
+    uint64_t base = f->live0;
+    tfl_ctx_free(f->ctx);
+    free(f);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(depth, 0);
+    assert_int_equal(err, TFL_OK);
+    assert_int_equal(s.live_tensors, base);
+    return 0;
+}
+
+static inline void assert_has(const char *haystack, const char *needle)
+{
+    assert_non_null(haystack);
+    if (!strstr(haystack, needle)) {
+        print_error("expected \"%s\" to contain \"%s\"\n", haystack, needle);
+        fail();
+    }
+}
+
+static inline tfl_tensor *vec_f32(tfl_ctx *ctx, const float *v, int64_t n)
+{
+    return tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, &n, v);
+}
+
+#endif /* TFL_TEST_FIXTURE_H */
