@@ -89,7 +89,7 @@ tfl_ctx *tfl_ctx_new(const tfl_ctx_opts *opts, tfl_status *status)
     ctx->num_threads = o.num_threads > 0 ? o.num_threads : default_threads();
     ctx->soft_placement = !o.strict_placement;
     ctx->log_placement = o.log_placement;
-    ctx->rng_seed = o.seed ? o.seed : 0x74666c5f73656564ull; /* "tfl_seed" */
+    ctx->rng_seed = o.seed ? o.seed : TFL_DEFAULT_SEED;
     tfl_status st = tfl__devices_init(ctx);
     if (st != TFL_OK) {
         tfl_ctx_free(ctx);

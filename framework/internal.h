@@ -16,6 +16,7 @@
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
 #define TFL_MSG_SIZE 512       /* bytes of the kept error message */
 #define TFL_ALIGN 64           /* alignment of tensor data, bytes */
+#define TFL_DEFAULT_SEED 0x74666c5f73656564ull /* "tfl_seed": the ctx seed when none is given */
 
 #if defined(__GNUC__)
 #define TFL_PRINTF(f, a) __attribute__((format(printf, f, a)))

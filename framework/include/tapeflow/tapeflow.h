@@ -9,6 +9,7 @@
 #include <tapeflow/context.h>
 #include <tapeflow/device.h>
 #include <tapeflow/ops.h>
+#include <tapeflow/random.h>
 #include <tapeflow/tensor.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */
