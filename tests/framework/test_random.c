@@ -17,66 +17,13 @@
 
 #include <tapeflow/tapeflow.h>
 
+#include "test_fixture.h"
+
 /* The block function is a static inline in a private header: nothing extra is exported. */
 #include "../../framework/random_internal.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-typedef struct fixture {
-    tfl_ctx *ctx;
-    uint64_t live0;
-} fixture;
-
-static uint64_t live_tensors(tfl_ctx *ctx)
-{
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s), TFL_OK);
-    return s.live_tensors;
-}
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    tfl_status st = TFL_INTERNAL;
-    f->ctx = tfl_ctx_new(NULL, &st);
-    if (!f->ctx || st != TFL_OK) {
-        free(f);
-        return -1;
-    }
-    f->live0 = live_tensors(f->ctx);
-    *state = f;
-    return 0;
-}
-
-/* Frees the context, then checks no frame is open, no error is kept, no tensor is alive. */
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    tfl_alloc_stats s;
-    memset(&s, 0, sizeof s);
-    tfl_status st = tfl_alloc_stats_get(f->ctx, NULL, &s);
-    int depth = tfl_frame_depth(f->ctx);
-    tfl_status err = tfl_ctx_status(f->ctx);
-    uint64_t base = f->live0;
-    tfl_ctx_free(f->ctx);
-    free(f);
-    assert_int_equal(st, TFL_OK);
-    assert_int_equal(depth, 0);
-    assert_int_equal(err, TFL_OK);
-    assert_int_equal(s.live_tensors, base);
-    return 0;
-}
-
-static void assert_has(const char *haystack, const char *needle)
-{
-    assert_non_null(haystack);
-    if (!strstr(haystack, needle)) {
-        print_error("expected \"%s\" to contain \"%s\"\n", haystack, needle);
-        fail();
-    }
-}
 
 /* Checks the kept error's code and a fragment of its message, then clears it. */
 static void expect_error(tfl_ctx *ctx, tfl_status code, const char *fragment)
