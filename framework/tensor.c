@@ -395,12 +395,7 @@ tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out)
               (long long)t->numel);
     TFL_CHECK(t->ctx, tfl__tensor_device(t) == tfl__cpu(t->ctx), TFL_UNIMPLEMENTED,
               "tensor_get: the tensor is on %s; copy it to CPU:0 first", tfl_tensor_device(t));
-    int64_t off = 0, rest = index;
-    for (int i = t->rank - 1; i >= 0; i--) {
-        off += (rest % t->shape[i]) * t->strides[i];
-        rest /= t->shape[i];
-    }
-    const char *p = (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
+    const char *p = tfl__elem_ptr(t, index);
     *out = tfl__load_f64(p, (tfl_dtype)t->dtype);
     return TFL_OK;
 }

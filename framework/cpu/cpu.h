@@ -62,6 +62,17 @@ static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
     return (int64_t)v;
 }
 
+/** The address of element `index` (row-major flat index) of a host tensor, any view. */
+static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
+{
+    int64_t off = 0;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        off += (index % t->shape[d]) * t->strides[d];
+        index /= t->shape[d];
+    }
+    return (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
+}
+
 /** Element at p of dtype, as double (complex: real part). */
 double tfl__load_f64(const void *p, tfl_dtype dtype);
 

@@ -258,15 +258,7 @@ static tfl_status check_integer_rhs(const tfl__kcall *k)
     if (!tfl_dtype_is_integer((tfl_dtype)b->dtype)) return TFL_OK;
     bool is_div = k->op == TFL_OP_DIV;
     for (int64_t i = 0; i < b->numel; i++) {
-        double v;
-        /* slow path only for integers; the element walk honours views */
-        int64_t off = 0, rest = i;
-        for (int d = b->rank - 1; d >= 0; d--) {
-            off += (rest % b->shape[d]) * b->strides[d];
-            rest /= b->shape[d];
-        }
-        const char *p = (const char *)tfl__data(b) + off * (int64_t)tfl_dtype_size((tfl_dtype)b->dtype);
-        v = tfl__load_f64(p, (tfl_dtype)b->dtype);
+        double v = tfl__load_f64(tfl__elem_ptr(b, i), (tfl_dtype)b->dtype); /* ints only */
         if (is_div && v == 0.0)
             return tfl__set_error(k->ctx, TFL_INVALID_ARGUMENT, "Div: Integer division by zero");
         if (!is_div && v < 0.0)
