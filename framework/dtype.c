@@ -28,11 +28,13 @@ const char *tfl_status_string(tfl_status status)
 }
 
 static const char *const dtype_names[] = {
+    "invalid",
 #define TFL_X_(id, name, size) name,
     TFL_DTYPE_MAP(TFL_X_)
 #undef TFL_X_
 };
 static const size_t dtype_sizes[] = {
+    0,
 #define TFL_X_(id, name, size) size,
     TFL_DTYPE_MAP(TFL_X_)
 #undef TFL_X_
@@ -40,18 +42,18 @@ static const size_t dtype_sizes[] = {
 
 const char *tfl_dtype_name(tfl_dtype dtype)
 {
-    return (unsigned)dtype < TFL_DTYPE_COUNT ? dtype_names[dtype] : "invalid";
+    return tfl_dtype_is_valid(dtype) ? dtype_names[dtype] : "invalid";
 }
 
 size_t tfl_dtype_size(tfl_dtype dtype)
 {
-    return (unsigned)dtype < TFL_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
+    return tfl_dtype_is_valid(dtype) ? dtype_sizes[dtype] : 0;
 }
 
 bool tfl_dtype_from_name(const char *name, tfl_dtype *out)
 {
     if (!name) return false;
-    for (int d = 0; d < TFL_DTYPE_COUNT; d++) {
+    for (int d = 1; d < TFL_DTYPE_COUNT; d++) {
         if (strcmp(name, dtype_names[d]) == 0) {
             if (out) *out = (tfl_dtype)d;
             return true;
@@ -60,24 +62,26 @@ bool tfl_dtype_from_name(const char *name, tfl_dtype *out)
     return false;
 }
 
+bool tfl_dtype_is_valid(tfl_dtype d) { return d > TFL_DTYPE_INVALID && d < TFL_DTYPE_COUNT; }
+
 bool tfl_dtype_is_floating(tfl_dtype d)
 {
-    return (unsigned)d < TFL_DTYPE_COUNT && (TFL_MASK_FLOAT >> d & 1u);
+    return tfl_dtype_is_valid(d) && (TFL_MASK_FLOAT >> d & 1u);
 }
 bool tfl_dtype_is_complex(tfl_dtype d)
 {
-    return (unsigned)d < TFL_DTYPE_COUNT && (TFL_MASK_COMPLEX >> d & 1u);
+    return tfl_dtype_is_valid(d) && (TFL_MASK_COMPLEX >> d & 1u);
 }
 bool tfl_dtype_is_integer(tfl_dtype d)
 {
-    return (unsigned)d < TFL_DTYPE_COUNT && (TFL_MASK_INT >> d & 1u);
+    return tfl_dtype_is_valid(d) && (TFL_MASK_INT >> d & 1u);
 }
 
 char *tfl__dtype_list(uint32_t mask, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int d = 0; d < TFL_DTYPE_COUNT; d++) {
+    for (int d = 1; d < TFL_DTYPE_COUNT; d++) {
         if (!(mask >> d & 1u)) continue;
         int w = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", dtype_names[d]);
         if (w < 0 || (size_t)w >= size - len) break;

@@ -269,6 +269,6 @@ char *tfl__dtype_list(uint32_t mask, char *buf, size_t size);
 #define TFL_MASK_COMPLEX (TFL_DT(COMPLEX64) | TFL_DT(COMPLEX128))
 #define TFL_MASK_REAL (TFL_MASK_INT | TFL_MASK_FLOAT)
 #define TFL_MASK_NUMERIC (TFL_MASK_REAL | TFL_MASK_COMPLEX)
-#define TFL_MASK_ALL ((1u << TFL_DTYPE_COUNT) - 1u)
+#define TFL_MASK_ALL (((1u << TFL_DTYPE_COUNT) - 1u) & ~1u) /* every dtype but INVALID */
 
 #endif /* TFL_FRAMEWORK_INTERNAL_H */

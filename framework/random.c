@@ -172,7 +172,7 @@ static void fill(const gen *g, void *data, int64_t n, int threads)
 static bool check_args(tfl_ctx *ctx, kind k, tfl_dtype dtype, int rank, const int64_t *shape)
 {
     const char *op = op_name(k);
-    if (!((unsigned)dtype < TFL_DTYPE_COUNT && (TFL_MASK_FLOAT >> dtype & 1u))) {
+    if (!(tfl_dtype_is_valid(dtype) && (TFL_MASK_FLOAT >> dtype & 1u))) {
         char list[160];
         tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: dtype %s is not supported; expected one of %s",
                        op, tfl_dtype_name(dtype), tfl__dtype_list(TFL_MASK_FLOAT, list, sizeof list));

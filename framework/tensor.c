@@ -171,7 +171,7 @@ void tfl_tensor_release(tfl_tensor *t)
 
 static bool check_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
 {
-    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, false, TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(ctx, tfl_dtype_is_valid(dtype), false, TFL_INVALID_ARGUMENT,
                   "tensor_new: invalid dtype %d", (int)dtype);
     TFL_CHECK_RET(ctx, rank >= 0 && rank <= TFL_MAX_RANK, false, TFL_INVALID_ARGUMENT,
                   "tensor_new: rank %d is out of range (0..%d)", rank, TFL_MAX_RANK);

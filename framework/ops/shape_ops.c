@@ -159,7 +159,7 @@ tfl_tensor *tfl_one_hot(tfl_ctx *ctx, const tfl_tensor *indices, int64_t depth, 
         return NULL;
     TFL_CHECK_RET(ctx, depth >= 0, NULL, TFL_INVALID_ARGUMENT,
                   "OneHot: depth must be non-negative, got %lld", (long long)depth);
-    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, NULL, TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(ctx, tfl_dtype_is_valid(dtype), NULL, TFL_INVALID_ARGUMENT,
                   "OneHot: invalid dtype %d", (int)dtype);
     TFL_CHECK_RET(ctx, indices->rank < TFL_MAX_RANK, NULL, TFL_INVALID_ARGUMENT,
                   "OneHot: the result would have rank %d (more than %d)", indices->rank + 1,
@@ -175,7 +175,7 @@ tfl_tensor *tfl_one_hot(tfl_ctx *ctx, const tfl_tensor *indices, int64_t depth, 
 tfl_tensor *tfl_cast(tfl_ctx *ctx, const tfl_tensor *x, tfl_dtype dtype)
 {
     if (!ctx || !tfl__check_inputs(ctx, TFL_OP_CAST, 1, &x)) return NULL;
-    TFL_CHECK_RET(ctx, (unsigned)dtype < TFL_DTYPE_COUNT, NULL, TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(ctx, tfl_dtype_is_valid(dtype), NULL, TFL_INVALID_ARGUMENT,
                   "Cast: invalid dtype %d", (int)dtype);
     return tfl__op_run(ctx, TFL_OP_CAST, (tfl_dtype)x->dtype, 1, &x, dtype, x->rank, x->shape, NULL);
 }

@@ -87,7 +87,12 @@ static void test_dtype_names_and_sizes(void **state)
         {TFL_DTYPE_FLOAT64, "float64", 8},     {TFL_DTYPE_COMPLEX64, "complex64", 8},
         {TFL_DTYPE_COMPLEX128, "complex128", 16},
     };
-    assert_int_equal(sizeof table / sizeof table[0], TFL_DTYPE_COUNT);
+    assert_int_equal(sizeof table / sizeof table[0], TFL_DTYPE_COUNT - 1);
+    assert_int_equal(TFL_DTYPE_INVALID, 0); /* zero-initialised options mean "infer" */
+    assert_false(tfl_dtype_is_valid(TFL_DTYPE_INVALID));
+    assert_string_equal(tfl_dtype_name(TFL_DTYPE_INVALID), "invalid");
+    assert_int_equal(tfl_dtype_size(TFL_DTYPE_INVALID), 0);
+    assert_false(tfl_dtype_from_name("invalid", NULL));
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         assert_string_equal(tfl_dtype_name(table[i].dtype), table[i].name);
         assert_int_equal(tfl_dtype_size(table[i].dtype), table[i].size);
@@ -253,6 +258,8 @@ static void test_new_rejects_bad_arguments(void **state)
 
     const int64_t ok[1] = {2};
     assert_null(tfl_tensor_new(ctx, TFL_DTYPE_COUNT, 1, ok, NULL));
+    expect_error(ctx, TFL_INVALID_ARGUMENT);
+    assert_null(tfl_tensor_new(ctx, TFL_DTYPE_INVALID, 1, ok, NULL));
     expect_error(ctx, TFL_INVALID_ARGUMENT);
     assert_null(tfl_tensor_new(ctx, (tfl_dtype)-1, 1, ok, NULL));
     expect_error(ctx, TFL_INVALID_ARGUMENT);

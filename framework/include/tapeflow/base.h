@@ -74,18 +74,21 @@ TFL_API const char *tfl_status_string(tfl_status status);
     X(COMPLEX128, "complex128", 16)
 
 typedef enum tfl_dtype {
+    TFL_DTYPE_INVALID = 0, /* no dtype (TensorFlow's DT_INVALID): in option structs, "infer it" */
 #define TFL_X_(id, name, size) TFL_DTYPE_##id,
     TFL_DTYPE_MAP(TFL_X_)
 #undef TFL_X_
     TFL_DTYPE_COUNT
 } tfl_dtype;
 
-/** The dtype's name ("float32"), or "invalid" for a value out of range. */
+/** The dtype's name ("float32"), or "invalid" for TFL_DTYPE_INVALID or a value out of range. */
 TFL_API const char *tfl_dtype_name(tfl_dtype dtype);
-/** Bytes per element (bool is one byte); 0 for a value out of range. */
+/** Bytes per element (bool is one byte); 0 for TFL_DTYPE_INVALID or a value out of range. */
 TFL_API size_t tfl_dtype_size(tfl_dtype dtype);
 /** Looks a dtype up by name; returns false (and leaves *out alone) if there is none. */
 TFL_API bool tfl_dtype_from_name(const char *name, tfl_dtype *out);
+/** True for a real dtype (BOOL..COMPLEX128), false for TFL_DTYPE_INVALID and out-of-range values. */
+TFL_API bool tfl_dtype_is_valid(tfl_dtype dtype);
 TFL_API bool tfl_dtype_is_floating(tfl_dtype dtype); /* float16, bfloat16, float32, float64 */
 TFL_API bool tfl_dtype_is_complex(tfl_dtype dtype);  /* complex64, complex128 */
 TFL_API bool tfl_dtype_is_integer(tfl_dtype dtype);  /* int32, int64 */
