@@ -47,7 +47,7 @@ void *tfl__calloc(tfl_ctx *ctx, size_t bytes)
 }
 
 /* Grows an array of host memory through the hooks (no realloc hook: copy). */
-static void *grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes)
+void *tfl__grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes)
 {
     void *p = tfl__host_alloc(ctx, new_bytes, 16);
     if (!p) return NULL;
@@ -55,6 +55,18 @@ static void *grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes)
         memcpy(p, old, old_bytes);
         tfl__host_free(ctx, old);
     }
+    return p;
+}
+
+char *tfl__strdup(tfl_ctx *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = tfl__host_alloc(ctx, n, 16);
+    if (!p) {
+        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "out of host memory (%zu bytes)", n);
+        return NULL;
+    }
+    memcpy(p, s, n);
     return p;
 }
 
@@ -108,6 +120,7 @@ void tfl_ctx_free(tfl_ctx *ctx)
     if (ctx->live_tensors > 0)
         tfl__log(ctx, TFL_LOG_WARNING, "ctx_free: %llu tensor(s) still alive are freed with the "
                  "context", (unsigned long long)ctx->live_tensors);
+    tfl__vars_free(ctx);    /* variable records, the registry, the collections */
     tfl__pools_free(ctx);   /* every record, and the data of tensors still alive */
     tfl__devices_free(ctx); /* gives cached device memory back */
     tfl_free_fn free_fn = ctx->opts.free_fn;
@@ -198,7 +211,7 @@ tfl_status tfl_frame_push(tfl_ctx *ctx)
     if (!ctx) return TFL_INVALID_ARGUMENT;
     if (ctx->n_frames == ctx->cap_frames) {
         int cap = ctx->cap_frames ? ctx->cap_frames * 2 : 16;
-        size_t *marks = grow(ctx, ctx->frame_marks, sizeof(size_t) * (size_t)ctx->cap_frames,
+        size_t *marks = tfl__grow(ctx, ctx->frame_marks, sizeof(size_t) * (size_t)ctx->cap_frames,
                              sizeof(size_t) * (size_t)cap);
         TFL_CHECK(ctx, marks, TFL_RESOURCE_EXHAUSTED, "frame_push: out of host memory");
         ctx->frame_marks = marks;
@@ -225,7 +238,7 @@ tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t)
     if (ctx->n_frames == 0) return t;
     if (TFL_UNLIKELY(ctx->n_frame_items == ctx->cap_frame_items)) {
         size_t cap = ctx->cap_frame_items ? ctx->cap_frame_items * 2 : 256;
-        tfl_tensor **items = grow(ctx, ctx->frame_items,
+        tfl_tensor **items = tfl__grow(ctx, ctx->frame_items,
                                   sizeof(tfl_tensor *) * ctx->cap_frame_items,
                                   sizeof(tfl_tensor *) * cap);
         if (!items) {

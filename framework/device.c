@@ -152,6 +152,16 @@ tfl__device *tfl__current_device(tfl_ctx *ctx)
     return scoped_device(ctx, "tensor", "", NULL, NULL);
 }
 
+tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device)
+{
+    if (!device) return ctx->n_scopes == 0 ? tfl__cpu(ctx) : scoped_device(ctx, what, "", NULL, NULL);
+    /* an explicit device acts as one more scope, for this call only */
+    if (tfl_device_scope_push(ctx, device) != TFL_OK) return NULL;
+    tfl__device *dev = scoped_device(ctx, what, "", NULL, NULL);
+    ctx->n_scopes--;
+    return dev;
+}
+
 /* ---- op placement -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -186,8 +196,12 @@ tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key)
     return dev;
 }
 
+void tfl__log_op(tfl_ctx *ctx, const char *name, const tfl__device *dev)
+{
+    if (ctx->log_placement) tfl__log(ctx, TFL_LOG_INFO, "op %s on %s", name, dev->name);
+}
+
 void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev)
 {
-    if (ctx->log_placement) tfl__log(ctx, TFL_LOG_INFO, "op %s on %s", tfl__op_defs[op].name,
-                                     dev->name);
+    tfl__log_op(ctx, tfl__op_defs[op].name, dev);
 }

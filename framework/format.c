@@ -90,6 +90,10 @@ static void put_axis(writer *w, const fmt_state *f, int axis, int64_t off)
 
 static int format_values(const tfl_tensor *t, writer *w, const tfl_format_opts *opts)
 {
+    if (t->flags & TFL_TENSOR_FLAG_UNINIT) {
+        put(w, "<uninitialized>");
+        return 0;
+    }
     tfl_format_opts o = opts ? *opts : (tfl_format_opts){0};
     fmt_state f = {t, NULL, tfl_dtype_size((tfl_dtype)t->dtype), o.precision > 0 ? o.precision : 6,
                    false, o.edge_items > 0 ? o.edge_items : 3};
@@ -129,7 +133,9 @@ int tfl_tensor_format(const tfl_tensor *t, char *buf, size_t size, const tfl_for
     if (!t) return -1;
     writer w = {buf, buf ? size : 0, 0};
     char shape[160];
-    put(&w, "<tfl.Tensor shape=%s dtype=%s device=%s ", tfl__shape_str(t->rank, t->shape, shape, sizeof shape),
+    if (t->var) put(&w, "<tfl.Variable '%s:0' ", t->var->name);
+    else put(&w, "<tfl.Tensor ");
+    put(&w, "shape=%s dtype=%s device=%s ", tfl__shape_str(t->rank, t->shape, shape, sizeof shape),
         tfl_dtype_name((tfl_dtype)t->dtype), tfl_tensor_device(t));
     format_values(t, &w, opts);
     put(&w, ">");

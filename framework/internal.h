@@ -108,8 +108,30 @@ struct tfl__storage {
 };
 
 enum {
-    TFL_TENSOR_FLAG_VARIABLE = 1u << 0, /* storage may be mutated in place (variables issue) */
+    TFL_TENSOR_FLAG_VARIABLE = 1u << 0, /* a variable: assign mutates its storage (var != NULL) */
+    TFL_TENSOR_FLAG_UNINIT = 1u << 1,   /* a deferred variable not yet initialized: unreadable */
 };
+
+/* ---- variables (variable.c, collections.c, scope.c) -------------------------------------- */
+
+/** What a variable has beyond its tensor record. Host memory; freed with the variable. */
+typedef struct tfl__var {
+    char *name;              /* full name without ":0" ("conv1/weights") */
+    bool trainable;
+    bool in_store;           /* made by tfl_get_variable: its name is unique in the ctx */
+    bool has_init;           /* `init` can be run (again) by tfl_variable_initialize */
+    tfl_initializer init;    /* init.tensor is retained while has_init (TFL_INIT_TENSOR) */
+} tfl__var;
+
+/** A named collection: weak references, in the order they joined (duplicates allowed). */
+typedef struct tfl__collection {
+    char *name;
+    tfl_tensor **items;
+    size_t n, cap;
+} tfl__collection;
+
+#define TFL_MAX_NAME_SCOPES 64 /* nesting limit of name scopes */
+#define TFL_SCOPE_BYTES 256    /* the longest scope prefix, bytes with the NUL */
 
 struct tfl_tensor {
     tfl_ctx *ctx;          /* owner */
@@ -120,6 +142,7 @@ struct tfl_tensor {
     int64_t numel;         /* product of shape */
     int64_t offset;        /* elements from storage->data to element 0 */
     tfl__storage *storage; /* shared by views */
+    tfl__var *var;         /* variables only (TFL_TENSOR_FLAG_VARIABLE), else NULL */
     int64_t shape[TFL_MAX_RANK];
     int64_t strides[TFL_MAX_RANK]; /* elements; 0 allowed only for size-1 axes */
     tfl_tensor *next_free; /* the ctx's free list of tensor records */
@@ -147,6 +170,15 @@ struct tfl_ctx {
     size_t n_frame_items, cap_frame_items;
     size_t *frame_marks;               /* n_frame_items when each frame was pushed */
     int n_frames, cap_frames;
+
+    tfl_tensor **vars;                 /* live variables, in creation order (weak) */
+    size_t n_vars, cap_vars;
+    tfl__collection *collections;      /* named collections (weak), in creation order */
+    size_t n_collections, cap_collections;
+    char scope[TFL_SCOPE_BYTES];       /* the name scope prefix "model/conv1" */
+    uint16_t scope_len[TFL_MAX_NAME_SCOPES]; /* strlen(scope) before each push */
+    uint8_t scope_reuse[TFL_MAX_NAME_SCOPES]; /* tfl_reuse given to each push */
+    int n_name_scopes;
 
     uint64_t rng_seed;                 /* the ctx's seed for ops given seed 0 (random.c) */
     uint64_t rng_calls;                /* unseeded random calls so far: each gets its own stream */
@@ -192,6 +224,11 @@ void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align);
 void tfl__host_free(tfl_ctx *ctx, void *ptr);
 /** A zeroed host object (sizeof <= some KB), recorded as RESOURCE_EXHAUSTED on failure. */
 void *tfl__calloc(tfl_ctx *ctx, size_t bytes);
+/** Grows a host array: a copy of old_bytes in a new block of new_bytes, old freed; NULL on
+ * failure (old kept, no error recorded). */
+void *tfl__grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes);
+/** A host copy of s (through the hooks); NULL with RESOURCE_EXHAUSTED recorded. */
+char *tfl__strdup(tfl_ctx *ctx, const char *s);
 
 /* ---- allocator.c ------------------------------------------------------------------------- */
 
@@ -212,6 +249,12 @@ tfl_status tfl__devices_init(tfl_ctx *ctx);
 void tfl__devices_free(tfl_ctx *ctx);
 /** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
 tfl__device *tfl__current_device(tfl_ctx *ctx);
+/** The device for something new named by `what` ("VarHandleOp"): `device` when given, else
+ * the innermost scope's, else CPU:0; soft placement falls back to CPU:0, strict placement
+ * keeps "Could not satisfy device specification" and returns NULL. */
+tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device);
+/** Logs "op <name> on <device>" when placement logging is on. */
+void tfl__log_op(tfl_ctx *ctx, const char *name, const tfl__device *dev);
 tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name);
 tfl__device *tfl__cpu(tfl_ctx *ctx);
 
@@ -220,6 +263,8 @@ tfl__device *tfl__cpu(tfl_ctx *ctx);
 int64_t tfl__numel(int rank, const int64_t *shape);
 /** Python-style "(2, 3)", "(4,)", "()"; returns buf. */
 char *tfl__shape_str(int rank, const int64_t *shape, char *buf, size_t size);
+/** Equal ranks and dimensions (a and b may be NULL for rank 0). */
+bool tfl__same_shape(int ra, const int64_t *a, int rb, const int64_t *b);
 /** Row-major strides (elements) for shape. */
 void tfl__contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
 /** Broadcasts two shapes; false when incompatible. */
@@ -234,6 +279,12 @@ static inline int tfl__norm_axis(int axis, int rank)
 
 /* ---- tensors (tensor.c) ------------------------------------------------------------------ */
 
+/** Validates dtype, rank and shape for a new tensor; `what` starts the message. */
+bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
+                    const int64_t *shape);
+/** FAILED_PRECONDITION "<what>: Attempting to use uninitialized value <name>" unless t is
+ * readable (not an uninitialized variable). */
+bool tfl__check_readable(tfl_ctx *ctx, const char *what, const tfl_tensor *t);
 /** A new contiguous tensor on dev with uninitialised data, not registered with any frame. */
 tfl_tensor *tfl__tensor_alloc(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
                               const int64_t *shape);
@@ -252,6 +303,20 @@ static inline void *tfl__data(const tfl_tensor *t)
 static inline tfl__device *tfl__tensor_device(const tfl_tensor *t) { return t->storage->device; }
 /** Copies t to a new contiguous tensor on dev (kernel-free when t is already on host). */
 tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
+
+/* ---- variables (variable.c, collections.c) ----------------------------------------------- */
+
+/** Called by tfl_tensor_release when a variable's last reference goes: leaves the registry
+ * and every collection, frees the tfl__var. */
+void tfl__var_destroy(tfl_tensor *v);
+/** Frees every variable record, the registry and the collections: for tfl_ctx_free only. */
+void tfl__vars_free(tfl_ctx *ctx);
+/** Adds v to the live-variable registry (creation order). */
+tfl_status tfl__vars_register(tfl_ctx *ctx, tfl_tensor *v);
+/** Removes every occurrence of v from every collection and from the registry. */
+void tfl__vars_forget(tfl_ctx *ctx, tfl_tensor *v);
+/** The variables get_variable made, looked up by full name; NULL when none. */
+tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
 
 /* ---- dtypes (dtype.c) -------------------------------------------------------------------- */
 

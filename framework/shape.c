@@ -49,3 +49,11 @@ bool tfl__broadcast_shapes(int ra, const int64_t *sa, int rb, const int64_t *sb,
     *rout = r;
     return true;
 }
+
+bool tfl__same_shape(int ra, const int64_t *a, int rb, const int64_t *b)
+{
+    if (ra != rb) return false;
+    for (int i = 0; i < ra; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}

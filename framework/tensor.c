@@ -48,6 +48,7 @@ static tfl_tensor *record_new(tfl_ctx *ctx)
     t->refs = 1;
     t->flags = 0;
     t->offset = 0;
+    t->var = NULL;
     t->next_free = NULL;
     ctx->live_tensors++;
     return t;
@@ -163,35 +164,44 @@ tfl_tensor *tfl_tensor_retain(tfl_tensor *t)
 void tfl_tensor_release(tfl_tensor *t)
 {
     if (!t || --t->refs > 0) return;
+    if (t->var) tfl__var_destroy(t);
     storage_release(t->ctx, t->storage);
     record_free(t->ctx, t);
 }
 
 /* ---- creation ------------------------------------------------------------------------------ */
 
-static bool check_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
+bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
+                    const int64_t *shape)
 {
     TFL_CHECK_RET(ctx, tfl_dtype_is_valid(dtype), false, TFL_INVALID_ARGUMENT,
-                  "tensor_new: invalid dtype %d", (int)dtype);
+                  "%s: invalid dtype %d", what, (int)dtype);
     TFL_CHECK_RET(ctx, rank >= 0 && rank <= TFL_MAX_RANK, false, TFL_INVALID_ARGUMENT,
-                  "tensor_new: rank %d is out of range (0..%d)", rank, TFL_MAX_RANK);
+                  "%s: rank %d is out of range (0..%d)", what, rank, TFL_MAX_RANK);
     TFL_CHECK_RET(ctx, rank == 0 || shape, false, TFL_INVALID_ARGUMENT,
-                  "tensor_new: shape is NULL for rank %d", rank);
+                  "%s: shape is NULL for rank %d", what, rank);
     int64_t n = 1;
     for (int i = 0; i < rank; i++) {
         TFL_CHECK_RET(ctx, shape[i] >= 0, false, TFL_INVALID_ARGUMENT,
-                      "tensor_new: dimension %d is negative (%lld)", i, (long long)shape[i]);
+                      "%s: dimension %d is negative (%lld)", what, i, (long long)shape[i]);
         TFL_CHECK_RET(ctx, shape[i] == 0 || n <= INT64_MAX / 16 / shape[i], false,
-                      TFL_INVALID_ARGUMENT, "tensor_new: too many elements");
+                      TFL_INVALID_ARGUMENT, "%s: too many elements", what);
         n *= shape[i];
     }
+    return true;
+}
+
+bool tfl__check_readable(tfl_ctx *ctx, const char *what, const tfl_tensor *t)
+{
+    TFL_CHECK_RET(ctx, !(t->flags & TFL_TENSOR_FLAG_UNINIT), false, TFL_FAILED_PRECONDITION,
+                  "%s: Attempting to use uninitialized value %s", what, t->var->name);
     return true;
 }
 
 tfl_tensor *tfl_tensor_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape,
                            const void *data)
 {
-    if (!ctx || !check_new(ctx, dtype, rank, shape)) return NULL;
+    if (!ctx || !tfl__check_new(ctx, "tensor_new", dtype, rank, shape)) return NULL;
     tfl__device *dev = tfl__current_device(ctx);
     if (!dev) return NULL;
     tfl_tensor *t = tfl__tensor_empty(ctx, dev, dtype, rank, shape);
@@ -228,7 +238,7 @@ static void fill_host(void *dst, tfl_dtype dtype, int64_t n, double v)
 
 tfl_tensor *tfl_fill(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape, double value)
 {
-    if (!ctx || !check_new(ctx, dtype, rank, shape)) return NULL;
+    if (!ctx || !tfl__check_new(ctx, "tensor_new", dtype, rank, shape)) return NULL;
     tfl__device *dev = tfl__current_device(ctx);
     if (!dev) return NULL;
     if (dev != tfl__cpu(ctx)) { /* fill on the host, then copy */
@@ -361,6 +371,7 @@ tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *
 tfl_tensor *tfl_tensor_to_device(tfl_ctx *ctx, const tfl_tensor *t, const char *device)
 {
     if (!ctx || !t) return NULL;
+    if (!tfl__check_readable(ctx, "tensor_to_device", t)) return NULL;
     tfl__device *dev = tfl__find_device(ctx, device);
     TFL_CHECK_RET(ctx, dev, NULL, TFL_NOT_FOUND, "tensor_to_device: no device '%s'",
                   device ? device : "(null)");
@@ -372,6 +383,7 @@ tfl_status tfl_tensor_to_host(const tfl_tensor *t, void *dst, size_t bytes)
     if (!t) return TFL_INVALID_ARGUMENT;
     tfl_ctx *ctx = t->ctx;
     size_t need = (size_t)t->numel * tfl_dtype_size((tfl_dtype)t->dtype);
+    if (!tfl__check_readable(ctx, "tensor_to_host", t)) return ctx->err_code;
     TFL_CHECK(ctx, dst || need == 0, TFL_INVALID_ARGUMENT, "tensor_to_host: dst is NULL");
     TFL_CHECK(ctx, bytes == need, TFL_INVALID_ARGUMENT,
               "tensor_to_host: the tensor has %zu bytes, the buffer %zu", need, bytes);
@@ -390,6 +402,7 @@ tfl_status tfl_tensor_to_host(const tfl_tensor *t, void *dst, size_t bytes)
 tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out)
 {
     if (!t || !out) return TFL_INVALID_ARGUMENT;
+    if (!tfl__check_readable(t->ctx, "tensor_get", t)) return t->ctx->err_code;
     TFL_CHECK(t->ctx, index >= 0 && index < t->numel, TFL_OUT_OF_RANGE,
               "tensor_get: index %lld is out of range for %lld elements", (long long)index,
               (long long)t->numel);

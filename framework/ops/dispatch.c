@@ -22,6 +22,9 @@ bool tfl__check_inputs(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor *con
         }
         TFL_CHECK_RET(ctx, in[i]->ctx == ctx, false, TFL_MISUSE,
                       "%s: input %d belongs to another context", tfl__op_defs[op].name, i);
+        if (TFL_UNLIKELY(in[i]->flags & TFL_TENSOR_FLAG_UNINIT) &&
+            !tfl__check_readable(ctx, tfl__op_defs[op].name, in[i]))
+            return false;
     }
     return true;
 }

@@ -8,8 +8,10 @@
 #include <tapeflow/base.h>
 #include <tapeflow/context.h>
 #include <tapeflow/device.h>
+#include <tapeflow/initializer.h>
 #include <tapeflow/ops.h>
 #include <tapeflow/random.h>
 #include <tapeflow/tensor.h>
+#include <tapeflow/variable.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */
