@@ -77,6 +77,13 @@ bool tfl_dtype_is_integer(tfl_dtype d)
     return tfl_dtype_is_valid(d) && (TFL_MASK_INT >> d & 1u);
 }
 
+bool tfl__dtype_converts(tfl_dtype from, tfl_dtype to)
+{
+    if (from == to) return true;
+    if (TFL_MASK_REAL >> from & 1u) return ((TFL_MASK_REAL | TFL_MASK_COMPLEX) >> to & 1u) != 0;
+    return (TFL_MASK_COMPLEX >> from & 1u) && (TFL_MASK_COMPLEX >> to & 1u);
+}
+
 char *tfl__dtype_list(uint32_t mask, char *buf, size_t size)
 {
     size_t len = 0;

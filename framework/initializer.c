@@ -100,6 +100,9 @@ tfl_tensor *tfl_initializer_value(tfl_ctx *ctx, const tfl_initializer *init, tfl
                   NULL, TFL_INVALID_ARGUMENT, "tensor initializer: the tensor has shape %s, "
                   "the variable %s", tfl__shape_str(t->rank, t->shape, a, sizeof a),
                   tfl__shape_str(rank, shape, b, sizeof b));
+    TFL_CHECK_RET(ctx, tfl__dtype_converts((tfl_dtype)t->dtype, dtype), NULL, TFL_INVALID_ARGUMENT,
+                  "tensor initializer: a %s tensor does not convert to dtype %s",
+                  tfl_dtype_name((tfl_dtype)t->dtype), tfl_dtype_name(dtype));
     /* a copy (never the tensor itself): on the current device, converted to dtype */
     if (t->dtype != dtype) return tfl_cast(ctx, t, dtype);
     return tfl__tensor_copy_to(ctx, t, tfl__current_device(ctx));

@@ -324,6 +324,9 @@ float tfl__f16_to_f32(uint16_t h);
 uint16_t tfl__f32_to_f16(float f);
 float tfl__bf16_to_f32(uint16_t h);
 uint16_t tfl__f32_to_bf16(float f);
+/** The conversions assign and initializers make: same dtype, a real (int, float) value to a
+ * real or complex dtype, complex to complex. Never from or to bool, never complex to real. */
+bool tfl__dtype_converts(tfl_dtype from, tfl_dtype to);
 /** "float16, bfloat16, float32, float64" for a mask of (1u << dtype) bits. */
 char *tfl__dtype_list(uint32_t mask, char *buf, size_t size);
 

@@ -20,13 +20,6 @@ static bool check_name(tfl_ctx *ctx, const char *what, const char *name)
     return true;
 }
 
-/* Whether a value of dtype `from` converts to a variable of dtype `to`: same dtype, or a
- * real (int, float) value into a real or complex variable. */
-static bool converts(tfl_dtype from, tfl_dtype to)
-{
-    return from == to || ((TFL_MASK_REAL >> from & 1u) && ((TFL_MASK_REAL | TFL_MASK_COMPLEX) >> to & 1u));
-}
-
 static bool check_variable(tfl_ctx *ctx, const char *what, const tfl_tensor *v)
 {
     TFL_CHECK_RET(ctx, v->var, false, TFL_INVALID_ARGUMENT,
@@ -93,7 +86,7 @@ static tfl_status var_write(tfl_tensor *v, const tfl_tensor *value, write_mode m
                               tfl__shape_str(value->rank, value->shape, as, sizeof as));
     }
     tfl_dtype vd = (tfl_dtype)v->dtype, xd = (tfl_dtype)value->dtype;
-    TFL_CHECK(ctx, converts(xd, vd), TFL_INVALID_ARGUMENT,
+    TFL_CHECK(ctx, tfl__dtype_converts(xd, vd), TFL_INVALID_ARGUMENT,
               "Cannot assign value to variable '%s:0': a %s value does not convert to the "
               "variable's dtype %s", v->var->name, tfl_dtype_name(xd), tfl_dtype_name(vd));
     TFL_CHECK(ctx, mode == WRITE_ASSIGN || vd != TFL_DTYPE_BOOL, TFL_INVALID_ARGUMENT,
@@ -176,7 +169,7 @@ static bool check_init(tfl_ctx *ctx, const tfl_initializer *init, tfl_dtype dtyp
         TFL_CHECK_RET(ctx, init->tensor->ctx == ctx, false, TFL_MISUSE,
                       "VarHandleOp: the initial value belongs to another context");
         if (!tfl__check_readable(ctx, "VarHandleOp", init->tensor)) return false;
-        TFL_CHECK_RET(ctx, converts((tfl_dtype)init->tensor->dtype, dtype), false,
+        TFL_CHECK_RET(ctx, tfl__dtype_converts((tfl_dtype)init->tensor->dtype, dtype), false,
                       TFL_INVALID_ARGUMENT, "VarHandleOp: a %s initial value does not convert "
                       "to dtype %s", tfl_dtype_name((tfl_dtype)init->tensor->dtype),
                       tfl_dtype_name(dtype));

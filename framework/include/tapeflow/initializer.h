@@ -105,11 +105,13 @@ TFL_API tfl_status tfl_compute_fans(int rank, const int64_t *shape, double *fan_
  * The value an initializer gives for (dtype, shape): a new tensor on the current device
  * scope. zeros, ones and constant take any dtype (constant converts as tfl_fill); the
  * random kinds take float16, bfloat16, float32, float64; TFL_INIT_TENSOR returns a copy
- * of its tensor converted to dtype (real to real or complex) and needs its shape to match.
+ * of its tensor converted to dtype (int/float to int, float or complex; complex to complex;
+ * bool only to bool) and needs its shape to match.
  * Returns: a new tensor, frame-owned (owned by the caller when no frame is open), or NULL.
  * Errors: INVALID_ARGUMENT ("glorot_uniform initializer: dtype int32 is not supported;
  * expected a floating dtype", bad parameters as the random functions say, a tensor of
- * another shape, an unknown kind), FAILED_PRECONDITION (an uninitialized variable as value).
+ * another shape or a dtype that does not convert, an unknown kind), FAILED_PRECONDITION (an
+ * uninitialized variable as value), MISUSE (a tensor of another context).
  */
 TFL_API tfl_tensor *tfl_initializer_value(tfl_ctx *ctx, const tfl_initializer *init,
                                           tfl_dtype dtype, int rank, const int64_t *shape);

@@ -60,7 +60,8 @@ typedef struct tfl_variable_opts {
  * asks for another dtype: a real value converts to any real or complex dtype, as
  * tfl_variable_assign does). The variable never shares memory with `initial`, even when
  * `initial` is itself a variable. With TFL_VAR_DEFERRED the variable keeps a reference to
- * `initial` and takes its value when initialized.
+ * `initial` and takes its value when initialized. Conversions: int/float to int, float or
+ * complex; complex to complex; bool only to bool.
  * @param initial a tensor or variable (an uninitialized variable is an error).
  * @param opts    NULL: defaults.
  * Returns: the variable, owned by the caller, or NULL.
@@ -107,8 +108,8 @@ TFL_API tfl_tensor *tfl_variable_read(const tfl_tensor *v);
 /**
  * Writes `value` into the variable: v = value, v += value, v -= value. The value must have
  * the variable's shape exactly (no broadcasting) and is converted to the variable's dtype
- * when both are real (int, float) or the variable is complex; a value on another device is
- * copied over. The variable's memory is reused unless a snapshot shares it. On any error
+ * when both are real (int, float), or the variable is complex and the value real or complex
+ * (never to or from bool, never complex to real); a value on another device is copied over. The variable's memory is reused unless a snapshot shares it. On any error
  * the variable is unchanged.
  * assign initializes a deferred variable; assign_add and assign_sub need an initialized one.
  * Returns: TFL_OK, or the error (also kept in the ctx):
