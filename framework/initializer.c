@@ -101,7 +101,7 @@ tfl_tensor *tfl_initializer_value(tfl_ctx *ctx, const tfl_initializer *init, tfl
                   "the variable %s", tfl__shape_str(t->rank, t->shape, a, sizeof a),
                   tfl__shape_str(rank, shape, b, sizeof b));
     TFL_CHECK_RET(ctx, tfl__dtype_converts((tfl_dtype)t->dtype, dtype), NULL, TFL_INVALID_ARGUMENT,
-                  "tensor initializer: a %s tensor does not convert to dtype %s",
+                  "tensor initializer: a tensor of dtype %s does not convert to dtype %s",
                   tfl_dtype_name((tfl_dtype)t->dtype), tfl_dtype_name(dtype));
     /* a copy (never the tensor itself): on the current device, converted to dtype */
     if (t->dtype != dtype) return tfl_cast(ctx, t, dtype);

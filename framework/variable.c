@@ -87,7 +87,7 @@ static tfl_status var_write(tfl_tensor *v, const tfl_tensor *value, write_mode m
     }
     tfl_dtype vd = (tfl_dtype)v->dtype, xd = (tfl_dtype)value->dtype;
     TFL_CHECK(ctx, tfl__dtype_converts(xd, vd), TFL_INVALID_ARGUMENT,
-              "Cannot assign value to variable '%s:0': a %s value does not convert to the "
+              "Cannot assign value to variable '%s:0': a value of dtype %s does not convert to the "
               "variable's dtype %s", v->var->name, tfl_dtype_name(xd), tfl_dtype_name(vd));
     TFL_CHECK(ctx, mode == WRITE_ASSIGN || vd != TFL_DTYPE_BOOL, TFL_INVALID_ARGUMENT,
               "%s: dtype bool is not supported; expected a numeric variable", what);
@@ -170,7 +170,7 @@ static bool check_init(tfl_ctx *ctx, const tfl_initializer *init, tfl_dtype dtyp
                       "VarHandleOp: the initial value belongs to another context");
         if (!tfl__check_readable(ctx, "VarHandleOp", init->tensor)) return false;
         TFL_CHECK_RET(ctx, tfl__dtype_converts((tfl_dtype)init->tensor->dtype, dtype), false,
-                      TFL_INVALID_ARGUMENT, "VarHandleOp: a %s initial value does not convert "
+                      TFL_INVALID_ARGUMENT, "VarHandleOp: an initial value of dtype %s does not convert "
                       "to dtype %s", tfl_dtype_name((tfl_dtype)init->tensor->dtype),
                       tfl_dtype_name(dtype));
     } else if (init->kind >= TFL_INIT_RANDOM_UNIFORM) {
