@@ -156,7 +156,10 @@ tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *dev
 {
     if (!device) return ctx->n_scopes == 0 ? tfl__cpu(ctx) : scoped_device(ctx, what, "", NULL, NULL);
     /* an explicit device acts as one more scope, for this call only */
-    if (tfl_device_scope_push(ctx, device) != TFL_OK) return NULL;
+    char canon[16];
+    TFL_CHECK_RET(ctx, parse_device(device, canon, sizeof canon), NULL, TFL_INVALID_ARGUMENT,
+                  "%s: '%s' is not a device name (expected e.g. CPU:0 or GPU:0)", what, device);
+    if (tfl_device_scope_push(ctx, canon) != TFL_OK) return NULL;
     tfl__device *dev = scoped_device(ctx, what, "", NULL, NULL);
     ctx->n_scopes--;
     return dev;

@@ -65,9 +65,12 @@ static tfl_status write_into(tfl_ctx *ctx, tfl_tensor *dst, const tfl_tensor *v,
  */
 static tfl_status var_write(tfl_tensor *v, const tfl_tensor *value, write_mode mode)
 {
-    if (!v) return TFL_INVALID_ARGUMENT;
-    tfl_ctx *ctx = v->ctx;
     const char *what = write_op_names[mode];
+    if (!v) { /* keep it in the value's ctx, unless an earlier error (a failed chain) is kept */
+        if (value) tfl__set_error(value->ctx, TFL_INVALID_ARGUMENT, "%s: the variable is NULL", what);
+        return TFL_INVALID_ARGUMENT;
+    }
+    tfl_ctx *ctx = v->ctx;
     if (!value) {
         if (ctx->err_code == TFL_OK)
             tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: the value is NULL", what);
