@@ -1,13 +1,17 @@
 /*
  * bench_ops.c: micro-benchmarks of tapeflow on the CPU. Measures the per-op overhead of
  * tfl_add and tfl_matmul on tiny float32 tensors (frames of 1000 ops, the frame pop
- * included) and the square float32 GEMM throughput of tfl_matmul against BLIS called
- * directly with the same thread count. Prints one line per figure:
+ * included), the variable updates (tfl_variable_assign_add on float32 [4]: overhead; on
+ * float32 [1<<20]: bandwidth, and the allocations it makes, which must be none) and
+ * snapshots (tfl_variable_read on float32 [4]: overhead), and the square float32 GEMM
+ * throughput of tfl_matmul against BLIS called directly with the same thread count.
+ * Prints one line per figure:
  *
  *     bench <name> <value> <unit>
  *
- * Timings never fail the program; a failed op (an error kept by the context) or a wrong
- * GEMM result does, with a message on stderr. `--quick` shrinks the work for smoke runs.
+ * Timings never fail the program; a failed op (an error kept by the context), a wrong
+ * GEMM or assign_add result, or an assign_add that allocates does, with a message on
+ * stderr. `--quick` shrinks the work for smoke runs.
  */
 #include <tapeflow/tapeflow.h>
 
@@ -21,9 +25,12 @@
 
 #define OPS_PER_FRAME 1000
 #define OVERHEAD_REPS 5
+#define VAR_BIG_N (1 << 20) /* elements of the variable_assign_add_1m variable */
+#define VAR_BIG_REPS 5
 
 typedef struct bench_cfg {
     long overhead_iters; /* ops per repetition in the overhead benchmarks */
+    long var_big_iters;  /* assign_adds per repetition of variable_assign_add_1m */
     int n_sizes;
     const int *sizes;
 } bench_cfg;
@@ -69,13 +76,15 @@ static void fill_random(float *x, size_t n, uint32_t seed) {
     }
 }
 
-typedef enum overhead_op { OP_ADD, OP_MATMUL } overhead_op;
+typedef enum overhead_op { OP_ADD, OP_MATMUL, OP_ASSIGN_ADD, OP_READ } overhead_op;
 
 /*
  * Best-of-OVERHEAD_REPS nanoseconds per op for `iters` calls of the op on a and b, in
  * frames of OPS_PER_FRAME ops so the frame's release cost is part of the figure.
+ * OP_ASSIGN_ADD is tfl_variable_assign_add(a, b) (a a variable, written in place: frames
+ * own nothing); OP_READ is tfl_variable_read(a) (b unused; the frames own the snapshots).
  */
-static double bench_overhead(tfl_ctx *ctx, overhead_op op, const tfl_tensor *a,
+static double bench_overhead(tfl_ctx *ctx, overhead_op op, tfl_tensor *a,
                              const tfl_tensor *b, long iters, const char *phase) {
     long frames = iters / OPS_PER_FRAME;
     if (frames < 1) frames = 1;
@@ -84,10 +93,19 @@ static double bench_overhead(tfl_ctx *ctx, overhead_op op, const tfl_tensor *a,
         double t0 = now_ns();
         for (long f = 0; f < frames; f++) {
             check_status(ctx, tfl_frame_push(ctx), phase);
-            if (op == OP_ADD) {
+            switch (op) {
+            case OP_ADD:
                 for (int i = 0; i < OPS_PER_FRAME; i++) (void)tfl_add(ctx, a, b);
-            } else {
+                break;
+            case OP_MATMUL:
                 for (int i = 0; i < OPS_PER_FRAME; i++) (void)tfl_matmul(ctx, a, b, 0);
+                break;
+            case OP_ASSIGN_ADD:
+                for (int i = 0; i < OPS_PER_FRAME; i++) (void)tfl_variable_assign_add(a, b);
+                break;
+            case OP_READ:
+                for (int i = 0; i < OPS_PER_FRAME; i++) (void)tfl_variable_read(a);
+                break;
             }
             check_status(ctx, tfl_frame_pop(ctx), phase);
         }
@@ -96,6 +114,131 @@ static double bench_overhead(tfl_ctx *ctx, overhead_op op, const tfl_tensor *a,
         if (t < best) best = t;
     }
     return best;
+}
+
+/* How many calls bench_overhead makes for `iters` (the count of its ops, all reps). */
+static long overhead_calls(long iters) {
+    long frames = iters / OPS_PER_FRAME;
+    if (frames < 1) frames = 1;
+    return (long)OVERHEAD_REPS * frames * OPS_PER_FRAME;
+}
+
+/* Dies unless `got` (a variable copied to the host) equals `want` exactly (small integers). */
+static void check_values(tfl_ctx *ctx, const float *got, const float *want, size_t n,
+                         const char *phase) {
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            char why[160];
+            snprintf(why, sizeof why, "element %zu is %g, expected %g", i, (double)got[i],
+                     (double)want[i]);
+            die(ctx, phase, why);
+        }
+    }
+}
+
+/* Allocations the caching allocator of CPU:0 has served so far (fresh or cached). */
+static uint64_t cpu_allocs(tfl_ctx *ctx, const char *phase) {
+    tfl_alloc_stats s;
+    check_status(ctx, tfl_alloc_stats_get(ctx, "CPU:0", &s), phase);
+    return s.fresh_allocs + s.cache_hits;
+}
+
+/*
+ * variable_assign_add_4, variable_read_4: per-call overhead on a float32 [4] variable, as
+ * the op overheads (frames of OPS_PER_FRAME calls, best of OVERHEAD_REPS). The value is
+ * made once, outside the loop; integer values keep the sums exact, so the variable's
+ * final value is checked.
+ */
+static void bench_variable_small(tfl_ctx *ctx, long iters) {
+    const char *phase = "variable_assign_add_4";
+    const float init[4] = {1.0f, 2.0f, 3.0f, 4.0f}, step[4] = {1.0f, 0.0f, 2.0f, 1.0f};
+    const int64_t s4[1] = {4};
+    tfl_tensor *t0 = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, s4, init);
+    tfl_tensor *v = tfl_variable_new(ctx, t0, NULL);
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, s4, step);
+    check(ctx, phase);
+    if (v == NULL || x == NULL) die(ctx, phase, "setup returned NULL without an error");
+    tfl_tensor_release(t0);
+
+    double ns = bench_overhead(ctx, OP_ASSIGN_ADD, v, x, iters, phase);
+    float got[4], want[4];
+    const double calls = (double)overhead_calls(iters); /* < 2^24: exact in float */
+    for (int i = 0; i < 4; i++) want[i] = (float)(init[i] + calls * step[i]);
+    check_status(ctx, tfl_tensor_to_host(v, got, sizeof got), phase);
+    check_values(ctx, got, want, 4, phase);
+    printf("bench variable_assign_add_4 %.1f ns/op\n", ns);
+    fflush(stdout);
+
+    phase = "variable_read_4";
+    ns = bench_overhead(ctx, OP_READ, v, NULL, iters, phase);
+    printf("bench variable_read_4 %.1f ns/op\n", ns);
+    fflush(stdout);
+
+    tfl_tensor_release(v);
+    tfl_tensor_release(x);
+}
+
+/*
+ * variable_assign_add_1m: GB/s of tfl_variable_assign_add on a float32 [VAR_BIG_N]
+ * variable, counting 3 * 4 * n bytes a call (read v, read x, write v); best of
+ * VAR_BIG_REPS repetitions of `iters` calls in one frame, after a warm-up call. Also
+ * variable_assign_add_1m_allocs: the allocations of CPU:0 over the timed calls, which must
+ * be 0 (no snapshot is alive, so every write is in place). Integer values keep the sums
+ * exact, so the final value is checked.
+ */
+static void bench_variable_big(tfl_ctx *ctx, long iters) {
+    const char *phase = "variable_assign_add_1m";
+    const size_t n = VAR_BIG_N, bytes = n * sizeof(float);
+    float *h0 = malloc(bytes), *hx = malloc(bytes), *hv = malloc(bytes);
+    if (!h0 || !hx || !hv) die(ctx, phase, "out of host memory");
+    for (size_t i = 0; i < n; i++) {
+        h0[i] = (float)(i % 5);
+        hx[i] = (float)((int)(i % 7) - 3);
+    }
+    const int64_t shape[1] = {(int64_t)n};
+    tfl_tensor *t0 = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, shape, h0);
+    tfl_tensor *v = tfl_variable_new(ctx, t0, NULL);
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, shape, hx);
+    check(ctx, phase);
+    if (v == NULL || x == NULL) die(ctx, phase, "setup returned NULL without an error");
+    tfl_tensor_release(t0);
+
+    check_status(ctx, tfl_variable_assign_add(v, x), phase); /* warm-up */
+    long calls = 1;
+    const uint64_t allocs0 = cpu_allocs(ctx, phase);
+    double best = INFINITY;
+    for (int rep = 0; rep < VAR_BIG_REPS; rep++) {
+        double t0ns = now_ns();
+        check_status(ctx, tfl_frame_push(ctx), phase);
+        for (long i = 0; i < iters; i++) (void)tfl_variable_assign_add(v, x);
+        check_status(ctx, tfl_frame_pop(ctx), phase);
+        double t = (now_ns() - t0ns) / (double)iters;
+        check(ctx, phase);
+        calls += iters;
+        if (t < best) best = t;
+    }
+    const uint64_t allocs = cpu_allocs(ctx, phase) - allocs0;
+
+    check_status(ctx, tfl_tensor_to_host(v, hv, bytes), phase);
+    for (size_t i = 0; i < n; i++) h0[i] += (float)calls * hx[i]; /* the expected value */
+    check_values(ctx, hv, h0, n, phase);
+
+    printf("bench variable_assign_add_1m %.2f GB/s\n", 3.0 * (double)bytes / best);
+    printf("bench variable_assign_add_1m_allocs %llu allocs\n", (unsigned long long)allocs);
+    fflush(stdout);
+    if (allocs != 0) {
+        char why[128];
+        snprintf(why, sizeof why,
+                 "%llu allocations over %ld in-place assign_adds (expected 0)",
+                 (unsigned long long)allocs, calls - 1);
+        die(ctx, phase, why);
+    }
+
+    tfl_tensor_release(v);
+    tfl_tensor_release(x);
+    free(h0);
+    free(hx);
+    free(hv);
 }
 
 static int gemm_reps(int n, bool quick) {
@@ -223,8 +366,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    bench_cfg cfg = quick ? (bench_cfg){20000, 2, quick_sizes}
-                          : (bench_cfg){200000, 4, full_sizes};
+    bench_cfg cfg = quick ? (bench_cfg){20000, 10, 2, quick_sizes}
+                          : (bench_cfg){200000, 100, 4, full_sizes};
 
     tfl_status st = TFL_OK;
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
@@ -260,6 +403,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
     tfl_tensor_release(m1);
     tfl_tensor_release(m2);
+
+    /* Variables: caller-owned, updated in place. Before the GEMMs, so that a quick run
+     * still ends with sgemm_ratio_512 (what the ctest smoke test looks for). */
+    bench_variable_small(ctx, cfg.overhead_iters);
+    bench_variable_big(ctx, cfg.var_big_iters);
 
     for (int i = 0; i < cfg.n_sizes; i++) bench_sgemm(ctx, cfg.sizes[i], nt, quick);
 
