@@ -77,6 +77,29 @@ static inline void assert_has(const char *haystack, const char *needle)
     }
 }
 
+/* Checks the kept error's code and a fragment of its message (NULL: any), then clears it. */
+static inline void expect_kept_error(tfl_ctx *ctx, tfl_status code, const char *fragment)
+{
+    tfl_error e = tfl_ctx_error(ctx);
+    if (e.code != code)
+        print_error("expected %s, got %s: %s\n", tfl_status_name(code), tfl_status_name(e.code),
+                    e.message);
+    assert_int_equal(e.code, code);
+    if (fragment) assert_has(e.message, fragment);
+    tfl_ctx_clear_error(ctx);
+}
+
+/* t's raw bytes, malloc'ed (numel * dtype size); *bytes gets the size when not NULL. */
+static inline void *host_bytes(const tfl_tensor *t, size_t *bytes)
+{
+    size_t n = (size_t)tfl_tensor_numel(t) * tfl_dtype_size(tfl_tensor_dtype(t));
+    void *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    assert_int_equal(tfl_tensor_to_host(t, p, n), TFL_OK);
+    if (bytes) *bytes = n;
+    return p;
+}
+
 static inline tfl_tensor *vec_f32(tfl_ctx *ctx, const float *v, int64_t n)
 {
     return tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, &n, v);

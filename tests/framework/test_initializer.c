@@ -27,29 +27,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* Checks the kept error's code and a fragment of its message (NULL: any), then clears it. */
-static void expect_error(tfl_ctx *ctx, tfl_status code, const char *fragment)
-{
-    tfl_error e = tfl_ctx_error(ctx);
-    if (e.code != code)
-        print_error("expected %s, got %s: %s\n", tfl_status_name(code), tfl_status_name(e.code),
-                    e.message);
-    assert_int_equal(e.code, code);
-    if (fragment) assert_has(e.message, fragment);
-    tfl_ctx_clear_error(ctx);
-}
-
-/* t's raw bytes, malloc'ed (numel * dtype size). */
-static void *raw(const tfl_tensor *t, size_t *bytes)
-{
-    size_t n = (size_t)tfl_tensor_numel(t) * tfl_dtype_size(tfl_tensor_dtype(t));
-    void *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    assert_int_equal(tfl_tensor_to_host(t, p, n), TFL_OK);
-    if (bytes) *bytes = n;
-    return p;
-}
-
 /* t's values as doubles (any real dtype, complex: real part), malloc'ed; works for a tensor
  * of any context (reads element by element). */
 static double *values(const tfl_tensor *t)
@@ -59,11 +36,11 @@ static double *values(const tfl_tensor *t)
     assert_non_null(v);
     tfl_dtype dt = tfl_tensor_dtype(t);
     if (dt == TFL_DTYPE_FLOAT32) {
-        float *p = raw(t, NULL);
+        float *p = host_bytes(t, NULL);
         for (int64_t i = 0; i < n; i++) v[i] = p[i];
         free(p);
     } else if (dt == TFL_DTYPE_FLOAT64) {
-        double *p = raw(t, NULL);
+        double *p = host_bytes(t, NULL);
         memcpy(v, p, (size_t)n * sizeof *v);
         free(p);
     } else {
@@ -80,7 +57,7 @@ static bool same_bytes(const tfl_tensor *a, const tfl_tensor *b)
     for (int i = 0; i < tfl_tensor_rank(a); i++)
         if (tfl_tensor_dim(a, i) != tfl_tensor_dim(b, i)) return false;
     size_t na, nb;
-    void *pa = raw(a, &na), *pb = raw(b, &nb);
+    void *pa = host_bytes(a, &na), *pb = host_bytes(b, &nb);
     bool same = na == nb && memcmp(pa, pb, na) == 0;
     free(pa);
     free(pb);
@@ -268,56 +245,56 @@ static void test_constant_values(void **state)
     assert_int_equal(tfl_frame_push(ctx), TFL_OK);
 
     /* float32 */
-    float *pf = raw(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_FLOAT32, 1, &n), NULL);
+    float *pf = host_bytes(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_FLOAT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pf[i] == 2.5f);
     free(pf);
-    pf = raw(init_value(ctx, tfl_init_zeros(), TFL_DTYPE_FLOAT32, 1, &n), NULL);
+    pf = host_bytes(init_value(ctx, tfl_init_zeros(), TFL_DTYPE_FLOAT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pf[i] == 0.0f && !signbit(pf[i]));
     free(pf);
-    pf = raw(init_value(ctx, tfl_init_ones(), TFL_DTYPE_FLOAT32, 1, &n), NULL);
+    pf = host_bytes(init_value(ctx, tfl_init_ones(), TFL_DTYPE_FLOAT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pf[i] == 1.0f);
     free(pf);
 
     /* int32: 2.5 truncates toward zero like tfl_fill (2, and -2 for -2.5) */
-    int32_t *pi = raw(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_INT32, 1, &n), NULL);
+    int32_t *pi = host_bytes(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_INT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pi[i], 2);
     free(pi);
-    pi = raw(init_value(ctx, tfl_init_constant(-2.5), TFL_DTYPE_INT32, 1, &n), NULL);
+    pi = host_bytes(init_value(ctx, tfl_init_constant(-2.5), TFL_DTYPE_INT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pi[i], -2);
     free(pi);
-    pi = raw(init_value(ctx, tfl_init_ones(), TFL_DTYPE_INT32, 1, &n), NULL);
+    pi = host_bytes(init_value(ctx, tfl_init_ones(), TFL_DTYPE_INT32, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pi[i], 1);
     free(pi);
 
     /* int64 */
-    int64_t *pl = raw(init_value(ctx, tfl_init_constant(-7.75), TFL_DTYPE_INT64, 1, &n), NULL);
+    int64_t *pl = host_bytes(init_value(ctx, tfl_init_constant(-7.75), TFL_DTYPE_INT64, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pl[i], -7);
     free(pl);
-    pl = raw(init_value(ctx, tfl_init_constant(1e12), TFL_DTYPE_INT64, 1, &n), NULL);
+    pl = host_bytes(init_value(ctx, tfl_init_constant(1e12), TFL_DTYPE_INT64, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pl[i] == 1000000000000LL);
     free(pl);
 
     /* bool: non-zero is true */
-    uint8_t *pb = raw(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_BOOL, 1, &n), NULL);
+    uint8_t *pb = host_bytes(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_BOOL, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pb[i], 1);
     free(pb);
-    pb = raw(init_value(ctx, tfl_init_zeros(), TFL_DTYPE_BOOL, 1, &n), NULL);
+    pb = host_bytes(init_value(ctx, tfl_init_zeros(), TFL_DTYPE_BOOL, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pb[i], 0);
     free(pb);
-    pb = raw(init_value(ctx, tfl_init_ones(), TFL_DTYPE_BOOL, 1, &n), NULL);
+    pb = host_bytes(init_value(ctx, tfl_init_ones(), TFL_DTYPE_BOOL, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_int_equal(pb[i], 1);
     free(pb);
 
     /* float64 keeps the double exactly */
-    double *pd = raw(init_value(ctx, tfl_init_constant(0.1), TFL_DTYPE_FLOAT64, 1, &n), NULL);
+    double *pd = host_bytes(init_value(ctx, tfl_init_constant(0.1), TFL_DTYPE_FLOAT64, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pd[i] == 0.1);
     free(pd);
 
     /* complex64: the real part, imaginary 0 */
-    float *pc = raw(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_COMPLEX64, 1, &n), NULL);
+    float *pc = host_bytes(init_value(ctx, tfl_init_constant(2.5), TFL_DTYPE_COMPLEX64, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pc[2 * i] == 2.5f && pc[2 * i + 1] == 0.0f);
     free(pc);
-    pc = raw(init_value(ctx, tfl_init_ones(), TFL_DTYPE_COMPLEX64, 1, &n), NULL);
+    pc = host_bytes(init_value(ctx, tfl_init_ones(), TFL_DTYPE_COMPLEX64, 1, &n), NULL);
     for (int i = 0; i < n; i++) assert_true(pc[2 * i] == 1.0f && pc[2 * i + 1] == 0.0f);
     free(pc);
 
@@ -797,7 +774,7 @@ static void test_tensor_kind_copies_and_converts(void **state)
     tfl_tensor *t = init_value(ctx, tfl_init_tensor(src), TFL_DTYPE_FLOAT32, 2, shape);
     assert_shape(t, TFL_DTYPE_FLOAT32, 2, shape);
     assert_ptr_not_equal(tfl_tensor_data_ptr(t), tfl_tensor_data_ptr(src));
-    float *pf = raw(t, NULL);
+    float *pf = host_bytes(t, NULL);
     for (int i = 0; i < 6; i++) assert_true(pf[i] == (float)iv[i]);
     free(pf);
 
@@ -808,16 +785,16 @@ static void test_tensor_kind_copies_and_converts(void **state)
 
     /* int32 -> float64, int64, complex64 */
     t = init_value(ctx, tfl_init_tensor(src), TFL_DTYPE_FLOAT64, 2, shape);
-    double *pd = raw(t, NULL);
+    double *pd = host_bytes(t, NULL);
     for (int i = 0; i < 6; i++) assert_true(pd[i] == (double)iv[i]);
     free(pd);
     t = init_value(ctx, tfl_init_tensor(src), TFL_DTYPE_INT64, 2, shape);
-    int64_t *pl = raw(t, NULL);
+    int64_t *pl = host_bytes(t, NULL);
     for (int i = 0; i < 6; i++) assert_true(pl[i] == iv[i]);
     free(pl);
     t = init_value(ctx, tfl_init_tensor(src), TFL_DTYPE_COMPLEX64, 2, shape);
     assert_shape(t, TFL_DTYPE_COMPLEX64, 2, shape);
-    float *pc = raw(t, NULL);
+    float *pc = host_bytes(t, NULL);
     for (int i = 0; i < 6; i++) assert_true(pc[2 * i] == (float)iv[i] && pc[2 * i + 1] == 0.0f);
     free(pc);
 
@@ -837,7 +814,7 @@ static void test_tensor_kind_copies_and_converts(void **state)
     t = init_value(ctx, tfl_init_tensor(tr), TFL_DTYPE_FLOAT32, 2, tshape);
     assert_shape(t, TFL_DTYPE_FLOAT32, 2, tshape);
     assert_true(tfl_tensor_is_contiguous(t));
-    pf = raw(t, NULL);
+    pf = host_bytes(t, NULL);
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 2; c++) assert_true(pf[r * 2 + c] == (float)iv[c * 3 + r]);
     free(pf);
@@ -847,13 +824,13 @@ static void test_tensor_kind_copies_and_converts(void **state)
     assert_shape(t, TFL_DTYPE_INT32, 2, tshape);
     assert_true(tfl_tensor_is_contiguous(t));
     assert_ptr_not_equal(tfl_tensor_data_ptr(t), tfl_tensor_data_ptr(src));
-    pi = raw(t, NULL);
+    pi = host_bytes(t, NULL);
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 2; c++) assert_int_equal(pi[r * 2 + c], iv[c * 3 + r]);
     free(pi);
 
     /* the source is untouched */
-    pi = raw(src, NULL);
+    pi = host_bytes(src, NULL);
     assert_memory_equal(pi, iv, sizeof iv);
     free(pi);
 
@@ -878,16 +855,16 @@ static void test_tensor_kind_errors(void **state)
 
     /* another shape, same element count */
     assert_null(tfl_initializer_value(ctx, &in, TFL_DTYPE_FLOAT32, 2, other));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     /* another rank */
     assert_null(tfl_initializer_value(ctx, &in, TFL_DTYPE_FLOAT32, 1, flat));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     assert_null(tfl_initializer_value(ctx, &in, TFL_DTYPE_FLOAT32, 0, NULL));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     /* no tensor */
     tfl_initializer none = tfl_init_tensor(NULL);
     assert_null(tfl_initializer_value(ctx, &none, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     /* a tensor of anoctx context */
     tfl_ctx *octx = tfl_ctx_new(NULL, NULL);
     assert_non_null(octx);
@@ -908,7 +885,7 @@ static void test_tensor_kind_errors(void **state)
     assert_false(tfl_variable_is_initialized(var));
     tfl_initializer vin = tfl_init_tensor(var);
     assert_null(tfl_initializer_value(ctx, &vin, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_FAILED_PRECONDITION, NULL);
+    expect_kept_error(ctx, TFL_FAILED_PRECONDITION, NULL);
     /* once initialized, a copy that does not share the variable's memory */
     assert_int_equal(tfl_variable_initialize(var), TFL_OK);
     tfl_tensor *cv = init_value(ctx, vin, TFL_DTYPE_FLOAT32, 2, shape);
@@ -1009,9 +986,9 @@ static void test_random_kind_dtype_errors(void **state)
     /* an invalid dtype for the constant kinds too */
     tfl_initializer z = tfl_init_zeros();
     assert_null(tfl_initializer_value(ctx, &z, TFL_DTYPE_INVALID, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     assert_null(tfl_initializer_value(ctx, &z, (tfl_dtype)77, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     assert_int_equal(live_tensors(ctx), before);
 }
 
@@ -1048,20 +1025,20 @@ static void test_bad_arguments(void **state)
 
     /* NULL initializer, NULL ctx */
     assert_null(tfl_initializer_value(ctx, NULL, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     tfl_initializer z = tfl_init_zeros();
     assert_null(tfl_initializer_value(NULL, &z, TFL_DTYPE_FLOAT32, 2, shape));
 
     /* unknown kinds */
     tfl_initializer k99 = {(tfl_init_kind)99, 0, 0, 0, NULL};
     assert_null(tfl_initializer_value(ctx, &k99, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     tfl_initializer kc = {TFL_INIT_KIND_COUNT, 0, 0, 0, NULL};
     assert_null(tfl_initializer_value(ctx, &kc, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     tfl_initializer kneg = {(tfl_init_kind)-1, 0, 0, 0, NULL};
     assert_null(tfl_initializer_value(ctx, &kneg, TFL_DTYPE_FLOAT32, 2, shape));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
 
     /* bad random parameters */
     struct {
@@ -1096,13 +1073,13 @@ static void test_bad_arguments(void **state)
     const int64_t s9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     for (int k = 0; k < 2; k++) {
         assert_null(tfl_initializer_value(ctx, &kinds[k], TFL_DTYPE_FLOAT32, 9, s9));
-        expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+        expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
         assert_null(tfl_initializer_value(ctx, &kinds[k], TFL_DTYPE_FLOAT32, -1, shape));
-        expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+        expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
         assert_null(tfl_initializer_value(ctx, &kinds[k], TFL_DTYPE_FLOAT32, 2, NULL));
-        expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+        expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
         assert_null(tfl_initializer_value(ctx, &kinds[k], TFL_DTYPE_FLOAT32, 2, neg));
-        expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+        expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     }
     assert_int_equal(live_tensors(ctx), before);
 }
@@ -1262,22 +1239,22 @@ static void test_variable_deferred_and_errors(void **state)
     /* a random initializer for an integer variable */
     tfl_initializer gu = tfl_init_glorot_uniform(1);
     assert_null(tfl_variable_new_init(ctx, TFL_DTYPE_INT32, 2, shape, &gu, NULL));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "glorot_uniform");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "glorot_uniform");
     /* a tensor initializer of another shape */
     assert_int_equal(tfl_frame_push(ctx), TFL_OK);
     const int64_t other[2] = {10, 20};
     tfl_tensor *src = tfl_ones(ctx, TFL_DTYPE_FLOAT32, 2, other);
     tfl_initializer ti = tfl_init_tensor(src);
     assert_null(tfl_variable_new_init(ctx, TFL_DTYPE_FLOAT32, 2, shape, &ti, NULL));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     /* bad parameters, unknown kind */
     tfl_initializer bn = tfl_init_random_normal(0, -1, 1);
     assert_null(tfl_variable_new_init(ctx, TFL_DTYPE_FLOAT32, 2, shape, &bn, NULL));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     tfl_initializer k99 = {(tfl_init_kind)99, 0, 0, 0, NULL};
     assert_null(tfl_variable_new_init(ctx, TFL_DTYPE_FLOAT32, 2, shape, &k99, NULL));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, NULL);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, NULL);
     assert_int_equal(live_tensors(ctx), base);
 }
 

@@ -24,30 +24,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-
-/* Checks the kept error's code and a fragment of its message, then clears it. */
-static void expect_error(tfl_ctx *ctx, tfl_status code, const char *fragment)
-{
-    tfl_error e = tfl_ctx_error(ctx);
-    if (e.code != code)
-        print_error("expected %s, got %s: %s\n", tfl_status_name(code), tfl_status_name(e.code),
-                    e.message);
-    assert_int_equal(e.code, code);
-    assert_has(e.message, fragment);
-    tfl_ctx_clear_error(ctx);
-}
-
-/* t's raw bytes, malloc'ed (numel * dtype size). */
-static void *raw(const tfl_tensor *t, size_t *bytes)
-{
-    size_t n = (size_t)tfl_tensor_numel(t) * tfl_dtype_size(tfl_tensor_dtype(t));
-    void *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    assert_int_equal(tfl_tensor_to_host(t, p, n), TFL_OK);
-    if (bytes) *bytes = n;
-    return p;
-}
-
 /* t's values as doubles (any real dtype), malloc'ed. */
 static double *values(tfl_ctx *ctx, const tfl_tensor *t)
 {
@@ -66,7 +42,7 @@ static double *values(tfl_ctx *ctx, const tfl_tensor *t)
 static bool same_bytes(const tfl_tensor *a, const tfl_tensor *b)
 {
     size_t na, nb;
-    void *pa = raw(a, &na), *pb = raw(b, &nb);
+    void *pa = host_bytes(a, &na), *pb = host_bytes(b, &nb);
     bool same = na == nb && tfl_tensor_dtype(a) == tfl_tensor_dtype(b) && memcmp(pa, pb, na) == 0;
     free(pa);
     free(pb);
@@ -141,8 +117,8 @@ static void test_stream_layout(void **state)
     tfl_tensor *u32 = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, seed);
     assert_non_null(u64);
     assert_non_null(u32);
-    double *d = raw(u64, NULL);
-    float *s = raw(u32, NULL);
+    double *d = host_bytes(u64, NULL);
+    float *s = host_bytes(u32, NULL);
     for (int64_t i = 0; i < n; i++) {
         uint32_t r[4];
         block_at(key, (uint64_t)i, 0, r);
@@ -155,7 +131,7 @@ static void test_stream_layout(void **state)
     /* normal float64 by Box-Muller from (u53o, u53) */
     tfl_tensor *z = tfl_random_normal(ctx, TFL_DTYPE_FLOAT64, 1, &n, 0.0, 1.0, seed);
     assert_non_null(z);
-    d = raw(z, NULL);
+    d = host_bytes(z, NULL);
     for (int64_t i = 0; i < n; i++) {
         uint32_t r[4];
         block_at(key, (uint64_t)i, 0, r);
@@ -174,7 +150,7 @@ static void test_stream_layout(void **state)
     uint32_t b[4];
     tfl__philox4x32_10(sctr, skey, b);
     const uint32_t ukey[2] = {b[0], b[1]};
-    d = raw(un, NULL);
+    d = host_bytes(un, NULL);
     for (int64_t i = 0; i < n; i++) {
         uint32_t r[4];
         block_at(ukey, (uint64_t)i, 0, r);
@@ -218,7 +194,7 @@ static void test_same_seed_same_values(void **state)
     const int64_t n = 17 * 33, longer = 1000;
     tfl_tensor *flat = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 1, &longer, 0.0, 1.0, 7);
     tfl_tensor *mat = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 2, shape, 0.0, 1.0, 7);
-    float *pf = raw(flat, NULL), *pm = raw(mat, NULL);
+    float *pf = host_bytes(flat, NULL), *pm = host_bytes(mat, NULL);
     assert_memory_equal(pf, pm, (size_t)n * sizeof(float));
     free(pf);
     free(pm);
@@ -258,7 +234,7 @@ static void test_different_seeds_differ(void **state)
     tfl_tensor *a = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 1);
     tfl_tensor *b = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 2);
     tfl_tensor *c = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 1ull << 32);
-    float *pa = raw(a, NULL), *pb = raw(b, NULL), *pc = raw(c, NULL);
+    float *pa = host_bytes(a, NULL), *pb = host_bytes(b, NULL), *pc = host_bytes(c, NULL);
     int same_ab = 0, same_ac = 0;
     for (int64_t i = 0; i < n; i++) {
         same_ab += pa[i] == pb[i];
@@ -291,7 +267,7 @@ static void test_unseeded_calls(void **state)
     assert_non_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 123));
     /* a failed unseeded call does not take a stream either */
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 1.0, 0.0, 0));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "minval");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "minval");
     tfl_tensor *g = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 0);
     assert_true(same_bytes(c, e));
     assert_true(same_bytes(d, g));
@@ -364,7 +340,7 @@ static void test_uniform_narrow_range(void **state)
     const int64_t n = 1000;
     tfl_tensor *t = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, lo, hi, 3);
     assert_non_null(t);
-    float *v = raw(t, NULL);
+    float *v = host_bytes(t, NULL);
     for (int64_t i = 0; i < n; i++) assert_true(v[i] == lo);
     free(v);
     tfl_tensor_release(t);
@@ -450,7 +426,7 @@ static void test_truncated_normal_distribution(void **state)
     /* a float32 standard truncated normal never exceeds 2 exactly */
     const int64_t n = N_STATS;
     tfl_tensor *t = tfl_truncated_normal(f->ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 59);
-    float *v = raw(t, NULL);
+    float *v = host_bytes(t, NULL);
     for (int64_t i = 0; i < n; i++) assert_true(fabsf(v[i]) <= 2.0f);
     free(v);
     tfl_tensor_release(t);
@@ -528,66 +504,66 @@ static void test_errors(void **state)
 
     /* dtypes */
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_INT32, 1, &n, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT,
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
                  "RandomUniform: dtype int32 is not supported; expected one of float16, bfloat16, "
                  "float32, float64");
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_COMPLEX64, 1, &n, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: dtype complex64 is not supported");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: dtype complex64 is not supported");
     assert_null(tfl_truncated_normal(ctx, TFL_DTYPE_BOOL, 1, &n, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: dtype bool is not supported");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: dtype bool is not supported");
     assert_null(tfl_random_uniform(ctx, (tfl_dtype)99, 1, &n, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dtype invalid is not supported");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dtype invalid is not supported");
     assert_null(tfl_random_uniform(ctx, (tfl_dtype)-1, 1, &n, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "expected one of float16");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "expected one of float16");
 
     /* shapes */
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 9, shape, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: rank 9 is out of range (0..8)");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: rank 9 is out of range (0..8)");
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, -1, shape, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: rank -1 is out of range");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: rank -1 is out of range");
     assert_null(tfl_truncated_normal(ctx, TFL_DTYPE_FLOAT32, 2, NULL, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: shape is NULL for rank 2");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: shape is NULL for rank 2");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 2, neg, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dimension 1 is negative (-3)");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dimension 1 is negative (-3)");
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT64, 3, huge, 0.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: too many elements");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: too many elements");
 
     /* uniform bounds */
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 1.0, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: minval (1) must be less than maxval (1)");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: minval (1) must be less than maxval (1)");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT64, 1, &n, 2.0, -1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "minval (2) must be less than maxval (-1)");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "minval (2) must be less than maxval (-1)");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT64, 1, &n, NAN, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "must be finite");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "must be finite");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT64, 1, &n, 0.0, INFINITY, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: minval (0) and maxval (inf) must be finite");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: minval (0) and maxval (inf) must be finite");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT64, 1, &n, -DBL_MAX, DBL_MAX, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float64");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float64");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1e39, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float32");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float32");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT16, 1, &n, 0.0, 70000.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float16");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "too wide for float16");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_FLOAT16, 1, &n, 1.0, 1.0001, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "are equal in float16");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "are equal in float16");
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_BFLOAT16, 1, &n, 1.0, 1.001, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "are equal in bfloat16");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "are equal in bfloat16");
 
     /* normal parameters */
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, -1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: stddev (-1) must be finite and >= 0");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: stddev (-1) must be finite and >= 0");
     assert_null(tfl_truncated_normal(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, NAN, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: stddev (nan) must be finite");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: stddev (nan) must be finite");
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, INFINITY, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "stddev (inf)");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "stddev (inf)");
     assert_null(tfl_truncated_normal(ctx, TFL_DTYPE_FLOAT64, 1, &n, INFINITY, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: mean (inf) must be finite");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "TruncatedNormal: mean (inf) must be finite");
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT64, 1, &n, NAN, 1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: mean (nan) must be finite");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomNormal: mean (nan) must be finite");
 
     /* the first error is kept */
     assert_null(tfl_random_uniform(ctx, TFL_DTYPE_INT64, 1, &n, 0.0, 1.0, 1));
     assert_null(tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, -1.0, 1));
-    expect_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dtype int64");
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "RandomUniform: dtype int64");
 
     /* NULL context */
     assert_null(tfl_random_uniform(NULL, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 1));
