@@ -69,35 +69,6 @@ static void counting_free(void *user, void *ptr)
     free(ptr);
 }
 
-/* A log sink that keeps the lines it receives. */
-#define LOG_MAX_LINES 128
-typedef struct log_capture {
-    int n;     /* lines kept */
-    int total; /* lines received */
-    tfl_log_level levels[LOG_MAX_LINES];
-    char lines[LOG_MAX_LINES][192];
-} log_capture;
-
-static void capture_log(void *user, tfl_log_level level, const char *message)
-{
-    log_capture *c = user;
-    c->total++;
-    if (c->n < LOG_MAX_LINES) {
-        c->levels[c->n] = level;
-        snprintf(c->lines[c->n], sizeof c->lines[0], "%s", message ? message : "(null)");
-        c->n++;
-    }
-}
-
-/* How many kept lines contain `fragment`. */
-static int count_lines(const log_capture *c, const char *fragment)
-{
-    int n = 0;
-    for (int i = 0; i < c->n; i++)
-        if (strstr(c->lines[i], fragment)) n++;
-    return n;
-}
-
 /* ---- creation and options ------------------------------------------------------------------ */
 
 static void test_ctx_new_defaults(void **state)

@@ -51,32 +51,6 @@ static void expect_f32(const tfl_tensor *t, const float *want, int64_t n)
     for (int64_t i = 0; i < n; i++) assert_float_equal(got[i], want[i], 1e-5);
 }
 
-/* A log sink that keeps the lines it receives. */
-#define LOG_MAX_LINES 64
-typedef struct log_capture {
-    int n;
-    tfl_log_level levels[LOG_MAX_LINES];
-    char lines[LOG_MAX_LINES][192];
-} log_capture;
-
-static void capture_log(void *user, tfl_log_level level, const char *message)
-{
-    log_capture *c = user;
-    if (c->n < LOG_MAX_LINES) {
-        c->levels[c->n] = level;
-        snprintf(c->lines[c->n], sizeof c->lines[0], "%s", message ? message : "(null)");
-        c->n++;
-    }
-}
-
-static int count_lines(const log_capture *c, const char *fragment, tfl_log_level level)
-{
-    int n = 0;
-    for (int i = 0; i < c->n; i++)
-        if (strstr(c->lines[i], fragment) && c->levels[i] == level) n++;
-    return n;
-}
-
 /* ---- the device list ---------------------------------------------------------------------- */
 
 static void test_device_list(void **state)
@@ -252,22 +226,22 @@ static void test_placement_logging(void **state)
     tfl_tensor *a = mat(ctx, 2, 3, k_a23);
     tfl_tensor *b = mat(ctx, 3, 2, k_b32);
     expect_f32(tfl_matmul(ctx, a, b, 0), k_ab, 4);
-    assert_int_equal(count_lines(&cap, "op MatMul on CPU:0", TFL_LOG_INFO), 1);
+    assert_int_equal(count_lines_at(&cap, "op MatMul on CPU:0", TFL_LOG_INFO), 1);
 
     /* Under a soft-placed GPU scope the line names where the op ran. */
     if (!has_device(ctx, "GPU:0")) {
         assert_int_equal(tfl_device_scope_push(ctx, "GPU:0"), TFL_OK);
         expect_f32(tfl_matmul(ctx, a, b, 0), k_ab, 4);
         assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
-        assert_int_equal(count_lines(&cap, "op MatMul on CPU:0", TFL_LOG_INFO), 2);
-        assert_int_equal(count_lines(&cap, "op MatMul on GPU", TFL_LOG_INFO), 0);
+        assert_int_equal(count_lines_at(&cap, "op MatMul on CPU:0", TFL_LOG_INFO), 2);
+        assert_int_equal(count_lines_at(&cap, "op MatMul on GPU", TFL_LOG_INFO), 0);
     }
 
     /* Off: no more lines. */
     tfl_ctx_set_log_placement(ctx, false);
-    int before = count_lines(&cap, "op MatMul", TFL_LOG_INFO);
+    int before = count_lines_at(&cap, "op MatMul", TFL_LOG_INFO);
     expect_f32(tfl_matmul(ctx, a, b, 0), k_ab, 4);
-    assert_int_equal(count_lines(&cap, "op MatMul", TFL_LOG_INFO), before);
+    assert_int_equal(count_lines_at(&cap, "op MatMul", TFL_LOG_INFO), before);
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     tfl_ctx_free(ctx);
 }

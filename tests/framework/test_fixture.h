@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,41 @@ static inline void assert_has(const char *haystack, const char *needle)
         print_error("expected \"%s\" to contain \"%s\"\n", haystack, needle);
         fail();
     }
+}
+
+/* A log sink (tfl_ctx_opts.log_fn = capture_log, log_user = &capture) that keeps the lines
+ * it receives, with their levels. */
+#define LOG_MAX_LINES 256
+typedef struct log_capture {
+    int n;     /* lines kept */
+    int total; /* lines received */
+    tfl_log_level levels[LOG_MAX_LINES];
+    char lines[LOG_MAX_LINES][192];
+} log_capture;
+
+static inline void capture_log(void *user, tfl_log_level level, const char *message)
+{
+    log_capture *c = user;
+    c->total++;
+    if (c->n < LOG_MAX_LINES) {
+        c->levels[c->n] = level;
+        snprintf(c->lines[c->n], sizeof c->lines[0], "%s", message ? message : "(null)");
+        c->n++;
+    }
+}
+
+/* How many kept lines contain `fragment` and have `level` (< 0: any level). */
+static inline int count_lines_at(const log_capture *c, const char *fragment, int level)
+{
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        if (strstr(c->lines[i], fragment) && (level < 0 || (int)c->levels[i] == level)) n++;
+    return n;
+}
+
+static inline int count_lines(const log_capture *c, const char *fragment)
+{
+    return count_lines_at(c, fragment, -1);
 }
 
 /* Checks the kept error's code and a fragment of its message (NULL: any), then clears it. */

@@ -49,32 +49,6 @@ static bool has_device(const tfl_ctx *ctx, const char *name)
     return false;
 }
 
-#define LOG_MAX_LINES 256
-typedef struct log_capture {
-    int n;
-    int total;
-    char lines[LOG_MAX_LINES][192];
-} log_capture;
-
-static void capture_log(void *user, tfl_log_level level, const char *message)
-{
-    (void)level;
-    log_capture *c = user;
-    c->total++;
-    if (c->n < LOG_MAX_LINES) {
-        snprintf(c->lines[c->n], sizeof c->lines[0], "%s", message ? message : "(null)");
-        c->n++;
-    }
-}
-
-static int count_lines(const log_capture *c, const char *fragment)
-{
-    int n = 0;
-    for (int i = 0; i < c->n; i++)
-        if (strstr(c->lines[i], fragment)) n++;
-    return n;
-}
-
 /* ---- collections ---------------------------------------------------------------------------- */
 
 static void test_collections_membership(void **state)
