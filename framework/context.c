@@ -114,6 +114,7 @@ tfl_ctx *tfl_ctx_new(const tfl_ctx_opts *opts, tfl_status *status)
 void tfl_ctx_free(tfl_ctx *ctx)
 {
     if (!ctx) return;
+    if (ctx->tapes_free) ctx->tapes_free(ctx); /* tapes release what they saved */
     while (ctx->n_frames > 0) tfl_frame_pop(ctx);
     tfl__host_free(ctx, ctx->frame_items);
     tfl__host_free(ctx, ctx->frame_marks);

@@ -6,7 +6,15 @@
 #define TFL_FRAMEWORK_INTERNAL_H
 
 #include <tapeflow/config.h>
-#include <tapeflow/tapeflow.h>
+/* the framework's own headers only: the umbrella also names the modules above it */
+#include <tapeflow/base.h>
+#include <tapeflow/context.h>
+#include <tapeflow/device.h>
+#include <tapeflow/initializer.h>
+#include <tapeflow/ops.h>
+#include <tapeflow/random.h>
+#include <tapeflow/tensor.h>
+#include <tapeflow/variable.h>
 
 #include <stdarg.h>
 #include <string.h>
@@ -143,12 +151,20 @@ struct tfl_tensor {
     int64_t offset;        /* elements from storage->data to element 0 */
     tfl__storage *storage; /* shared by views */
     tfl__var *var;         /* variables only (TFL_TENSOR_FLAG_VARIABLE), else NULL */
+    uint64_t id;           /* unique in the ctx (tapes track values by id; a tape's saved
+                              snapshot of a variable carries the variable's id) */
     int64_t shape[TFL_MAX_RANK];
     int64_t strides[TFL_MAX_RANK]; /* elements; 0 allowed only for size-1 axes */
     tfl_tensor *next_free; /* the ctx's free list of tensor records */
 };
 
 /* ---- the context ------------------------------------------------------------------------- */
+
+/** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
+ * struct from ops/op.h, or NULL). */
+typedef void (*tfl__record_fn)(tfl_ctx *ctx, tfl__op_id op, int n_in,
+                               const tfl_tensor *const *in, const tfl_tensor *out,
+                               const void *attrs);
 
 struct tfl_ctx {
     tfl_ctx_opts opts;
@@ -183,12 +199,28 @@ struct tfl_ctx {
     uint64_t rng_seed;                 /* the ctx's seed for ops given seed 0 (random.c) */
     uint64_t rng_calls;                /* unseeded random calls so far: each gets its own stream */
 
+    /* gradient tapes (tape/ installs these; the framework only calls the hook) */
+    tfl__record_fn tape_record;        /* called after each op while a tape records */
+    void (*tapes_free)(tfl_ctx *ctx);  /* frees every tape still alive (tfl_ctx_free) */
+    void *tapes;                       /* the tape module's state */
+    int n_recording;                   /* tapes recording now */
+    int tape_pause;                    /* > 0: internal steps that must not be recorded */
+    uint64_t next_tensor_id;
+
     tfl_tensor *free_tensors;          /* recycled tensor records */
     tfl__storage *free_storage;        /* recycled storage records */
     void *tensor_chunks;               /* every tensor record lives in one of these */
     void *storage_chunks;              /* (freed with the ctx, live or not) */
     uint64_t live_tensors;
 };
+
+/** Offers a finished op to the recording tapes (cheap when none records). */
+static inline void tfl__record(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_tensor *const *in,
+                               const tfl_tensor *out, const void *attrs)
+{
+    if (TFL_UNLIKELY(ctx->n_recording > 0) && ctx->tape_pause == 0 && out)
+        ctx->tape_record(ctx, op, n_in, in, out, attrs);
+}
 
 /* ---- errors and logging (context.c) ------------------------------------------------------ */
 
@@ -294,6 +326,9 @@ tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, i
 /** A new tensor viewing t's storage with the given shape, strides and offset. */
 tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
+/** A view of all of src that no frame owns, carrying src's id (a tape's saved copy of a
+ * variable's value: later assigns copy-on-write around it). */
+tfl_tensor *tfl__tensor_snapshot(tfl_ctx *ctx, const tfl_tensor *src);
 /** Registers a new reference with the innermost frame, if any. Returns t. */
 tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t);
 static inline void *tfl__data(const tfl_tensor *t)

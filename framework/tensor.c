@@ -49,6 +49,7 @@ static tfl_tensor *record_new(tfl_ctx *ctx)
     t->flags = 0;
     t->offset = 0;
     t->var = NULL;
+    t->id = ++ctx->next_tensor_id;
     t->next_free = NULL;
     ctx->live_tensors++;
     return t;
@@ -153,6 +154,22 @@ tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *src, int rank, cons
     t->storage = src->storage;
     t->storage->refs++;
     return tfl__frame_adopt(ctx, t);
+}
+
+tfl_tensor *tfl__tensor_snapshot(tfl_ctx *ctx, const tfl_tensor *src)
+{
+    tfl_tensor *t = record_new(ctx);
+    if (!t) return NULL;
+    t->dtype = src->dtype;
+    t->rank = src->rank;
+    t->numel = src->numel;
+    t->offset = src->offset;
+    memcpy(t->shape, src->shape, sizeof t->shape);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    t->storage = src->storage;
+    t->storage->refs++;
+    t->id = src->id;
+    return t;
 }
 
 tfl_tensor *tfl_tensor_retain(tfl_tensor *t)

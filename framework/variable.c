@@ -347,7 +347,9 @@ tfl_tensor *tfl_variable_read(const tfl_tensor *v)
                   "ReadVariableOp: the tensor is not a variable");
     if (!tfl__check_readable(ctx, "ReadVariableOp", v)) return NULL;
     tfl_tensor *t = tfl__tensor_view(ctx, v, v->rank, v->shape, v->strides, v->offset);
-    if (t) tfl__log_op(ctx, "ReadVariableOp", tfl__tensor_device(v));
+    if (!t) return NULL;
+    tfl__log_op(ctx, "ReadVariableOp", tfl__tensor_device(v));
+    tfl__record(ctx, TFL_OP_IDENTITY, 1, &v, t, NULL); /* the gradient flows to v */
     return t;
 }
 

@@ -139,6 +139,18 @@ UN_LOOP(abs_f32_loop, float, float, fabsf(x))
 UN_LOOP(abs_f64_loop, double, double, fabs(x))
 UN_LOOP(abs_c64_loop, c64, float, cabsf(x))
 UN_LOOP(abs_c128_loop, c128, double, cabs(x))
+UN_LOOP(erf_f32_loop, float, float, erff(x))
+UN_LOOP(erf_f64_loop, double, double, erf(x))
+#define SIGN_C(x, ABS) ((x) == 0 ? (x) : (x) / ABS(x))
+UN_LOOP(sign_i32_loop, int32_t, int32_t, (int32_t)(x > 0) - (int32_t)(x < 0))
+UN_LOOP(sign_i64_loop, int64_t, int64_t, (int64_t)(x > 0) - (int64_t)(x < 0))
+UN_LOOP(sign_f32_loop, float, float, x > 0 ? 1.0f : x < 0 ? -1.0f : x)
+UN_LOOP(sign_f64_loop, double, double, x > 0 ? 1.0 : x < 0 ? -1.0 : x)
+UN_LOOP(sign_c64_loop, c64, c64, SIGN_C(x, cabsf))
+UN_LOOP(sign_c128_loop, c128, c128, SIGN_C(x, cabs))
+UN_LOOP(conj_c64_loop, c64, c64, conjf(x))
+UN_LOOP(conj_c128_loop, c128, c128, conj(x))
+#undef SIGN_C
 
 /* ---- activations ------------------------------------------------------------------------------- */
 
@@ -234,6 +246,10 @@ static const tfl__loop_fn min_loops[TFL_DTYPE_COUNT] = REAL(min);
 static const tfl__loop_fn exp_loops[TFL_DTYPE_COUNT] = FLOATC(exp);
 static const tfl__loop_fn log_loops[TFL_DTYPE_COUNT] = FLOATC(log);
 static const tfl__loop_fn sqrt_loops[TFL_DTYPE_COUNT] = FLOATC(sqrt);
+static const tfl__loop_fn erf_loops[TFL_DTYPE_COUNT] = FLOAT(erf);
+static const tfl__loop_fn sign_loops[TFL_DTYPE_COUNT] = NUMERIC(sign);
+static const tfl__loop_fn conj_loops[TFL_DTYPE_COUNT] = {D(COMPLEX64) = conj_c64_loop,
+                                                         D(COMPLEX128) = conj_c128_loop};
 static const tfl__loop_fn relu_loops[TFL_DTYPE_COUNT] = FLOAT(relu);
 static const tfl__loop_fn leaky_loops[TFL_DTYPE_COUNT] = FLOAT(leaky);
 static const tfl__loop_fn sigmoid_loops[TFL_DTYPE_COUNT] = FLOAT(sigmoid);
@@ -311,6 +327,9 @@ const tfl__kernel tfl__cpu_elementwise_kernels[TFL_OP_COUNT] = {
     EW(EXP, exp_loops, M_FLOATC),
     EW(LOG, log_loops, M_FLOATC),
     EW(SQRT, sqrt_loops, M_FLOATC),
+    EW(ERF, erf_loops, M_FLOAT),
+    EW(SIGN, sign_loops, M_NUM),
+    EW(CONJ, conj_loops, TFL_MASK_COMPLEX),
     EW(RELU, relu_loops, M_FLOAT),
     EW(LEAKY_RELU, leaky_loops, M_FLOAT),
     EW(SIGMOID, sigmoid_loops, M_FLOAT),

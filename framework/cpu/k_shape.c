@@ -227,10 +227,107 @@ static tfl_status k_where(const tfl__kcall *k)
     return TFL_OK;
 }
 
+/* ---- broadcast_to, pad, unsorted_segment_sum ------------------------------------------------- */
+
+static tfl_status k_broadcast_to(const tfl__kcall *k)
+{
+    tfl__iter it;
+    const tfl_tensor *ops[2] = {k->out, k->in[0]};
+    tfl__iter_init(&it, k->out->rank, k->out->shape, 2, ops);
+    tfl__iter_run(&it, tfl__copy_loop(tfl_dtype_size((tfl_dtype)k->out->dtype)), NULL,
+                  k->ctx->num_threads, true);
+    return TFL_OK;
+}
+
+static tfl_status k_pad(const tfl__kcall *k)
+{
+    const tfl__pad_attrs *a = k->attrs;
+    tfl_tensor *out = k->out;
+    const tfl_tensor *x = k->in[0];
+    tfl_dtype dt = (tfl_dtype)out->dtype;
+    size_t es = tfl_dtype_size(dt);
+    char v[16];
+    store_f64(v, dt, a->value);
+    char *o = tfl__data(out);
+    bool zero = true;
+    for (size_t b = 0; b < es; b++) zero &= v[b] == 0;
+    if (zero) memset(o, 0, (size_t)out->numel * es);
+    else
+        for (int64_t i = 0; i < out->numel; i++) memcpy(o + (size_t)i * es, v, es);
+    if (x->numel == 0) return TFL_OK;
+    tfl_tensor part = *out; /* the region x fills */
+    for (int d = 0; d < out->rank; d++) {
+        part.shape[d] = x->shape[d];
+        part.offset += a->before[d] * out->strides[d];
+    }
+    part.numel = x->numel;
+    tfl__cpu_copy(&part, x);
+    return TFL_OK;
+}
+
+#define SEGMENT_ADD(T)                                                                       \
+    for (int64_t o = 0; o < outer; o++)                                                      \
+        for (int64_t j = 0; j < nidx; j++) {                                                 \
+            T *dst = (T *)out + (o * nseg + load_index(idx, j, idt)) * inner;                \
+            const T *src = (const T *)in + (o * nidx + j) * inner;                           \
+            for (int64_t i = 0; i < inner; i++) dst[i] += src[i];                            \
+        }
+
+static tfl_status k_segment_sum(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    const tfl__segment_attrs *a = k->attrs;
+    tfl_tensor *td = NULL, *ti = NULL;
+    tfl_status st = TFL_OK;
+    const tfl_tensor *data = tfl__cpu_contiguous(ctx, k->in[0], &td);
+    const tfl_tensor *ids = data ? tfl__cpu_contiguous(ctx, k->in[1], &ti) : NULL;
+    if (!ids) {
+        st = ctx->err_code;
+        goto done;
+    }
+    const void *idx = tfl__data(ids);
+    tfl_dtype idt = (tfl_dtype)ids->dtype, dt = (tfl_dtype)data->dtype;
+    int64_t nidx = ids->numel, nseg = a->num_segments;
+    for (int64_t j = 0; j < nidx; j++) {
+        int64_t s = load_index(idx, j, idt);
+        if (s < 0 || s >= nseg) {
+            st = tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                                "UnsortedSegmentSum: segment_ids[%lld] = %lld is not in [0, %lld)",
+                                (long long)j, (long long)s, (long long)nseg);
+            goto done;
+        }
+    }
+    int64_t outer = tfl__numel(a->axis, k->out->shape);
+    int64_t inner = tfl__numel(k->out->rank - a->axis - 1, k->out->shape + a->axis + 1);
+    void *out = tfl__data(k->out);
+    const void *in = tfl__data(data);
+    memset(out, 0, (size_t)k->out->numel * tfl_dtype_size(dt));
+    switch (dt) {
+    case TFL_DTYPE_INT32: SEGMENT_ADD(int32_t) break; /* TF's int kernels wrap in practice */
+    case TFL_DTYPE_INT64: SEGMENT_ADD(int64_t) break;
+    case TFL_DTYPE_FLOAT32: SEGMENT_ADD(float) break;
+    case TFL_DTYPE_FLOAT64: SEGMENT_ADD(double) break;
+    case TFL_DTYPE_COMPLEX64: SEGMENT_ADD(c64) break;
+    case TFL_DTYPE_COMPLEX128: SEGMENT_ADD(c128) break;
+    default:
+        st = tfl__set_error(ctx, TFL_INTERNAL, "UnsortedSegmentSum: no CPU loop for %s",
+                            tfl_dtype_name(dt));
+    }
+done:
+    tfl_tensor_release(td);
+    tfl_tensor_release(ti);
+    return st;
+}
+#undef SEGMENT_ADD
+
 const tfl__kernel tfl__cpu_shape_kernels[TFL_OP_COUNT] = {
     [TFL_OP_CONCAT] = {k_concat, TFL_MASK_ALL, NULL},
     [TFL_OP_GATHER] = {k_gather, TFL_MASK_ALL, NULL},
     [TFL_OP_ONE_HOT] = {k_one_hot, TFL_MASK_INT, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_ALL, NULL},
     [TFL_OP_WHERE] = {k_where, TFL_MASK_ALL, NULL},
+    [TFL_OP_BROADCAST_TO] = {k_broadcast_to, TFL_MASK_ALL, NULL},
+    [TFL_OP_PAD] = {k_pad, TFL_MASK_ALL, NULL},
+    [TFL_OP_SEGMENT_SUM] = {k_segment_sum, TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64) |
+                                               TFL_MASK_COMPLEX, NULL},
 };

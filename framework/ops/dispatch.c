@@ -78,6 +78,7 @@ static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, 
     TFL_CHECK_RET(ctx, n_in <= MAX_IN, NULL, TFL_INVALID_ARGUMENT, "%s: more than %d inputs",
                   tfl__op_defs[op].name, MAX_IN);
     if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    ctx->tape_pause++; /* the copies and casts are steps of this one op */
     tfl_tensor *out = NULL;
     bool ok = true;
     for (int i = 0; i < n_in && ok; i++) {
@@ -97,6 +98,7 @@ static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, 
         out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs);
         if (out && run_dtype != out_dtype) out = tfl_cast(ctx, out, out_dtype);
     }
+    ctx->tape_pause--;
     tfl_keep(out);
     tfl_frame_pop(ctx);
     return out ? tfl__frame_adopt(ctx, out) : NULL;
@@ -111,8 +113,19 @@ tfl_tensor *tfl__op_run(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, int n_in,
     bool half = !(dev->kernels[op].dtypes >> key & 1u);
     bool moved = false;
     for (int i = 0; i < n_in; i++) moved |= tfl__tensor_device(in[i]) != dev;
+    tfl_tensor *out;
     if (TFL_UNLIKELY(half || moved))
-        return run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
-                             half);
-    return run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs);
+        out = run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
+                            half);
+    else
+        out = run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs);
+    tfl__record(ctx, op, n_in, in, out, attrs);
+    return out;
+}
+
+int tfl_op_count(void) { return TFL_OP_COUNT; }
+
+const char *tfl_op_name(int op)
+{
+    return op >= 0 && op < TFL_OP_COUNT ? tfl__op_defs[op].name : NULL;
 }

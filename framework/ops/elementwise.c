@@ -79,7 +79,15 @@ UNARY_OP(tfl_relu, RELU)
 UNARY_OP(tfl_sigmoid, SIGMOID)
 UNARY_OP(tfl_tanh, TANH)
 UNARY_OP(tfl_logical_not, LOGICAL_NOT)
+UNARY_OP(tfl_erf, ERF)
+UNARY_OP(tfl_sign, SIGN)
 #undef UNARY_OP
+
+tfl_tensor *tfl_conj(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    if (ctx && x && !tfl_dtype_is_complex((tfl_dtype)x->dtype)) return tfl_identity(ctx, x);
+    return unary(ctx, TFL_OP_CONJ, x);
+}
 
 tfl_tensor *tfl_leaky_relu(tfl_ctx *ctx, const tfl_tensor *x, double alpha)
 {

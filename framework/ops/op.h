@@ -36,6 +36,21 @@ typedef struct tfl__one_hot_attrs {
 typedef struct tfl__matmul_attrs {
     unsigned flags;                /* TFL_TRANSPOSE_A | TFL_TRANSPOSE_B */
 } tfl__matmul_attrs;
+typedef struct tfl__transpose_attrs {
+    int perm[TFL_MAX_RANK];        /* output axis i is input axis perm[i] */
+} tfl__transpose_attrs;
+typedef struct tfl__slice_attrs {
+    int64_t begin[TFL_MAX_RANK];   /* the size is the output's shape */
+} tfl__slice_attrs;
+typedef struct tfl__pad_attrs {
+    int64_t before[TFL_MAX_RANK];  /* elements added before / after each axis */
+    int64_t after[TFL_MAX_RANK];
+    double value;                  /* what the added elements hold */
+} tfl__pad_attrs;
+typedef struct tfl__segment_attrs {
+    int axis;                      /* where segment ids index the output */
+    int64_t num_segments;
+} tfl__segment_attrs;
 
 
 /**

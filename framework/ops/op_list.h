@@ -8,7 +8,7 @@
 #ifndef TFL_OP_LIST_H
 #define TFL_OP_LIST_H
 
-#define TFL_OPF_NO_GRAD 1u       /* output is not differentiable (int/bool results) */
+#define TFL_OPF_NO_GRAD 1u       /* no gradient flows through (int/bool results, StopGradient) */
 #define TFL_OPF_VIEW 2u          /* no kernel: the result views the input's storage */
 #define TFL_OPF_HALF_VIA_F32 4u  /* float16/bfloat16 run through the float32 kernel */
 
@@ -56,7 +56,14 @@
     X(GATHER, "GatherV2", 2, TFL_MASK_ALL, 0)                                              \
     X(ONE_HOT, "OneHot", 1, TFL_MASK_INT, TFL_OPF_NO_GRAD)                                 \
     X(CAST, "Cast", 1, TFL_MASK_ALL, 0)                                                    \
-    X(WHERE, "SelectV2", 3, TFL_MASK_ALL, 0)
+    X(WHERE, "SelectV2", 3, TFL_MASK_ALL, 0)                                               \
+    X(ERF, "Erf", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                                 \
+    X(SIGN, "Sign", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)                             \
+    X(CONJ, "Conj", 1, TFL_MASK_COMPLEX, 0)                                                \
+    X(STOP_GRADIENT, "StopGradient", 1, TFL_MASK_ALL, TFL_OPF_NO_GRAD | TFL_OPF_VIEW)      \
+    X(BROADCAST_TO, "BroadcastTo", 1, TFL_MASK_ALL, 0)                                     \
+    X(PAD, "PadV2", 1, TFL_MASK_ALL, 0)                                                    \
+    X(SEGMENT_SUM, "UnsortedSegmentSum", 2, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

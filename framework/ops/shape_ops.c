@@ -5,12 +5,16 @@
  */
 #include "op.h"
 
-/* A view of x's storage; logged like an op so placement logs show every step. */
+/* A view of x's storage; logged like an op so placement logs show every step, and offered
+ * to the recording tapes like one. */
 static tfl_tensor *make_view(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int rank,
-                             const int64_t *shape, const int64_t *strides, int64_t offset)
+                             const int64_t *shape, const int64_t *strides, int64_t offset,
+                             const void *attrs)
 {
     tfl_tensor *t = tfl__tensor_view(ctx, x, rank, shape, strides, offset);
-    if (t) tfl__log_placement(ctx, op, tfl__tensor_device(x));
+    if (!t) return NULL;
+    tfl__log_placement(ctx, op, tfl__tensor_device(x));
+    if (!(tfl__op_defs[op].flags & TFL_OPF_NO_GRAD)) tfl__record(ctx, op, 1, &x, t, attrs);
     return t;
 }
 
@@ -46,19 +50,23 @@ tfl_tensor *tfl_reshape(tfl_ctx *ctx, const tfl_tensor *x, int rank, const int64
     int64_t strides[TFL_MAX_RANK];
     tfl__contiguous_strides(rank, out, strides);
     if (tfl_tensor_is_contiguous(x))
-        return make_view(ctx, TFL_OP_RESHAPE, x, rank, out, strides, x->offset);
+        return make_view(ctx, TFL_OP_RESHAPE, x, rank, out, strides, x->offset, NULL);
+    ctx->tape_pause++; /* the copy is a step of this reshape, recorded as one */
     tfl_tensor *c = tfl_identity(ctx, x); /* fresh and contiguous: ours to reshape */
+    ctx->tape_pause--;
     if (!c) return NULL;
     c->rank = (uint8_t)rank;
     memcpy(c->shape, out, sizeof(int64_t) * (size_t)rank);
     memcpy(c->strides, strides, sizeof(int64_t) * (size_t)rank);
+    tfl__record(ctx, TFL_OP_RESHAPE, 1, &x, c, NULL);
     return c;
 }
 
 tfl_tensor *tfl_transpose(tfl_ctx *ctx, const tfl_tensor *x, const int *perm)
 {
     if (!ctx || !tfl__check_inputs(ctx, TFL_OP_TRANSPOSE, 1, &x)) return NULL;
-    int p[TFL_MAX_RANK];
+    tfl__transpose_attrs attrs = {{0}};
+    int *p = attrs.perm;
     bool seen[TFL_MAX_RANK] = {false};
     for (int i = 0; i < x->rank; i++) {
         p[i] = perm ? perm[i] : x->rank - 1 - i;
@@ -72,7 +80,7 @@ tfl_tensor *tfl_transpose(tfl_ctx *ctx, const tfl_tensor *x, const int *perm)
         shape[i] = x->shape[p[i]];
         strides[i] = x->strides[p[i]];
     }
-    return make_view(ctx, TFL_OP_TRANSPOSE, x, x->rank, shape, strides, x->offset);
+    return make_view(ctx, TFL_OP_TRANSPOSE, x, x->rank, shape, strides, x->offset, &attrs);
 }
 
 tfl_tensor *tfl_slice(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *begin,
@@ -82,8 +90,10 @@ tfl_tensor *tfl_slice(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *begin,
     TFL_CHECK_RET(ctx, x->rank == 0 || (begin && size), NULL, TFL_INVALID_ARGUMENT,
                   "Slice: begin and size must be given for rank %d", x->rank);
     int64_t shape[TFL_MAX_RANK], offset = x->offset;
+    tfl__slice_attrs attrs = {{0}};
     for (int i = 0; i < x->rank; i++) {
         int64_t b = begin[i], n = size[i] == -1 ? x->shape[i] - b : size[i];
+        attrs.begin[i] = b;
         TFL_CHECK_RET(ctx, b >= 0 && b <= x->shape[i] && n >= 0 && b + n <= x->shape[i], NULL,
                       TFL_INVALID_ARGUMENT,
                       "Slice: out of bounds on axis %d: begin %lld, size %lld for dimension %lld",
@@ -91,7 +101,13 @@ tfl_tensor *tfl_slice(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *begin,
         shape[i] = n;
         offset += b * x->strides[i];
     }
-    return make_view(ctx, TFL_OP_SLICE, x, x->rank, shape, x->strides, offset);
+    return make_view(ctx, TFL_OP_SLICE, x, x->rank, shape, x->strides, offset, &attrs);
+}
+
+tfl_tensor *tfl_stop_gradient(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_STOP_GRADIENT, 1, &x)) return NULL;
+    return make_view(ctx, TFL_OP_STOP_GRADIENT, x, x->rank, x->shape, x->strides, x->offset, NULL);
 }
 
 tfl_tensor *tfl_concat(tfl_ctx *ctx, int n, const tfl_tensor *const *xs, int axis)
@@ -202,4 +218,83 @@ tfl_tensor *tfl_where(tfl_ctx *ctx, const tfl_tensor *cond, const tfl_tensor *x,
     }
     return tfl__op_run(ctx, TFL_OP_WHERE, (tfl_dtype)x->dtype, 3, in, (tfl_dtype)x->dtype, r2, s2,
                        NULL);
+}
+
+tfl_tensor *tfl_broadcast_to(tfl_ctx *ctx, const tfl_tensor *x, int rank, const int64_t *shape)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_BROADCAST_TO, 1, &x)) return NULL;
+    TFL_CHECK_RET(ctx, rank >= 0 && rank <= TFL_MAX_RANK && (rank == 0 || shape), NULL,
+                  TFL_INVALID_ARGUMENT,
+                  "BroadcastTo: rank %d is out of range (0..%d) or shape is NULL", rank,
+                  TFL_MAX_RANK);
+    int r;
+    int64_t out[TFL_MAX_RANK];
+    char sx[128], ss[128];
+    bool ok = tfl__check_new(ctx, "BroadcastTo", (tfl_dtype)x->dtype, rank, shape);
+    if (!ok) return NULL;
+    /* x must broadcast to exactly `shape`: the joint shape equals it */
+    ok = x->rank <= rank && tfl__broadcast_shapes(x->rank, x->shape, rank, shape, &r, out) &&
+         tfl__same_shape(r, out, rank, shape);
+    TFL_CHECK_RET(ctx, ok, NULL, TFL_INVALID_ARGUMENT,
+                  "BroadcastTo: cannot broadcast a tensor of shape %s to shape %s",
+                  tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
+                  tfl__shape_str(rank, shape, ss, sizeof ss));
+    return tfl__op_run(ctx, TFL_OP_BROADCAST_TO, (tfl_dtype)x->dtype, 1, &x, (tfl_dtype)x->dtype,
+                       rank, shape, NULL);
+}
+
+tfl_tensor *tfl_pad(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *before,
+                    const int64_t *after, double value)
+{
+    if (!ctx || !tfl__check_inputs(ctx, TFL_OP_PAD, 1, &x)) return NULL;
+    TFL_CHECK_RET(ctx, x->rank == 0 || (before && after), NULL, TFL_INVALID_ARGUMENT,
+                  "PadV2: before and after must be given for rank %d", x->rank);
+    tfl__pad_attrs attrs = {{0}, {0}, value};
+    int64_t shape[TFL_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        TFL_CHECK_RET(ctx, before[i] >= 0 && after[i] >= 0, NULL, TFL_INVALID_ARGUMENT,
+                      "PadV2: paddings must be non-negative, axis %d has before %lld, after %lld",
+                      i, (long long)before[i], (long long)after[i]);
+        attrs.before[i] = before[i];
+        attrs.after[i] = after[i];
+        shape[i] = x->shape[i] + before[i] + after[i];
+    }
+    return tfl__op_run(ctx, TFL_OP_PAD, (tfl_dtype)x->dtype, 1, &x, (tfl_dtype)x->dtype, x->rank,
+                       shape, &attrs);
+}
+
+tfl_tensor *tfl_unsorted_segment_sum(tfl_ctx *ctx, const tfl_tensor *data,
+                                     const tfl_tensor *segment_ids, int64_t num_segments,
+                                     int axis)
+{
+    if (!ctx) return NULL;
+    const tfl_tensor *in[2] = {data, segment_ids};
+    const tfl__op_id op = TFL_OP_SEGMENT_SUM;
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__check_dtype(ctx, op, (tfl_dtype)data->dtype))
+        return NULL;
+    TFL_CHECK_RET(ctx, tfl_dtype_is_integer((tfl_dtype)segment_ids->dtype), NULL,
+                  TFL_INVALID_ARGUMENT,
+                  "UnsortedSegmentSum: segment_ids dtype %s is not supported; expected one of "
+                  "int32, int64", tfl_dtype_name((tfl_dtype)segment_ids->dtype));
+    TFL_CHECK_RET(ctx, num_segments >= 0, NULL, TFL_INVALID_ARGUMENT,
+                  "UnsortedSegmentSum: num_segments must be non-negative, got %lld",
+                  (long long)num_segments);
+    int rank = data->rank - segment_ids->rank + 1;
+    int a = axis < 0 ? axis + rank : axis;
+    char sd[128], si[128];
+    /* data's shape is out[:a] + segment_ids.shape + out[a+1:] */
+    bool ok = rank >= 1 && a >= 0 && a < rank &&
+              tfl__same_shape(segment_ids->rank, segment_ids->shape, segment_ids->rank,
+                              data->shape + a);
+    TFL_CHECK_RET(ctx, ok, NULL, TFL_INVALID_ARGUMENT,
+                  "UnsortedSegmentSum: data of shape %s does not hold segment_ids of shape %s "
+                  "at axis %d", tfl__shape_str(data->rank, data->shape, sd, sizeof sd),
+                  tfl__shape_str(segment_ids->rank, segment_ids->shape, si, sizeof si), axis);
+    int64_t shape[TFL_MAX_RANK];
+    for (int d = 0; d < a; d++) shape[d] = data->shape[d];
+    shape[a] = num_segments;
+    for (int d = a + 1; d < rank; d++) shape[d] = data->shape[d - 1 + segment_ids->rank];
+    tfl__segment_attrs attrs = {a, num_segments};
+    return tfl__op_run(ctx, op, (tfl_dtype)data->dtype, 2, in, (tfl_dtype)data->dtype, rank, shape,
+                       &attrs);
 }

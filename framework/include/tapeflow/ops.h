@@ -52,6 +52,15 @@ TFL_API tfl_tensor *tfl_log(tfl_ctx *ctx, const tfl_tensor *x);
 TFL_API tfl_tensor *tfl_sqrt(tfl_ctx *ctx, const tfl_tensor *x);
 /** |x|. Integers and floating keep their dtype; complex64 gives float32, complex128 float64. */
 TFL_API tfl_tensor *tfl_abs(tfl_ctx *ctx, const tfl_tensor *x);
+/** The error function erf(x) = 2/sqrt(pi) * integral of e^(-t^2) from 0 to x. Floating. */
+TFL_API tfl_tensor *tfl_erf(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * -1, 0 or 1 by the sign of x (NaN stays NaN); complex x gives x / |x| (0 at 0), as
+ * TensorFlow. Its gradient is zero.
+ */
+TFL_API tfl_tensor *tfl_sign(tfl_ctx *ctx, const tfl_tensor *x);
+/** The complex conjugate; a real x gives a copy of x. */
+TFL_API tfl_tensor *tfl_conj(tfl_ctx *ctx, const tfl_tensor *x);
 /** A new tensor with x's values (a contiguous copy on the op's device). */
 TFL_API tfl_tensor *tfl_identity(tfl_ctx *ctx, const tfl_tensor *x);
 
@@ -160,6 +169,38 @@ TFL_API tfl_tensor *tfl_one_hot(tfl_ctx *ctx, const tfl_tensor *indices, int64_t
  * gives 0); complex to real keeps the real part; anything to bool is x != 0.
  */
 TFL_API tfl_tensor *tfl_cast(tfl_ctx *ctx, const tfl_tensor *x, tfl_dtype dtype);
+/**
+ * x stretched to `shape` (rank entries) by NumPy broadcasting: x's shape, aligned at the
+ * last axis, must have each dimension equal to shape's or 1. A new contiguous tensor.
+ */
+TFL_API tfl_tensor *tfl_broadcast_to(tfl_ctx *ctx, const tfl_tensor *x, int rank,
+                                     const int64_t *shape);
+/**
+ * x with before[i] elements added in front of and after[i] behind axis i (rank entries
+ * each, >= 0), all holding `value` (TensorFlow's PadV2 with a constant).
+ */
+TFL_API tfl_tensor *tfl_pad(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *before,
+                            const int64_t *after, double value);
+/**
+ * Sums slices of `data` into num_segments slots along `axis` (TensorFlow's
+ * unsorted_segment_sum, generalised to an axis as gather is): data's shape is
+ * out.shape[:axis] + segment_ids.shape + out.shape[axis+1:], and
+ * out[..., s, ...] = sum of data[..., j, ...] over the positions j with segment_ids[j] == s
+ * (0 where none). It is gather's adjoint: the gradient of tfl_gather with respect to params.
+ * segment_ids are int32 or int64; one outside [0, num_segments) is INVALID_ARGUMENT.
+ */
+TFL_API tfl_tensor *tfl_unsorted_segment_sum(tfl_ctx *ctx, const tfl_tensor *data,
+                                             const tfl_tensor *segment_ids,
+                                             int64_t num_segments, int axis);
+/**
+ * x itself as far as values go, but no gradient flows through it: a tape treats the result
+ * as a constant (TensorFlow's stop_gradient). A view; costs no copy.
+ */
+TFL_API tfl_tensor *tfl_stop_gradient(tfl_ctx *ctx, const tfl_tensor *x);
+/** Ops in the op table, and an op's TensorFlow name ("MatMul"; NULL out of range): for
+ * tools and tests that walk every op (the gradient checks do). */
+TFL_API int tfl_op_count(void);
+TFL_API const char *tfl_op_name(int op);
 /** cond ? x : y elementwise; cond is bool; the three broadcast together; x and y one dtype. */
 TFL_API tfl_tensor *tfl_where(tfl_ctx *ctx, const tfl_tensor *cond, const tfl_tensor *x,
                               const tfl_tensor *y);

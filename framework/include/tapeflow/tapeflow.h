@@ -14,4 +14,6 @@
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
 
+#include <tapeflow/tape.h>
+
 #endif /* TAPEFLOW_TAPEFLOW_H */

@@ -1,0 +1,96 @@
+/*
+ * tape/rules.c: the backward-rule table, one line per op of framework/ops/op_list.h, and
+ * the helpers the rules share. A rule's line says which function computes the input
+ * gradients, how many bytes of the op's attrs to keep, and what to keep when each input
+ * needs a gradient (the other operand for mul and matmul, the output for exp, nothing for
+ * add), so a tape saves no more than the rule reads.
+ *
+ * Adding an op: write its rule in rules_math.c or rules_array.c with ordinary ops (then it
+ * is differentiable again, for higher order), add its line here, and its case to the
+ * gradient checks (tests/tape/test_gradcheck*.c), which fail for an op without either.
+ */
+#include "tape_internal.h"
+
+#define IN(i) TFL_SAVE_IN(i)
+#define OUT TFL_SAVE_OUT
+#define R(OP, fn, attrs_size, ...) [TFL_OP_##OP] = {tfl__grad_##fn, attrs_size, {__VA_ARGS__}}
+#define A(family) sizeof(tfl__##family##_attrs)
+
+const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
+    R(IDENTITY, identity, 0, 0),
+    R(ADD, add, 0, 0, 0),
+    R(SUB, sub, 0, 0, 0),
+    R(MUL, mul, 0, IN(1), IN(0)),
+    R(DIV, div, 0, IN(1), IN(1) | OUT),
+    R(POW, pow, 0, IN(0) | IN(1), IN(0) | OUT),
+    R(MAXIMUM, maximum, 0, IN(0) | IN(1), IN(0) | IN(1)),
+    R(MINIMUM, minimum, 0, IN(0) | IN(1), IN(0) | IN(1)),
+    R(NEG, neg, 0, 0),
+    R(EXP, exp, 0, OUT),
+    R(LOG, log, 0, IN(0)),
+    R(SQRT, sqrt, 0, OUT),
+    R(ABS, abs, 0, IN(0)),
+    R(RELU, relu, 0, OUT),
+    R(LEAKY_RELU, leaky_relu, A(scalar), IN(0)),
+    R(SIGMOID, sigmoid, 0, OUT),
+    R(TANH, tanh, 0, OUT),
+    R(GELU, gelu, A(scalar), IN(0)),
+    R(SOFTMAX, softmax, A(axis), OUT),
+    R(LOG_SOFTMAX, log_softmax, A(axis), OUT),
+    R(SUM, sum, A(reduce), 0),
+    R(MEAN, mean, A(reduce), 0),
+    R(MAX, max_min, A(reduce), IN(0) | OUT),
+    R(MIN, max_min, A(reduce), IN(0) | OUT),
+    R(MATMUL, matmul, A(matmul), IN(1), IN(0)),
+    R(RESHAPE, reshape, 0, 0),
+    R(TRANSPOSE, transpose, A(transpose), 0),
+    R(SLICE, slice, A(slice), 0),
+    R(CONCAT, concat, A(axis), 0),
+    R(GATHER, gather, A(axis), IN(1), 0),
+    R(CAST, cast, 0, 0),
+    R(WHERE, where, 0, 0, IN(0), IN(0)),
+    R(ERF, erf, 0, IN(0)),
+    R(SIGN, sign, 0, 0),
+    R(CONJ, conj, 0, 0),
+    R(BROADCAST_TO, broadcast_to, 0, 0),
+    R(PAD, pad, A(pad), 0),
+    R(SEGMENT_SUM, segment_sum, A(segment), IN(1), 0),
+    /* not differentiable (TFL_OPF_NO_GRAD): comparisons, logic, argmax/argmin, one_hot,
+       stop_gradient */
+};
+
+tfl_grad_kind tfl_op_gradient_kind(int op)
+{
+    if (op < 0 || op >= TFL_OP_COUNT) return TFL_GRAD_MISSING;
+    if (tfl__op_defs[op].flags & TFL_OPF_NO_GRAD) return TFL_GRAD_NOT_DIFFERENTIABLE;
+    return tfl__grad_rules[op].fn ? TFL_GRAD_DEFINED : TFL_GRAD_MISSING;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+tfl_tensor *tfl__sum_to_input(const tfl__grad_call *g, const tfl_tensor *t, int i)
+{
+    const tfl__tape_in *r = &g->in[i];
+    if (!t || tfl__same_shape(t->rank, t->shape, r->rank, r->shape)) return (tfl_tensor *)t;
+    int axes[TFL_MAX_RANK], n = 0, lead = t->rank - r->rank;
+    for (int d = 0; d < t->rank; d++)
+        if (d < lead || (r->shape[d - lead] == 1 && t->shape[d] != 1)) axes[n++] = d;
+    tfl_tensor *s = n ? tfl_reduce_sum(g->ctx, t, n, axes, true) : (tfl_tensor *)t;
+    return tfl_reshape(g->ctx, s, r->rank, r->shape);
+}
+
+tfl_tensor *tfl__scalar_like(const tfl__grad_call *g, const tfl_tensor *t, double value)
+{
+    return t ? tfl_fill(g->ctx, (tfl_dtype)t->dtype, 0, NULL, value) : NULL;
+}
+
+const tfl_tensor *tfl__cj(const tfl__grad_call *g, const tfl_tensor *t)
+{
+    if (t && tfl_dtype_is_complex((tfl_dtype)t->dtype)) return tfl_conj(g->ctx, t);
+    return t;
+}
+
+tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i)
+{
+    return tfl_zeros(g->ctx, (tfl_dtype)g->in[i].dtype, g->in[i].rank, g->in[i].shape);
+}

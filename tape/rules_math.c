@@ -1,0 +1,187 @@
+/*
+ * tape/rules_math.c: backward rules of the elementwise ops (arithmetic, unary math,
+ * activations, cast, where). Binary rules sum their gradients back over broadcast axes
+ * (tfl__sum_to_input). For complex inputs each rule multiplies by the conjugate of the local
+ * derivative (TensorFlow's convention, see tape.h); for real dtypes tfl__cj is free.
+ * Formulas are TensorFlow's (math_grad.py, nn_grad.py) unless said otherwise.
+ */
+#include "tape_internal.h"
+
+#define SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2) */
+#define TWO_SQRTPI 1.12837916709551257390 /* 2 / sqrt(pi) */
+
+#define CTX g->ctx
+#define DY g->dy
+#define X(i) g->in[i].saved
+#define Y g->out
+
+TFL_RULE(identity) { g->dx[0] = (tfl_tensor *)DY; }
+
+TFL_RULE(add)
+{
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, DY, 0);
+    if (g->need[1]) g->dx[1] = tfl__sum_to_input(g, DY, 1);
+}
+
+TFL_RULE(sub)
+{
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, DY, 0);
+    if (g->need[1]) g->dx[1] = tfl__sum_to_input(g, tfl_neg(CTX, DY), 1);
+}
+
+TFL_RULE(mul)
+{
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, tfl_mul(CTX, DY, tfl__cj(g, X(1))), 0);
+    if (g->need[1]) g->dx[1] = tfl__sum_to_input(g, tfl_mul(CTX, DY, tfl__cj(g, X(0))), 1);
+}
+
+/* z = a / b: da = dy / conj(b), db = -dy * conj(z / b) */
+TFL_RULE(div)
+{
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, tfl_div(CTX, DY, tfl__cj(g, X(1))), 0);
+    if (g->need[1]) {
+        tfl_tensor *q = tfl_div(CTX, Y, X(1));
+        g->dx[1] = tfl__sum_to_input(g, tfl_neg(CTX, tfl_mul(CTX, DY, tfl__cj(g, q))), 1);
+    }
+}
+
+/* z = x^y: dx = dy * conj(y x^(y-1)); dy = dy * conj(z log x), taken as 0 where x <= 0
+ * (x == 0 for complex), as TensorFlow does */
+TFL_RULE(pow)
+{
+    const tfl_tensor *x = X(0), *y = X(1);
+    if (g->need[0]) {
+        tfl_tensor *d = tfl_mul(CTX, y, tfl_pow(CTX, x, tfl_sub(CTX, y, tfl__scalar_like(g, y, 1))));
+        g->dx[0] = tfl__sum_to_input(g, tfl_mul(CTX, DY, tfl__cj(g, d)), 0);
+    }
+    if (g->need[1]) {
+        tfl_tensor *zero = tfl__scalar_like(g, x, 0), *one = tfl__scalar_like(g, x, 1);
+        tfl_tensor *mask = tfl_dtype_is_complex((tfl_dtype)g->in[0].dtype)
+                               ? tfl_not_equal(CTX, x, zero) : tfl_greater(CTX, x, zero);
+        tfl_tensor *logx = tfl_where(CTX, mask, tfl_log(CTX, tfl_where(CTX, mask, x, one)), zero);
+        tfl_tensor *d = tfl_mul(CTX, DY, tfl__cj(g, tfl_mul(CTX, Y, logx)));
+        g->dx[1] = tfl__sum_to_input(g, d, 1);
+    }
+}
+
+/* the gradient goes to x where mask holds (ties go to x, as TensorFlow), else to y */
+static void select_rule(const tfl__grad_call *g, tfl_tensor *mask)
+{
+    tfl_tensor *zero = tfl__scalar_like(g, DY, 0);
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, tfl_where(CTX, mask, DY, zero), 0);
+    if (g->need[1]) g->dx[1] = tfl__sum_to_input(g, tfl_where(CTX, mask, zero, DY), 1);
+}
+
+TFL_RULE(maximum) { select_rule(g, tfl_greater_equal(CTX, X(0), X(1))); }
+TFL_RULE(minimum) { select_rule(g, tfl_less_equal(CTX, X(0), X(1))); }
+
+TFL_RULE(neg) { g->dx[0] = tfl_neg(CTX, DY); }
+TFL_RULE(exp) { g->dx[0] = tfl_mul(CTX, DY, tfl__cj(g, Y)); }
+TFL_RULE(log) { g->dx[0] = tfl_div(CTX, DY, tfl__cj(g, X(0))); }
+
+/* y = sqrt x: dx = dy / conj(2y) */
+TFL_RULE(sqrt)
+{
+    g->dx[0] = tfl_div(CTX, DY, tfl_mul(CTX, tfl__cj(g, Y), tfl__scalar_like(g, Y, 2)));
+}
+
+/* |x|: dx = dy * sign(x), and for complex x (real dy) dy * x / |x| (0 at 0) */
+TFL_RULE(abs)
+{
+    const tfl_tensor *dy = DY;
+    if (g->in[0].dtype != DY->dtype) dy = tfl_cast(CTX, DY, (tfl_dtype)g->in[0].dtype);
+    g->dx[0] = tfl_mul(CTX, dy, tfl_sign(CTX, X(0)));
+}
+
+TFL_RULE(relu)
+{
+    tfl_tensor *zero = tfl__scalar_like(g, Y, 0);
+    g->dx[0] = tfl_where(CTX, tfl_greater(CTX, Y, zero), DY, zero);
+}
+
+TFL_RULE(leaky_relu)
+{
+    tfl_tensor *alpha = tfl__scalar_like(g, DY, g->attrs->scalar.value);
+    tfl_tensor *pos = tfl_greater(CTX, X(0), tfl__scalar_like(g, X(0), 0));
+    g->dx[0] = tfl_where(CTX, pos, DY, tfl_mul(CTX, DY, alpha));
+}
+
+/* y = sigmoid x: dx = dy y (1 - y) */
+TFL_RULE(sigmoid)
+{
+    tfl_tensor *one_minus = tfl_sub(CTX, tfl__scalar_like(g, Y, 1), Y);
+    g->dx[0] = tfl_mul(CTX, DY, tfl_mul(CTX, Y, one_minus));
+}
+
+/* y = tanh x: dx = dy (1 - y^2) */
+TFL_RULE(tanh)
+{
+    g->dx[0] = tfl_mul(CTX, DY, tfl_sub(CTX, tfl__scalar_like(g, Y, 1), tfl_mul(CTX, Y, Y)));
+}
+
+/* exact: d/dx x Phi(x) = Phi(x) + x phi(x); tanh form: with u = c (x + k x^3), t = tanh u,
+ * d/dx x (1 + t) / 2 = (1 + t) / 2 + x (1 - t^2) c (1 + 3 k x^2) / 2 */
+TFL_RULE(gelu)
+{
+    const tfl_tensor *x = X(0);
+    tfl_tensor *half = tfl__scalar_like(g, x, 0.5), *one = tfl__scalar_like(g, x, 1), *d;
+    if (g->attrs->scalar.value == 0.0) {
+        tfl_tensor *cdf = tfl_mul(CTX, half, tfl_add(CTX, one, tfl_erf(CTX, tfl_mul(CTX, x,
+                                  tfl__scalar_like(g, x, SQRT1_2)))));
+        tfl_tensor *pdf = tfl_mul(CTX, tfl__scalar_like(g, x, 0.5 * TWO_SQRTPI * SQRT1_2),
+                                  tfl_exp(CTX, tfl_mul(CTX, tfl_mul(CTX, x, x),
+                                                       tfl__scalar_like(g, x, -0.5))));
+        d = tfl_add(CTX, cdf, tfl_mul(CTX, x, pdf));
+    } else {
+        const double c = 0.79788456080286535588, k = 0.044715; /* sqrt(2/pi) */
+        tfl_tensor *x2 = tfl_mul(CTX, x, x);
+        tfl_tensor *u = tfl_mul(CTX, tfl__scalar_like(g, x, c),
+                                tfl_add(CTX, x, tfl_mul(CTX, tfl__scalar_like(g, x, k),
+                                                        tfl_mul(CTX, x2, x))));
+        tfl_tensor *t = tfl_tanh(CTX, u);
+        tfl_tensor *du = tfl_mul(CTX, tfl__scalar_like(g, x, c),
+                                 tfl_add(CTX, one, tfl_mul(CTX, tfl__scalar_like(g, x, 3 * k), x2)));
+        tfl_tensor *sech2 = tfl_sub(CTX, one, tfl_mul(CTX, t, t));
+        d = tfl_add(CTX, tfl_mul(CTX, half, tfl_add(CTX, one, t)),
+                    tfl_mul(CTX, half, tfl_mul(CTX, x, tfl_mul(CTX, sech2, du))));
+    }
+    g->dx[0] = tfl_mul(CTX, DY, d);
+}
+
+/* y = softmax x: dx = y (dy - sum(dy y)) along the axis */
+TFL_RULE(softmax)
+{
+    int axis = g->attrs->axis.axis;
+    tfl_tensor *s = tfl_reduce_sum(CTX, tfl_mul(CTX, DY, Y), Y->rank ? 1 : 0, &axis, true);
+    g->dx[0] = tfl_mul(CTX, Y, tfl_sub(CTX, DY, s));
+}
+
+/* y = log_softmax x: dx = dy - exp(y) sum(dy) along the axis */
+TFL_RULE(log_softmax)
+{
+    int axis = g->attrs->axis.axis;
+    tfl_tensor *s = tfl_reduce_sum(CTX, DY, Y->rank ? 1 : 0, &axis, true);
+    g->dx[0] = tfl_sub(CTX, DY, tfl_mul(CTX, tfl_exp(CTX, Y), s));
+}
+
+/* d/dx erf x = 2 / sqrt(pi) e^(-x^2) */
+TFL_RULE(erf)
+{
+    const tfl_tensor *x = X(0);
+    tfl_tensor *e = tfl_exp(CTX, tfl_neg(CTX, tfl_mul(CTX, x, x)));
+    g->dx[0] = tfl_mul(CTX, DY, tfl_mul(CTX, tfl__scalar_like(g, x, TWO_SQRTPI), e));
+}
+
+TFL_RULE(sign) { g->dx[0] = tfl__zeros_like_input(g, 0); }
+TFL_RULE(conj) { g->dx[0] = tfl_conj(CTX, DY); }
+
+/* back to the input's dtype: complex -> real keeps the real part, real -> complex adds 0i */
+TFL_RULE(cast) { g->dx[0] = tfl_cast(CTX, DY, (tfl_dtype)g->in[0].dtype); }
+
+TFL_RULE(where)
+{
+    tfl_tensor *zero = tfl__scalar_like(g, DY, 0);
+    const tfl_tensor *cond = X(0);
+    if (g->need[1]) g->dx[1] = tfl__sum_to_input(g, tfl_where(CTX, cond, DY, zero), 1);
+    if (g->need[2]) g->dx[2] = tfl__sum_to_input(g, tfl_where(CTX, cond, zero, DY), 2);
+}

@@ -1,0 +1,138 @@
+/*
+ * tape/tape_internal.h: the tape's records (entries for tracked values, nodes for recorded
+ * ops), the backward-rule table and what rules share. Never installed.
+ *
+ * A value is tracked by its tensor id (tfl_tensor.id, unique in the ctx), never by pointer,
+ * so a freed tensor whose record is reused is not mistaken for a watched one. Nodes are kept
+ * in recording order, which is a topological order; the backward pass walks them in reverse.
+ */
+#ifndef TFL_TAPE_INTERNAL_H
+#define TFL_TAPE_INTERNAL_H
+
+#include "../framework/ops/op.h"
+
+#include <tapeflow/tape.h>
+
+/** One input of a recorded op. */
+typedef struct tfl__tape_in {
+    int32_t entry;               /* the tape's entry of this input; -1: a constant */
+    uint8_t dtype, rank;
+    int64_t shape[TFL_MAX_RANK];
+    tfl_tensor *saved;           /* kept for the rule (a snapshot for a variable), or NULL */
+} tfl__tape_in;
+
+typedef union tfl__any_attrs {
+    tfl__reduce_attrs reduce;
+    tfl__axis_attrs axis;
+    tfl__scalar_attrs scalar;
+    tfl__matmul_attrs matmul;
+    tfl__transpose_attrs transpose;
+    tfl__slice_attrs slice;
+    tfl__pad_attrs pad;
+    tfl__segment_attrs segment;
+} tfl__any_attrs;
+
+/** A recorded op. */
+typedef struct tfl__tape_node {
+    tfl__op_id op;
+    int n_in;
+    int64_t first_in;            /* its inputs are tape->ins[first_in ..] */
+    int32_t out_entry;
+    tfl_tensor *out_saved;       /* the output, when the rule uses it */
+    tfl__any_attrs attrs;
+} tfl__tape_node;
+
+/** A tracked value: a watched tensor or the output of a recorded op. */
+typedef struct tfl__tape_entry {
+    uint64_t id;
+    int32_t node;                /* the node that made it; -1: watched */
+    uint8_t mark;                /* backward scratch: 1 depends on a source, 2 is a source */
+    tfl_tensor *grad;            /* backward scratch: the gradient summed so far */
+} tfl__tape_entry;
+
+struct tfl_tape {
+    tfl_ctx *ctx;
+    unsigned flags;
+    bool recording;
+    bool used;                   /* a gradient was taken */
+    bool failed;                 /* recording ran out of memory: gradients are refused */
+    tfl_tape *next;              /* the ctx's live tapes, newest first */
+    tfl__tape_entry *entries;
+    int32_t n_entries, cap_entries;
+    int32_t *slots;              /* open addressing, id -> entry index + 1 (0: empty) */
+    uint32_t cap_slots;          /* a power of two, > 2 * n_entries */
+    tfl__tape_node *nodes;
+    int64_t n_nodes, cap_nodes;
+    tfl__tape_in *ins;
+    int64_t n_ins, cap_ins;
+};
+
+/** The tape module's state in a ctx (ctx->tapes). */
+typedef struct tfl__tapes {
+    tfl_tape *live;              /* newest first */
+    tfl_tape *cache;             /* one freed tape whose arrays are reused by the next begin */
+} tfl__tapes;
+
+/** Releases every tensor the tape keeps and empties it (its arrays stay for reuse). */
+void tfl__tape_clear(tfl_tape *tape);
+/** The entry of id, or -1. */
+int32_t tfl__tape_find(const tfl_tape *tape, uint64_t id);
+
+/* ---- backward rules (rules.c and rules_*.c) ----------------------------------------------- */
+
+/** One call of a backward rule. */
+typedef struct tfl__grad_call {
+    tfl_ctx *ctx;
+    tfl__op_id op;
+    const tfl__any_attrs *attrs;
+    int n_in;
+    const tfl__tape_in *in;      /* dtypes, shapes, and the tensors the rule asked to keep */
+    const bool *need;            /* need[i]: input i's gradient is wanted */
+    const tfl_tensor *out;       /* the op's output, when the rule asked to keep it */
+    const tfl_tensor *dy;        /* the gradient flowing into the output */
+    tfl_tensor **dx;             /* the rule sets dx[i] for each needed input */
+} tfl__grad_call;
+
+/**
+ * A rule computes dx[i] for the needed inputs with ordinary ops, so a tape recording the
+ * backward pass differentiates it again. Ops return NULL on NULL input, so a rule is
+ * straight-line code: a failure anywhere leaves a needed dx[i] NULL, which the caller reports.
+ */
+typedef void (*tfl__grad_fn)(const tfl__grad_call *g);
+
+#define TFL_SAVE_IN(i) (1u << (i))
+#define TFL_SAVE_OUT 0x80u
+
+typedef struct tfl__grad_rule {
+    tfl__grad_fn fn;
+    uint16_t attrs_size;          /* bytes of the op's attrs struct to keep (0: none) */
+    uint8_t saves[TFL_MAX_INPUTS]; /* saves[i]: what to keep when input i needs a gradient
+                                      (TFL_SAVE_IN bits, TFL_SAVE_OUT); inputs past the
+                                      last use the last entry */
+} tfl__grad_rule;
+
+extern const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT];
+
+/* helpers rules share (rules.c) */
+
+/** t summed down to input i's shape (undoes broadcasting). */
+tfl_tensor *tfl__sum_to_input(const tfl__grad_call *g, const tfl_tensor *t, int i);
+/** A scalar of t's dtype holding value. */
+tfl_tensor *tfl__scalar_like(const tfl__grad_call *g, const tfl_tensor *t, double value);
+/** conj(t) for complex t; t itself otherwise (no op). */
+const tfl_tensor *tfl__cj(const tfl__grad_call *g, const tfl_tensor *t);
+/** Zeros of input i's dtype and shape. */
+tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i);
+
+/* rule families */
+#define TFL_RULE(name) void tfl__grad_##name(const tfl__grad_call *g)
+TFL_RULE(identity); TFL_RULE(add); TFL_RULE(sub); TFL_RULE(mul); TFL_RULE(div); TFL_RULE(pow);
+TFL_RULE(maximum); TFL_RULE(minimum); TFL_RULE(neg); TFL_RULE(exp); TFL_RULE(log);
+TFL_RULE(sqrt); TFL_RULE(abs); TFL_RULE(relu); TFL_RULE(leaky_relu); TFL_RULE(sigmoid);
+TFL_RULE(tanh); TFL_RULE(gelu); TFL_RULE(softmax); TFL_RULE(log_softmax); TFL_RULE(erf);
+TFL_RULE(sign); TFL_RULE(conj); TFL_RULE(cast); TFL_RULE(where);          /* rules_math.c */
+TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
+TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
+TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
+
+#endif /* TFL_TAPE_INTERNAL_H */
