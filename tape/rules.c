@@ -50,7 +50,7 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(CAST, cast, 0, 0),
     R(WHERE, where, 0, 0, IN(0), IN(0)),
     R(ERF, erf, 0, IN(0)),
-    R(SIGN, sign, 0, 0),
+    R(SIGN, sign, 0, IN(0)),
     R(CONJ, conj, 0, 0),
     R(BROADCAST_TO, broadcast_to, 0, 0),
     R(PAD, pad, A(pad), 0),

@@ -172,7 +172,24 @@ TFL_RULE(erf)
     g->dx[0] = tfl_mul(CTX, DY, tfl_mul(CTX, tfl__scalar_like(g, x, TWO_SQRTPI), e));
 }
 
-TFL_RULE(sign) { g->dx[0] = tfl__zeros_like_input(g, 0); }
+/* real sign is piecewise constant: zero (TensorFlow's rule). Complex sign s = z / |z| is not
+ * (TensorFlow returns zeros there too, which is wrong): with a = |z|,
+ * dz = (dy - s^2 conj(dy)) / (2a), and 0 at z = 0 */
+TFL_RULE(sign)
+{
+    if (!tfl_dtype_is_complex((tfl_dtype)g->in[0].dtype)) {
+        g->dx[0] = tfl__zeros_like_input(g, 0);
+        return;
+    }
+    const tfl_tensor *z = X(0);
+    tfl_tensor *s = tfl_sign(CTX, z);
+    tfl_tensor *a = tfl_cast(CTX, tfl_abs(CTX, z), (tfl_dtype)g->in[0].dtype);
+    tfl_tensor *zero = tfl__scalar_like(g, a, 0);
+    tfl_tensor *num = tfl_sub(CTX, DY, tfl_mul(CTX, tfl_mul(CTX, s, s), tfl_conj(CTX, DY)));
+    tfl_tensor *safe = tfl_where(CTX, tfl_equal(CTX, a, zero), tfl__scalar_like(g, a, 1), a);
+    tfl_tensor *d = tfl_div(CTX, num, tfl_mul(CTX, safe, tfl__scalar_like(g, a, 2)));
+    g->dx[0] = tfl_where(CTX, tfl_equal(CTX, a, zero), zero, d);
+}
 TFL_RULE(conj) { g->dx[0] = tfl_conj(CTX, DY); }
 
 /* back to the input's dtype: complex -> real keeps the real part, real -> complex adds 0i */

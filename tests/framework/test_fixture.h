@@ -18,6 +18,7 @@
 typedef struct fixture {
     tfl_ctx *ctx;
     uint64_t live0; /* live_tensors right after creation */
+    const void *user; /* a test's own data (a table-driven test's case) */
 } fixture;
 
 static inline uint64_t live_tensors(tfl_ctx *ctx)
