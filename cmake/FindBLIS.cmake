@@ -9,6 +9,10 @@ find_path(BLIS_INCLUDE_DIR blis.h
 find_library(BLIS_LIBRARY NAMES blis blis-mt
   HINTS ${BLIS_ROOT} ENV BLIS_ROOT
   PATH_SUFFIXES lib lib64 ${_blis_suffixes} lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-openmp)
+# The archive of the same build, for libtapeflow.so's private copy (see framework/cpu/k_matmul.c).
+find_library(BLIS_STATIC_LIBRARY NAMES libblis.a
+  HINTS ${BLIS_ROOT} ENV BLIS_ROOT
+  PATH_SUFFIXES lib lib64 ${_blis_suffixes} lib/${CMAKE_LIBRARY_ARCHITECTURE}/blis-openmp)
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(BLIS REQUIRED_VARS BLIS_LIBRARY BLIS_INCLUDE_DIR)
 if(BLIS_FOUND AND NOT TARGET BLIS::BLIS)
@@ -16,4 +20,4 @@ if(BLIS_FOUND AND NOT TARGET BLIS::BLIS)
   set_target_properties(BLIS::BLIS PROPERTIES IMPORTED_LOCATION "${BLIS_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${BLIS_INCLUDE_DIR}")
 endif()
-mark_as_advanced(BLIS_INCLUDE_DIR BLIS_LIBRARY)
+mark_as_advanced(BLIS_INCLUDE_DIR BLIS_LIBRARY BLIS_STATIC_LIBRARY)

@@ -43,6 +43,17 @@ void tfl__iter_init(tfl__iter *it, int rank, const int64_t *shape, int n,
 void tfl__iter_run(const tfl__iter *it, tfl__loop_fn fn, const void *aux, int threads,
                    bool parallel);
 
+/** The CPU device: the common record, then what the CPU kernels keep per device. */
+typedef struct tfl__cpu_device {
+    tfl__device base;
+    void *gemm;          /* BLIS contexts picked for this CPU (k_matmul.c); NULL: BLIS's own */
+} tfl__cpu_device;
+
+/** Bytes of the per-device GEMM state, and its set-up (k_matmul.c). */
+size_t tfl__cpu_gemm_bytes(void);
+/** Fills state; false when BLIS's own choice is to be used. */
+bool tfl__cpu_gemm_init(void *state);
+
 /** A new CPU device for ctx (host memory, the CPU kernel table). */
 tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);
 

@@ -42,9 +42,12 @@ static const tfl__kernel *const families[] = {
 
 tfl__device *tfl__cpu_device_new(tfl_ctx *ctx)
 {
-    tfl__device *dev = tfl__host_alloc(ctx, sizeof *dev, 64);
-    if (!dev) return NULL;
-    memset(dev, 0, sizeof *dev);
+    size_t head = (sizeof(tfl__cpu_device) + 63) / 64 * 64;
+    tfl__cpu_device *cpu = tfl__host_alloc(ctx, head + tfl__cpu_gemm_bytes(), 64);
+    if (!cpu) return NULL;
+    memset(cpu, 0, sizeof *cpu);
+    if (tfl__cpu_gemm_init((char *)cpu + head)) cpu->gemm = (char *)cpu + head;
+    tfl__device *dev = &cpu->base;
     dev->ops = &cpu_ops;
     dev->ctx = ctx;
     dev->index = 0;

@@ -12,6 +12,64 @@
 #include <blis.h>
 #include <complex.h>
 
+/* ---- BLIS contexts -------------------------------------------------------------------------- *
+ * Debian's BLIS 0.9 picks kernels by CPU model and falls back to its slow reference kernels
+ * on CPUs it does not know (AMD Zen 5 among them), although its AVX2 (zen3) and AVX-512 (skx)
+ * kernels run there. The shared libtapeflow links its own hidden copy of BLIS (libblis.a),
+ * whose registry BLIS does not export from libblis.so, and passes a context chosen by the
+ * CPU's features to every gemm: AVX-512 kernels for float/double with zen3's small-matrix
+ * ("sup") path, zen3's kernels for complex (skx has no complex kernels). The context is a
+ * copy kept in the ctx's CPU device: no global state, no environment variable, and an
+ * application using BLIS itself is not affected. Built against libblis.so (the static
+ * libtapeflow), the registry is missing and BLIS's own choice is used. */
+#pragma weak bli_gks_lookup_id
+
+typedef struct gemm_state {
+    cntx_t real; /* sgemm, dgemm */
+    cntx_t cplx; /* cgemm, zgemm */
+} gemm_state;
+
+size_t tfl__cpu_gemm_bytes(void) { return sizeof(gemm_state); }
+
+static bool cpu_has(const char *feature_list)
+{
+    __builtin_cpu_init();
+    if (!strcmp(feature_list, "avx512"))
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+bool tfl__cpu_gemm_init(void *mem)
+{
+    gemm_state *st = mem;
+    if (!bli_gks_lookup_id || !cpu_has("avx2")) return false;
+    bli_init(); /* once per process (BLIS's own pthread_once) */
+    if (bli_arch_query_id() != BLIS_ARCH_GENERIC) return false; /* BLIS knows this CPU */
+    cntx_t **zen3 = bli_gks_lookup_id(BLIS_ARCH_ZEN3);
+    if (!zen3 || !zen3[BLIS_NAT]) return false;
+    st->real = st->cplx = *zen3[BLIS_NAT];
+    cntx_t **skx = cpu_has("avx512") ? bli_gks_lookup_id(BLIS_ARCH_SKX) : NULL;
+    if (skx && skx[BLIS_NAT]) {
+        cntx_t *z = zen3[BLIS_NAT];
+        st->real = *skx[BLIS_NAT];
+        memcpy(st->real.l3_sup_thresh, z->l3_sup_thresh, sizeof st->real.l3_sup_thresh);
+        memcpy(st->real.l3_sup_handlers, z->l3_sup_handlers, sizeof st->real.l3_sup_handlers);
+        memcpy(st->real.l3_sup_blkszs, z->l3_sup_blkszs, sizeof st->real.l3_sup_blkszs);
+        memcpy(st->real.l3_sup_kers, z->l3_sup_kers, sizeof st->real.l3_sup_kers);
+        memcpy(st->real.l3_sup_kers_prefs, z->l3_sup_kers_prefs,
+               sizeof st->real.l3_sup_kers_prefs);
+        /* the small-matrix path when m or n < 64 (skx's packed kernels are slow there);
+         * never for a small k alone (the sup kernels are slower than packing then) */
+        const dim_t thresh[3] = {[BLIS_MT] = 64, [BLIS_NT] = 64, [BLIS_KT] = 0};
+        for (int t = BLIS_MT; t <= BLIS_KT; t++) {
+            bli_blksz_set_def(thresh[t], BLIS_FLOAT, &st->real.l3_sup_thresh[t]);
+            bli_blksz_set_def(thresh[t], BLIS_DOUBLE, &st->real.l3_sup_thresh[t]);
+        }
+    }
+    return true;
+}
+
 /* A matrix operand as BLIS wants it: strides (elements) of the stored matrix. */
 typedef struct {
     int64_t rows, cols, rs, cs;
@@ -83,6 +141,8 @@ static tfl_status k_matmul(const tfl__kcall *k)
         sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
     }
     mat A = stored(a), B = stored(b);
+    gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
+    cntx_t *real = gs ? &gs->real : NULL, *cplx = gs ? &gs->cplx : NULL;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     double flops = 2.0 * (double)m * (double)n * (double)kk;
     bli_rntm_set_num_threads(flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1, &rntm);
@@ -117,25 +177,25 @@ static tfl_status k_matmul(const tfl__kcall *k)
         case TFL_DTYPE_FLOAT32: {
             float one = 1.0f, zero = 0.0f;
             bli_sgemm_ex(tra, trb, m, n, kk, &one, (float *)pa, A.rs, A.cs, (float *)pb, B.rs,
-                         B.cs, &zero, (float *)pc, n, 1, NULL, &rntm);
+                         B.cs, &zero, (float *)pc, n, 1, real, &rntm);
             break;
         }
         case TFL_DTYPE_FLOAT64: {
             double one = 1.0, zero = 0.0;
             bli_dgemm_ex(tra, trb, m, n, kk, &one, (double *)pa, A.rs, A.cs, (double *)pb, B.rs,
-                         B.cs, &zero, (double *)pc, n, 1, NULL, &rntm);
+                         B.cs, &zero, (double *)pc, n, 1, real, &rntm);
             break;
         }
         case TFL_DTYPE_COMPLEX64: {
             scomplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
             bli_cgemm_ex(tra, trb, m, n, kk, &one, (scomplex *)pa, A.rs, A.cs, (scomplex *)pb,
-                         B.rs, B.cs, &zero, (scomplex *)pc, n, 1, NULL, &rntm);
+                         B.rs, B.cs, &zero, (scomplex *)pc, n, 1, cplx, &rntm);
             break;
         }
         case TFL_DTYPE_COMPLEX128: {
             dcomplex one = {1.0, 0.0}, zero = {0.0, 0.0};
             bli_zgemm_ex(tra, trb, m, n, kk, &one, (dcomplex *)pa, A.rs, A.cs, (dcomplex *)pb,
-                         B.rs, B.cs, &zero, (dcomplex *)pc, n, 1, NULL, &rntm);
+                         B.rs, B.cs, &zero, (dcomplex *)pc, n, 1, cplx, &rntm);
             break;
         }
         case TFL_DTYPE_INT32:
