@@ -265,12 +265,14 @@ static tfl_status k_pad(const tfl__kcall *k)
     return TFL_OK;
 }
 
-#define SEGMENT_ADD(T)                                                                       \
+/* dst += src row by row; U is the type the sum is done in (unsigned for integers: they wrap,
+ * as TensorFlow's kernels do in practice, without C's undefined signed overflow) */
+#define SEGMENT_ADD(T, U)                                                                    \
     for (int64_t o = 0; o < outer; o++)                                                      \
         for (int64_t j = 0; j < nidx; j++) {                                                 \
             T *dst = (T *)out + (o * nseg + load_index(idx, j, idt)) * inner;                \
             const T *src = (const T *)in + (o * nidx + j) * inner;                           \
-            for (int64_t i = 0; i < inner; i++) dst[i] += src[i];                            \
+            for (int64_t i = 0; i < inner; i++) dst[i] = (T)((U)dst[i] + (U)src[i]);         \
         }
 
 static tfl_status k_segment_sum(const tfl__kcall *k)
@@ -303,12 +305,12 @@ static tfl_status k_segment_sum(const tfl__kcall *k)
     const void *in = tfl__data(data);
     memset(out, 0, (size_t)k->out->numel * tfl_dtype_size(dt));
     switch (dt) {
-    case TFL_DTYPE_INT32: SEGMENT_ADD(int32_t) break; /* TF's int kernels wrap in practice */
-    case TFL_DTYPE_INT64: SEGMENT_ADD(int64_t) break;
-    case TFL_DTYPE_FLOAT32: SEGMENT_ADD(float) break;
-    case TFL_DTYPE_FLOAT64: SEGMENT_ADD(double) break;
-    case TFL_DTYPE_COMPLEX64: SEGMENT_ADD(c64) break;
-    case TFL_DTYPE_COMPLEX128: SEGMENT_ADD(c128) break;
+    case TFL_DTYPE_INT32: SEGMENT_ADD(int32_t, uint32_t) break;
+    case TFL_DTYPE_INT64: SEGMENT_ADD(int64_t, uint64_t) break;
+    case TFL_DTYPE_FLOAT32: SEGMENT_ADD(float, float) break;
+    case TFL_DTYPE_FLOAT64: SEGMENT_ADD(double, double) break;
+    case TFL_DTYPE_COMPLEX64: SEGMENT_ADD(c64, c64) break;
+    case TFL_DTYPE_COMPLEX128: SEGMENT_ADD(c128, c128) break;
     default:
         st = tfl__set_error(ctx, TFL_INTERNAL, "UnsortedSegmentSum: no CPU loop for %s",
                             tfl_dtype_name(dt));

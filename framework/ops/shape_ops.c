@@ -255,10 +255,15 @@ tfl_tensor *tfl_pad(tfl_ctx *ctx, const tfl_tensor *x, const int64_t *before,
         TFL_CHECK_RET(ctx, before[i] >= 0 && after[i] >= 0, NULL, TFL_INVALID_ARGUMENT,
                       "PadV2: paddings must be non-negative, axis %d has before %lld, after %lld",
                       i, (long long)before[i], (long long)after[i]);
+        TFL_CHECK_RET(ctx, before[i] <= INT64_MAX / 4 - x->shape[i] &&
+                      after[i] <= INT64_MAX / 4 - x->shape[i] - before[i], NULL,
+                      TFL_INVALID_ARGUMENT, "PadV2: axis %d would have too many elements "
+                      "(before %lld, after %lld)", i, (long long)before[i], (long long)after[i]);
         attrs.before[i] = before[i];
         attrs.after[i] = after[i];
         shape[i] = x->shape[i] + before[i] + after[i];
     }
+    if (!tfl__check_new(ctx, "PadV2", (tfl_dtype)x->dtype, x->rank, shape)) return NULL;
     return tfl__op_run(ctx, TFL_OP_PAD, (tfl_dtype)x->dtype, 1, &x, (tfl_dtype)x->dtype, x->rank,
                        shape, &attrs);
 }
@@ -283,6 +288,9 @@ tfl_tensor *tfl_unsorted_segment_sum(tfl_ctx *ctx, const tfl_tensor *data,
     int a = axis < 0 ? axis + rank : axis;
     char sd[128], si[128];
     /* data's shape is out[:a] + segment_ids.shape + out[a+1:] */
+    TFL_CHECK_RET(ctx, rank <= TFL_MAX_RANK, NULL, TFL_INVALID_ARGUMENT,
+                  "UnsortedSegmentSum: the result would have rank %d (more than %d)", rank,
+                  TFL_MAX_RANK);
     bool ok = rank >= 1 && a >= 0 && a < rank &&
               tfl__same_shape(segment_ids->rank, segment_ids->shape, segment_ids->rank,
                               data->shape + a);
@@ -294,6 +302,8 @@ tfl_tensor *tfl_unsorted_segment_sum(tfl_ctx *ctx, const tfl_tensor *data,
     for (int d = 0; d < a; d++) shape[d] = data->shape[d];
     shape[a] = num_segments;
     for (int d = a + 1; d < rank; d++) shape[d] = data->shape[d - 1 + segment_ids->rank];
+    if (!tfl__check_new(ctx, "UnsortedSegmentSum", (tfl_dtype)data->dtype, rank, shape))
+        return NULL;
     tfl__segment_attrs attrs = {a, num_segments};
     return tfl__op_run(ctx, op, (tfl_dtype)data->dtype, 2, in, (tfl_dtype)data->dtype, rank, shape,
                        &attrs);
