@@ -97,6 +97,7 @@ static tfl_status var_write(tfl_tensor *v, const tfl_tensor *value, write_mode m
 
     tfl__device *dev = tfl__tensor_device(v);
     TFL_TRY(tfl_frame_push(ctx));
+    ctx->tape_pause++; /* writes are not differentiable: tapes record none of their steps */
     tfl_status st = TFL_OK;
     const tfl_tensor *x = value;
     if (x->dtype != vd) x = tfl_cast(ctx, x, vd);
@@ -121,6 +122,7 @@ static tfl_status var_write(tfl_tensor *v, const tfl_tensor *value, write_mode m
         }
         tfl_tensor_release(fresh);
     }
+    ctx->tape_pause--;
     tfl_frame_pop(ctx);
     if (st != TFL_OK) return st;
     v->flags &= (uint16_t)~TFL_TENSOR_FLAG_UNINIT;

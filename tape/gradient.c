@@ -173,12 +173,12 @@ tfl_status tfl_tape_vjp(tfl_tape *tape, const tfl_tensor *target,
                         const tfl_tensor *output_gradient, int n,
                         const tfl_tensor *const *sources, tfl_tensor **grads, unsigned flags)
 {
+    for (int i = 0; grads && i < n; i++) grads[i] = NULL;
     if (!tape) return TFL_INVALID_ARGUMENT;
     tfl_ctx *ctx = tape->ctx;
     TFL_CHECK(ctx, n >= 0 && (n == 0 || (sources && grads)), TFL_INVALID_ARGUMENT,
               "tape_gradient: n is %d with sources %s and grads %s", n, sources ? "set" : "NULL",
               grads ? "set" : "NULL");
-    for (int i = 0; i < n; i++) grads[i] = NULL;
     TFL_CHECK(ctx, (flags & ~TFL_GRAD_UNCONNECTED_ZERO) == 0, TFL_INVALID_ARGUMENT,
               "tape_gradient: unknown flags 0x%x", flags);
     TFL_TRY(check_arg(ctx, target, "the target", -1));

@@ -83,8 +83,9 @@ TFL_API tfl_status tfl_tape_end(tfl_tape *tape);
 
 /**
  * Gradients of target (its sum when not scalar) with respect to n sources, into grads[n]:
- * new tensors owned by the innermost frame, NULL for an unconnected source unless
- * TFL_GRAD_UNCONNECTED_ZERO. On error every grads[i] is NULL and nothing is kept.
+ * references owned by the innermost frame (tensors are immutable, so a gradient may be a
+ * tensor that also exists elsewhere, e.g. the output gradient itself when the target is a
+ * source), NULL for an unconnected source unless TFL_GRAD_UNCONNECTED_ZERO. On error every grads[i] is NULL and nothing is kept.
  * Errors: INVALID_ARGUMENT (NULL or non-floating target or source, n < 0), MISUSE (another
  * context), FAILED_PRECONDITION (a second call on a non-persistent tape, or a tape that
  * failed to record), and the errors of the ops the backward pass runs.
@@ -102,7 +103,8 @@ TFL_API tfl_status tfl_tape_vjp(tfl_tape *tape, const tfl_tensor *target,
                                 const tfl_tensor *const *sources, tfl_tensor **grads,
                                 unsigned flags);
 
-/** Ops recorded so far (for tests and tools). */
+/** Ops recorded and still held (for tests and tools): a non-persistent tape holds none
+ * after its gradient call. */
 TFL_API int64_t tfl_tape_size(const tfl_tape *tape);
 
 /** Ends the tape if it records and releases everything it kept. NULL: no-op. */
