@@ -203,6 +203,23 @@ static tfl_status k_cast(const tfl__kcall *k)
     static void name(int64_t n, char **p, const int64_t *s, const void *aux)                \
     {                                                                                       \
         (void)aux;                                                                          \
+        const T *x = (const T *)p[2], *y = (const T *)p[3];                                 \
+        const uint8_t *c = (const uint8_t *)p[1];                                           \
+        T *o = (T *)p[0];                                                                   \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == 0) {             \
+            const T y0 = y[0]; /* relu's backward: where(mask, dy, 0) */                    \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y0;                        \
+            return;                                                                         \
+        }                                                                                   \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == 0 && s[3] == sizeof(T)) {             \
+            const T x0 = x[0];                                                              \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x0 : y[i];                        \
+            return;                                                                         \
+        }                                                                                   \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {     \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];                      \
+            return;                                                                         \
+        }                                                                                   \
         for (int64_t i = 0; i < n; i++)                                                     \
             memcpy(p[0] + i * s[0], *(const uint8_t *)(p[1] + i * s[1]) ? p[2] + i * s[2]  \
                                                                          : p[3] + i * s[3], \
