@@ -5,31 +5,9 @@
  * in its gradient call (live tensors and bytes return to their level, a variable's assign
  * after it writes in place), a persistent one or an undifferentiated one at tfl_tape_free,
  * and a snapshot keeps the value a variable had when the op ran. */
-#include "test_fixture.h"
-#include "variable_helpers.h"
+#include "tape_helpers.h"
 
-#define F64 TFL_DTYPE_FLOAT64
-#define EXPECT_F64(t, want, n, tol) expect_vals_((t), F64, (want), (n), (tol), __LINE__)
 #define SRC(...) ((const tfl_tensor *[]){__VA_ARGS__})
-
-static tfl_tensor *sum_all(tfl_ctx *ctx, const tfl_tensor *t)
-{
-    return tfl_reduce_sum(ctx, t, 0, NULL, false);
-}
-
-static tfl_tensor *grad1_(tfl_tape *tape, const tfl_tensor *y, const tfl_tensor *x, unsigned flags,
-                          int line)
-{
-    tfl_tensor *g = (tfl_tensor *)&g; /* a sentinel the call must overwrite */
-    tfl_status st = tfl_tape_gradient(tape, y, 1, &x, &g, flags);
-    if (st != TFL_OK) {
-        print_error("line %d: tfl_tape_gradient: %s\n", line, tfl_status_name(st));
-        fail();
-    }
-    assert_true(g != (tfl_tensor *)&g);
-    return g;
-}
-#define grad1(tape, y, x, flags) grad1_((tape), (y), (x), (flags), __LINE__)
 
 static tfl_tensor *mat_f64(tfl_ctx *ctx, int64_t r, int64_t c, const double *v)
 {

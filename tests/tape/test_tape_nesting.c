@@ -5,34 +5,23 @@
  * product by differentiating a VJP with respect to its output gradient; a gradient call
  * while the tape still records (it does not record its own backward pass, the tapes around
  * it do); and tapes still alive at tfl_ctx_free. */
-#include "test_fixture.h"
-#include "variable_helpers.h"
+#include "tape_helpers.h"
 
 #include <math.h>
 
-#define F64 TFL_DTYPE_FLOAT64
-#define EXPECT_F64(t, want, n, tol) expect_vals_((t), F64, (want), (n), (tol), __LINE__)
 #define NX 4
-
-static const double XS[NX] = {-1.5, -0.5, 0.5, 2.0};
-
-static tfl_tensor *sum_all(tfl_ctx *ctx, const tfl_tensor *t)
+/* the gradient, which must be connected here */
+#define gradnn(tape, y, x) must_connect(grad1((tape), (y), (x), 0), __LINE__)
+static tfl_tensor *must_connect(tfl_tensor *g, int line)
 {
-    return tfl_reduce_sum(ctx, t, 0, NULL, false);
-}
-
-static tfl_tensor *grad1_(tfl_tape *tape, const tfl_tensor *y, const tfl_tensor *x, int line)
-{
-    tfl_tensor *g = NULL;
-    tfl_status st = tfl_tape_gradient(tape, y, 1, &x, &g, 0);
-    if (st != TFL_OK || !g) {
-        tfl_error e = tfl_ctx_error(tfl_tensor_ctx(y));
-        print_error("line %d: tfl_tape_gradient: %s (%s)\n", line, tfl_status_name(st), e.message);
+    if (!g) {
+        print_error("line %d: the gradient is unconnected\n", line);
         fail();
     }
     return g;
 }
-#define grad1(tape, y, x) grad1_((tape), (y), (x), __LINE__)
+
+static const double XS[NX] = {-1.5, -0.5, 0.5, 2.0};
 
 /* x as a plain tensor watched by the tapes, or as a trainable variable they watch themselves */
 static tfl_tensor *make_x(tfl_ctx *ctx, bool variable)
@@ -68,8 +57,8 @@ static void test_inner_and_outer_first_derivatives(void **state)
         xx[i] = XS[i] * XS[i];
         x3[i] = 3 * XS[i] * XS[i];
     }
-    EXPECT_F64(grad1(inner, y, x), xx, NX, 1e-12); /* d(a x)/dx with a held: x^2 */
-    EXPECT_F64(grad1(outer, y, x), x3, NX, 1e-12); /* d(x^3)/dx: 3 x^2 */
+    EXPECT_F64(gradnn(inner, y, x), xx, NX, 1e-12); /* d(a x)/dx with a held: x^2 */
+    EXPECT_F64(gradnn(outer, y, x), x3, NX, 1e-12); /* d(x^3)/dx: 3 x^2 */
     tfl_tape_free(inner);
     tfl_tape_free(outer);
     expect_no_error(ctx);
@@ -122,10 +111,10 @@ static void check_second(tfl_ctx *ctx, fn1 f, dfn d1, dfn d2, bool variable)
     tfl_tensor *y = sum_all(ctx, f(ctx, x));
     tfl_tape_end(inner);
     int64_t before = tfl_tape_size(outer);
-    tfl_tensor *g = grad1(inner, y, x);
+    tfl_tensor *g = gradnn(inner, y, x);
     assert_true(tfl_tape_size(outer) > before); /* the outer tape recorded the backward pass */
     tfl_tape_end(outer);
-    tfl_tensor *h = grad1(outer, g, x);
+    tfl_tensor *h = gradnn(outer, g, x);
     double w1[NX], w2[NX];
     for (int i = 0; i < NX; i++) {
         w1[i] = d1(XS[i]);
@@ -176,11 +165,11 @@ static void test_third_derivative_through_three_tapes(void **state)
         tfl_tape *t3 = begin_watching(ctx, 0, x);
         tfl_tensor *y = sum_all(ctx, tfl_pow(ctx, x, tfl_scalar_f64(ctx, 4)));
         tfl_tape_end(t3);
-        tfl_tensor *g3 = grad1(t3, y, x);
+        tfl_tensor *g3 = gradnn(t3, y, x);
         tfl_tape_end(t2);
-        tfl_tensor *g2 = grad1(t2, g3, x);
+        tfl_tensor *g2 = gradnn(t2, g3, x);
         tfl_tape_end(t1);
-        tfl_tensor *g1 = grad1(t1, g2, x);
+        tfl_tensor *g1 = gradnn(t1, g2, x);
         double w3[NX], w2[NX], w1[NX];
         for (int i = 0; i < NX; i++) {
             double v = XS[i];
@@ -251,7 +240,7 @@ static void mlp_grad(tfl_ctx *ctx, const double *w1, double *out)
     tfl_tape *tape = begin_watching(ctx, 0, m.w1);
     tfl_tensor *loss = mlp_loss(ctx, m.x, m.w1, m.b1, m.w2);
     tfl_tape_end(tape);
-    tfl_tensor *g = grad1(tape, loss, m.w1);
+    tfl_tensor *g = gradnn(tape, loss, m.w1);
     assert_int_equal(tfl_tensor_to_host(g, out, sizeof(double) * D * H), TFL_OK);
     tfl_tape_free(tape);
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
@@ -266,10 +255,10 @@ static void check_hvp(tfl_ctx *ctx, bool variables)
     tfl_tape *inner = begin_watching(ctx, 0, m.w1);
     tfl_tensor *loss = mlp_loss(ctx, m.x, m.w1, m.b1, m.w2);
     tfl_tape_end(inner);
-    tfl_tensor *g = grad1(inner, loss, m.w1);
+    tfl_tensor *g = gradnn(inner, loss, m.w1);
     tfl_tensor *s = sum_all(ctx, tfl_mul(ctx, g, v));
     tfl_tape_end(outer);
-    tfl_tensor *hv = grad1(outer, s, m.w1);
+    tfl_tensor *hv = gradnn(outer, s, m.w1);
     expect_shape(hv, 2, (const int64_t[]){D, H});
 
     /* the inner gradient is the plain one, and Hv matches (g(W1 + eps v) - g(W1 - eps v)) / 2eps */
@@ -336,7 +325,7 @@ static void test_jvp_by_double_vjp(void **state)
     assert_int_equal(tfl_tape_vjp(inner, y, u, 1, (const tfl_tensor *[]){x}, &g, 0), TFL_OK);
     tfl_tensor *s = sum_all(ctx, tfl_mul(ctx, g, v));
     tfl_tape_end(outer);
-    tfl_tensor *jv = grad1(outer, s, u);
+    tfl_tensor *jv = gradnn(outer, s, u);
     double want[2];
     for (int i = 0; i < 2; i++) {
         double mx = 0, mv = 0;
@@ -374,7 +363,7 @@ static void test_gradient_while_recording(void **state)
     }
 
     /* the inner tape, still recording, does not record its own backward pass; the outer does */
-    tfl_tensor *g = grad1(inner, y, x);
+    tfl_tensor *g = gradnn(inner, y, x);
     EXPECT_F64(g, w1, NX, 1e-12);
     assert_int_equal(tfl_tape_size(inner), 3);
     int64_t outer_size = tfl_tape_size(outer);
@@ -382,20 +371,20 @@ static void test_gradient_while_recording(void **state)
     tfl_tensor *g2 = tfl_mul(ctx, g, g); /* g is the outer's value, not the inner's */
     assert_int_equal(tfl_tape_size(inner), 3);
     assert_int_equal(tfl_tape_size(outer), outer_size + 1);
-    EXPECT_F64(grad1(inner, y, x), w1, NX, 1e-12); /* persistent: again */
+    EXPECT_F64(gradnn(inner, y, x), w1, NX, 1e-12); /* persistent: again */
     assert_int_equal(tfl_tape_size(inner), 3);
     outer_size = tfl_tape_size(outer);
 
     /* the outer tape, still recording: second derivatives, twice, and its size stays */
-    tfl_tensor *h = grad1(outer, g, x);
+    tfl_tensor *h = gradnn(outer, g, x);
     EXPECT_F64(h, w2, NX, 1e-12);
     assert_int_equal(tfl_tape_size(outer), outer_size);
-    EXPECT_F64(grad1(outer, g, x), w2, NX, 1e-12);
-    EXPECT_F64(grad1(outer, y, x), w1, NX, 1e-12);
+    EXPECT_F64(gradnn(outer, g, x), w2, NX, 1e-12);
+    EXPECT_F64(gradnn(outer, y, x), w1, NX, 1e-12);
     double w4[NX]; /* d/dx (3x^2)^2 = 36 x^3 */
     for (int i = 0; i < NX; i++)
         w4[i] = 36 * XS[i] * XS[i] * XS[i];
-    EXPECT_F64(grad1(outer, g2, x), w4, NX, 1e-11);
+    EXPECT_F64(gradnn(outer, g2, x), w4, NX, 1e-11);
     assert_int_equal(tfl_tape_size(outer), outer_size);
     tfl_tensor *gi = (tfl_tensor *)&gi; /* g2 is not on the inner tape: unconnected */
     assert_int_equal(tfl_tape_gradient(inner, g2, 1, (const tfl_tensor *[]){x}, &gi, 0), TFL_OK);
@@ -426,7 +415,7 @@ static void test_ctx_free_frees_live_tapes(void **state)
     tfl_tape *ended = tfl_tape_begin(ctx, 0);
     tfl_tensor *z = sum_all(ctx, tfl_mul(ctx, y, x));
     tfl_tape_end(ended);
-    tfl_tensor *g = grad1(inner, y, x); /* 2x e^(x^2), recorded by the outer tape */
+    tfl_tensor *g = gradnn(inner, y, x); /* 2x e^(x^2), recorded by the outer tape */
     double w[NX];
     for (int i = 0; i < NX; i++)
         w[i] = 2 * XS[i] * exp(XS[i] * XS[i]);

@@ -4,31 +4,8 @@
  * ops on untracked tensors or with integer/bool results; the errors of tfl_tape_watch
  * (int32, after end, NULL, another context) and of tfl_tape_begin; what recorded ops keep;
  * and running out of memory while recording and in a gradient call. */
-#include "test_fixture.h"
-#include "variable_helpers.h"
+#include "tape_helpers.h"
 
-#define F64 TFL_DTYPE_FLOAT64
-#define EXPECT_F64(t, want, n, tol) expect_vals_((t), F64, (want), (n), (tol), __LINE__)
-
-static tfl_tensor *sum_all(tfl_ctx *ctx, const tfl_tensor *t)
-{
-    return tfl_reduce_sum(ctx, t, 0, NULL, false);
-}
-
-/* The gradient of y with respect to x (asserting the call succeeds; NULL when unconnected). */
-static tfl_tensor *grad1_(tfl_tape *tape, const tfl_tensor *y, const tfl_tensor *x, unsigned flags,
-                          int line)
-{
-    tfl_tensor *g = (tfl_tensor *)&g; /* a sentinel the call must overwrite */
-    tfl_status st = tfl_tape_gradient(tape, y, 1, &x, &g, flags);
-    if (st != TFL_OK) {
-        print_error("line %d: tfl_tape_gradient: %s\n", line, tfl_status_name(st));
-        fail();
-    }
-    assert_true(g != (tfl_tensor *)&g);
-    return g;
-}
-#define grad1(tape, y, x, flags) grad1_((tape), (y), (x), (flags), __LINE__)
 
 static tfl_tensor *var_f64(tfl_ctx *ctx, const double *v, int64_t n, unsigned flags)
 {
