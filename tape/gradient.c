@@ -68,9 +68,10 @@ static tfl_status run_rule(tfl_tape *tape, tfl__tape_node *node, const tfl_tenso
     bool need_s[SMALL_N], *need = need_s, any = false;
     tfl_tensor *dx_s[SMALL_N], **dx = dx_s;
     if (n > SMALL_N) {
-        need = tfl__host_alloc(ctx, (sizeof(bool) + sizeof(tfl_tensor *)) * (size_t)n, 16);
+        size_t head = ((size_t)n + 15) / 16 * 16; /* the bools, then the aligned pointers */
+        need = tfl__host_alloc(ctx, head + sizeof(tfl_tensor *) * (size_t)n, 16);
         TFL_CHECK(ctx, need, TFL_RESOURCE_EXHAUSTED, "tape_gradient: out of host memory");
-        dx = (tfl_tensor **)((char *)need + ((size_t)n + 15) / 16 * 16);
+        dx = (tfl_tensor **)(void *)((char *)need + head);
     }
     for (int i = 0; i < n; i++) {
         need[i] = in[i].entry >= 0 && tape->entries[in[i].entry].mark != 0;

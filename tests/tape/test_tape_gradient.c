@@ -478,6 +478,38 @@ static void test_snapshot_keeps_value_across_assign(void **state)
     tfl_tensor_release(v);
 }
 
+/* An op with more inputs than the backward pass keeps on the stack (concat of 20): each input
+ * gets its slice of the output gradient. */
+static void test_many_inputs(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    enum { N = 20 };
+    tfl_tensor *xs[N];
+    double w[2 * N];
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    for (int i = 0; i < N; i++) {
+        xs[i] = vec_f64(ctx, (const double[]){i, -i}, 2);
+        if (i % 3 != 1) assert_int_equal(tfl_tape_watch(tape, xs[i]), TFL_OK);
+        w[2 * i] = 0.5 * i + 1;
+        w[2 * i + 1] = -0.25 * i;
+    }
+    tfl_tensor *y = sum_all(ctx, tfl_mul(ctx, tfl_concat(ctx, N, (const tfl_tensor *const *)xs, 0),
+                                         vec_f64(ctx, w, 2 * N)));
+    tfl_tape_end(tape);
+    tfl_tensor *g[N];
+    assert_int_equal(tfl_tape_gradient(tape, y, N, (const tfl_tensor *const *)xs, g, 0), TFL_OK);
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 1) {
+            assert_null(g[i]); /* not watched: a constant */
+            continue;
+        }
+        EXPECT_F64(g[i], (&w[2 * i]), 2, 0);
+    }
+    tfl_tape_free(tape);
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -498,6 +530,7 @@ int main(void)
         T(test_free_undifferentiated_releases_saved),
         T(test_assign_after_gradient_in_place),
         T(test_snapshot_keeps_value_across_assign),
+        T(test_many_inputs),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
