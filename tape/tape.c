@@ -105,13 +105,18 @@ static void record_on(tfl_tape *tape, tfl__op_id op, int n_in, const tfl_tensor 
 {
     tfl_ctx *ctx = tape->ctx;
     const tfl__grad_rule *rule = &tfl__grad_rules[op];
+    enum { KEEP = 8 }; /* entries remembered from the first pass (concat may have more) */
+    int32_t entry[KEEP];
     unsigned saves = 0;
     bool tracked = false;
-    for (int i = 0; i < n_in; i++)
-        if (track(tape, in[i]) >= 0) {
+    for (int i = 0; i < n_in; i++) {
+        int32_t e = track(tape, in[i]);
+        if (i < KEEP) entry[i] = e;
+        if (e >= 0) {
             tracked = true;
             saves |= rule->saves[i < TFL_MAX_INPUTS ? i : TFL_MAX_INPUTS - 1];
         }
+    }
     if (!tracked || tape->failed) return;
     if (!grow(ctx, (void **)&tape->nodes, &tape->cap_nodes, sizeof(tfl__tape_node), true,
               tape->n_nodes + 1) ||
@@ -134,7 +139,7 @@ static void record_on(tfl_tape *tape, tfl__op_id op, int n_in, const tfl_tensor 
     if (attrs && rule->attrs_size) memcpy(&node->attrs, attrs, rule->attrs_size);
     for (int i = 0; i < n_in; i++) {
         tfl__tape_in *r = &tape->ins[tape->n_ins++];
-        r->entry = tfl__tape_find(tape, in[i]->id);
+        r->entry = i < KEEP ? entry[i] : tfl__tape_find(tape, in[i]->id);
         r->dtype = in[i]->dtype;
         r->rank = in[i]->rank;
         memcpy(r->shape, in[i]->shape, sizeof(int64_t) * in[i]->rank);
