@@ -350,6 +350,14 @@ void tfl__vars_free(tfl_ctx *ctx);
 tfl_status tfl__vars_register(tfl_ctx *ctx, tfl_tensor *v);
 /** Removes every occurrence of v from every collection and from the registry. */
 void tfl__vars_forget(tfl_ctx *ctx, tfl_tensor *v);
+/** A variable named exactly `name` (no name scope is prepended; duplicates allowed), made like
+ * tfl_variable_new_init: the optimizer's slots and step counter. */
+tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dtype, int rank,
+                                    const int64_t *shape, const tfl_initializer *init,
+                                    const tfl_variable_opts *opts);
+/** Gives v storage of its own (copy-on-write when a snapshot shares it) so that a kernel can
+ * write v's data in place. Errors: RESOURCE_EXHAUSTED (v unchanged). */
+tfl_status tfl__variable_own(tfl_tensor *v);
 /** The variables get_variable made, looked up by full name; NULL when none. */
 tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
 

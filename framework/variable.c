@@ -145,6 +145,27 @@ tfl_status tfl_variable_assign_sub(tfl_tensor *v, const tfl_tensor *value)
     return var_write(v, value, WRITE_SUB);
 }
 
+/* Gives v storage of its own (a copy when a snapshot shares it), so a kernel may then write
+ * into v's data in place; the value and every snapshot are unchanged. */
+tfl_status tfl__variable_own(tfl_tensor *v)
+{
+    if (v->storage->refs == 1) return TFL_OK;
+    tfl_ctx *ctx = v->ctx;
+    tfl_tensor *fresh = tfl__tensor_alloc(ctx, tfl__tensor_device(v), (tfl_dtype)v->dtype,
+                                          v->rank, v->shape);
+    if (!fresh) return ctx->err_code;
+    ctx->tape_pause++;
+    tfl_status st = write_into(ctx, fresh, v, v, WRITE_ASSIGN);
+    ctx->tape_pause--;
+    if (st == TFL_OK) {
+        tfl__storage *old = v->storage;
+        v->storage = fresh->storage;
+        fresh->storage = old;
+    }
+    tfl_tensor_release(fresh);
+    return st;
+}
+
 /* ---- creation ------------------------------------------------------------------------------- */
 
 static tfl_status run_init(tfl_tensor *v)
@@ -275,6 +296,16 @@ tfl_tensor *tfl_variable_new_init(tfl_ctx *ctx, tfl_dtype dtype, int rank, const
     tfl_initializer def = tfl_init_glorot_uniform(0);
     return var_create(ctx, dtype ? dtype : TFL_DTYPE_FLOAT32, rank, shape, init ? init : &def,
                       opts, false, name);
+}
+
+tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dtype, int rank,
+                                    const int64_t *shape, const tfl_initializer *init,
+                                    const tfl_variable_opts *opts)
+{
+    if (!check_name(ctx, "VarHandleOp", name)) return NULL;
+    TFL_CHECK_RET(ctx, strlen(name) < TFL_SCOPE_BYTES + 256, NULL, TFL_INVALID_ARGUMENT,
+                  "VarHandleOp: the name '%.64s...' is too long", name);
+    return var_create(ctx, dtype, rank, shape, init, opts, false, name);
 }
 
 tfl_tensor *tfl_get_variable(tfl_ctx *ctx, const char *name, int rank, const int64_t *shape,

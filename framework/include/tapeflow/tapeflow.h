@@ -15,5 +15,6 @@
 #include <tapeflow/variable.h>
 
 #include <tapeflow/tape.h>
+#include <tapeflow/optim.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */

@@ -1,0 +1,396 @@
+/*
+ * optim/apply.c: one optimizer step. Checks every variable and gradient first, makes the
+ * slots of variables seen for the first time, turns the options, the schedule and the step
+ * into the scalars of tfl__opt_hyper, computes clipping norms, and hands each group of
+ * tensors sharing a device and dtype to that device's fused kernel, which updates the
+ * variables and slots in place. After the first apply nothing here allocates.
+ */
+#include "optim_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* ---- scratch ---------------------------------------------------------------------------------- */
+
+static tfl_status reserve(tfl_optimizer *opt, int n)
+{
+    if (n <= opt->cap_list) return TFL_OK;
+    tfl_ctx *ctx = opt->ctx;
+    int cap = opt->cap_list ? opt->cap_list : 16;
+    while (cap < n) cap *= 2;
+    tfl__opt_tensor *list = tfl__host_alloc(ctx, (size_t)cap * sizeof *list, 64);
+    int32_t *which = tfl__host_alloc(ctx, (size_t)cap * sizeof *which, 64);
+    tfl_tensor **grads = tfl__host_alloc(ctx, (size_t)cap * sizeof *grads, 64);
+    double *norms = tfl__host_alloc(ctx, (size_t)cap * sizeof *norms, 64);
+    if (!list || !which || !grads || !norms) {
+        tfl__host_free(ctx, list);
+        tfl__host_free(ctx, which);
+        tfl__host_free(ctx, grads);
+        tfl__host_free(ctx, norms);
+        return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "%s: out of memory for %d variables",
+                              opt->name, n);
+    }
+    tfl__host_free(ctx, opt->list);
+    tfl__host_free(ctx, opt->which);
+    tfl__host_free(ctx, opt->grads);
+    tfl__host_free(ctx, opt->norms);
+    opt->list = list;
+    opt->which = which;
+    opt->grads = grads;
+    opt->norms = norms;
+    opt->cap_list = cap;
+    return TFL_OK;
+}
+
+/* ---- kernels per device ----------------------------------------------------------------------- */
+
+const tfl__opt_kernels *tfl__opt_kernels_for(const tfl__device *dev)
+{
+    if (!strcmp(dev->ops->type_name, "CPU")) return tfl__opt_cpu_kernels();
+    return NULL;
+}
+
+/* ---- checks ----------------------------------------------------------------------------------- */
+
+#define NEW_ENTRY (-2) /* which[i]: a variable updated for the first time */
+#define SKIPPED (-1)   /* which[i]: NULL gradient */
+
+/* Checks variable i and its gradient; sets opt->which[i]. */
+static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
+                             tfl_tensor *const *grads, uint64_t stamp)
+{
+    tfl_ctx *ctx = opt->ctx;
+    const char *who = opt->name;
+    const tfl_tensor *v = vars[i], *g = grads[i];
+    TFL_CHECK(ctx, v, TFL_INVALID_ARGUMENT, "%s: variable %d is NULL", who, i);
+    TFL_CHECK(ctx, v->ctx == ctx, TFL_MISUSE, "%s: variable %d belongs to another context", who, i);
+    TFL_CHECK(ctx, v->var, TFL_INVALID_ARGUMENT, "%s: argument %d is a tensor, not a variable; "
+              "only variables can be updated", who, i);
+    const char *name = v->var->name;
+    if (!tfl__check_readable(ctx, who, v)) return ctx->err_code;
+    if (!g) {
+        opt->which[i] = SKIPPED;
+        return TFL_OK;
+    }
+    TFL_CHECK(ctx, g->ctx == ctx, TFL_MISUSE, "%s: the gradient of variable '%s:0' belongs to "
+              "another context", who, name);
+    if (!tfl__check_readable(ctx, who, g)) return ctx->err_code;
+    tfl__device *dev = tfl__tensor_device(v);
+    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    TFL_CHECK(ctx, k, TFL_UNIMPLEMENTED, "%s: no update kernel on %s (variable '%s:0')", who,
+              dev->name, name);
+    TFL_CHECK(ctx, k->dtypes >> v->dtype & 1u, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' has "
+              "dtype %s; optimizers update float32 and float64 variables", who, name,
+              tfl_dtype_name((tfl_dtype)v->dtype));
+    TFL_CHECK(ctx, g->dtype == v->dtype, TFL_INVALID_ARGUMENT, "%s: the gradient of variable "
+              "'%s:0' has dtype %s, but the variable has dtype %s", who, name,
+              tfl_dtype_name((tfl_dtype)g->dtype), tfl_dtype_name((tfl_dtype)v->dtype));
+    if (!tfl__same_shape(g->rank, g->shape, v->rank, v->shape)) {
+        char gs[160], vs[160];
+        return tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: the gradient of variable '%s:0' "
+                              "has shape %s, but the variable has shape %s", who, name,
+                              tfl__shape_str(g->rank, g->shape, gs, sizeof gs),
+                              tfl__shape_str(v->rank, v->shape, vs, sizeof vs));
+    }
+    TFL_CHECK(ctx, tfl__tensor_device(g) == dev, TFL_INVALID_ARGUMENT, "%s: the gradient of "
+              "variable '%s:0' is on %s, but the variable is on %s", who, name,
+              tfl__tensor_device(g)->name, dev->name);
+    tfl__opt_entry *e = tfl__opt_find(opt, v->id);
+    if (e) {
+        TFL_CHECK(ctx, e->stamp != stamp, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
+                  "more than once", who, name);
+        e->stamp = stamp;
+        opt->which[i] = (int32_t)(e - opt->entries);
+        return TFL_OK;
+    }
+    for (int j = 0; j < i; j++) /* first apply of v: compare with the other new ones */
+        TFL_CHECK(ctx, opt->which[j] != NEW_ENTRY || vars[j] != v, TFL_INVALID_ARGUMENT,
+                  "%s: variable '%s:0' is listed more than once", who, name);
+    opt->which[i] = NEW_ENTRY;
+    return TFL_OK;
+}
+
+/* ---- slots ------------------------------------------------------------------------------------ */
+
+static tfl_status make_slots(tfl_optimizer *opt, const tfl_tensor *v, tfl__opt_entry *e)
+{
+    tfl_ctx *ctx = opt->ctx;
+    tfl_variable_opts vo = {.device = tfl_tensor_device(v), .flags = TFL_VAR_NOT_TRAINABLE};
+    for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
+        if (!opt->slot_names[s]) continue;
+        char name[TFL_SCOPE_BYTES + 512];
+        int len = snprintf(name, sizeof name, "%s/%s/%s", v->var->name, opt->name,
+                           opt->slot_names[s]);
+        TFL_CHECK(ctx, len > 0 && (size_t)len < sizeof name, TFL_INVALID_ARGUMENT,
+                  "%s: the slot name of variable '%s:0' is too long", opt->name, v->var->name);
+        tfl_initializer init = opt->slot_init[s] != 0 ? tfl_init_constant(opt->slot_init[s])
+                                                      : tfl_init_zeros();
+        e->slots[s] = tfl__variable_new_named(ctx, name, (tfl_dtype)v->dtype, v->rank, v->shape,
+                                              &init, &vo);
+        if (!e->slots[s]) return ctx->err_code;
+    }
+    e->fresh = true;
+    return TFL_OK;
+}
+
+/* ---- the scalars of one step -------------------------------------------------------------------- */
+
+static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h)
+{
+    const tfl_optimizer_opts *o = &opt->opts;
+    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
+    double lr = tfl_schedule_value(&o->schedule, o->learning_rate, step);
+    double t = (double)step + 1.0;
+    bool decoupled = tf || o->kind == TFL_OPTIMIZER_ADAMW;
+    *h = (tfl__opt_hyper){.kind = o->kind, .lr = lr};
+    h->clip = o->clip_value > 0 ? o->clip_value : INFINITY;
+    h->dmul = decoupled ? 1.0 - lr * o->weight_decay : 1.0;
+    h->l2 = decoupled ? 0.0 : o->weight_decay;
+    h->eps = o->epsilon;
+    h->eps_inside = tf;
+    switch (o->kind) {
+    case TFL_OPTIMIZER_SGD:
+        h->momentum = o->momentum > 0;
+        h->nesterov = o->nesterov;
+        h->mu = o->momentum;
+        if (tf) { /* m <- mu m - lr g; p += m, or mu m - lr g */
+            h->cg = -lr;
+            h->mu_first = o->momentum;
+            h->cg_first = -lr;
+            h->sb = o->nesterov ? o->momentum : 1.0;
+        } else { /* b <- mu b + (1 - dampening) g (first: g); p -= lr b, or lr (g + mu b) */
+            h->cg = 1.0 - o->dampening;
+            h->mu_first = 0.0;
+            h->cg_first = 1.0;
+            h->sb = o->nesterov ? -lr * o->momentum : -lr;
+        }
+        h->sg = o->nesterov ? -lr : 0.0;
+        break;
+    case TFL_OPTIMIZER_ADAM:
+    case TFL_OPTIMIZER_ADAMW: {
+        double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+        h->amsgrad = o->amsgrad;
+        h->c1 = 1.0 - o->beta1;
+        h->c2 = 1.0 - o->beta2;
+        h->a = tf ? lr * sqrt(bc2) / bc1 : lr / bc1;
+        h->b = tf ? 1.0 : 1.0 / sqrt(bc2);
+        break;
+    }
+    case TFL_OPTIMIZER_RMSPROP:
+        h->rho = o->rho;
+        h->c2 = 1.0 - o->rho;
+        h->centered = o->centered;
+        h->momentum = o->momentum > 0;
+        h->mu = o->momentum;
+        h->k1 = tf ? lr : 1.0;
+        h->k2 = tf ? 1.0 : lr;
+        break;
+    case TFL_OPTIMIZER_ADAGRAD:
+        break;
+    }
+}
+
+/* Gradient scales for clip_norm / global_clip_norm, from the kernels' sums of squares. */
+static tfl_status clip_scales(tfl_optimizer *opt, int n)
+{
+    const tfl_optimizer_opts *o = &opt->opts;
+    double c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm;
+    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        tfl__opt_tensor *t = &opt->list[i];
+        const tfl_tensor *g = opt->grads[i];
+        tfl__device *dev = tfl__tensor_device(g);
+        TFL_TRY(tfl__opt_kernels_for(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, 1, t,
+                                                 &opt->norms[i]));
+        total += opt->norms[i];
+    }
+    for (int i = 0; i < n; i++) {
+        double norm = sqrt(o->clip_norm > 0 ? opt->norms[i] : total);
+        double scale = tf ? c / (norm > c ? norm : c) : c / (norm + 1e-6);
+        opt->list[i].gscale = scale < 1.0 ? scale : 1.0;
+    }
+    return TFL_OK;
+}
+
+/* ---- apply -------------------------------------------------------------------------------------- */
+
+/* A gradient the kernels cannot read as it is: a strided view (they read flat data), or one
+ * sharing memory with what they write (the variable itself given as its gradient). */
+static bool needs_copy(const tfl_tensor *g, const tfl_tensor *v, const tfl__opt_entry *e)
+{
+    if (!tfl_tensor_is_contiguous(g) || g->storage == v->storage) return true;
+    for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++)
+        if (e->slots[s] && g->storage == e->slots[s]->storage) return true;
+    return false;
+}
+
+/* Everything after the checks that can fail: slots of new variables, contiguous gradients,
+ * storage of their own for every tensor the kernels write. Fills opt->list (live ones, in
+ * order) and opt->grads; returns the count in *live. */
+static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
+                          tfl_tensor *const *grads, int *live)
+{
+    tfl_ctx *ctx = opt->ctx;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (opt->which[i] == SKIPPED) continue;
+        tfl_tensor *v = vars[i];
+        if (opt->which[i] == NEW_ENTRY) {
+            tfl__opt_entry *e = tfl__opt_add(opt, v->id);
+            if (!e) return ctx->err_code;
+            e->stamp = opt->applies;
+            opt->which[i] = (int32_t)(e - opt->entries);
+            TFL_TRY(make_slots(opt, v, e));
+        }
+        tfl__opt_entry *e = &opt->entries[opt->which[i]];
+        tfl_tensor *g = grads[i];
+        if (needs_copy(g, v, e)) {
+            g = tfl__tensor_copy_to(ctx, g, tfl__tensor_device(g));
+            if (!g) return ctx->err_code;
+        }
+        TFL_TRY(tfl__variable_own(v));
+        tfl__opt_tensor *t = &opt->list[m];
+        *t = (tfl__opt_tensor){.p = tfl__data(v), .g = tfl__data(g), .n = v->numel,
+                               .gscale = 1.0, .first = e->fresh};
+        for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
+            if (!e->slots[s]) continue;
+            TFL_TRY(tfl__variable_own(e->slots[s]));
+            t->s[s] = tfl__data(e->slots[s]);
+        }
+        opt->grads[m] = g;
+        opt->which[m] = opt->which[i]; /* m <= i: compacts to the live ones */
+        m++;
+    }
+    *live = m;
+    return tfl__variable_own(opt->iterations);
+}
+
+/* Runs the device kernels, one call per (device, dtype) group of the live tensors. */
+static tfl_status run_groups(tfl_optimizer *opt, int live, const tfl__opt_hyper *h)
+{
+    tfl__opt_tensor *list = opt->list;
+    tfl_tensor **grads = opt->grads;
+    int done = 0;
+    while (done < live) {
+        /* move the group of list[done] to the front of the rest (usually the whole list) */
+        const tfl_tensor *lead = grads[done];
+        int end = done + 1;
+        for (int i = end; i < live; i++) {
+            if (tfl__tensor_device(grads[i]) != tfl__tensor_device(lead) || grads[i]->dtype != lead->dtype)
+                continue;
+            tfl__opt_tensor tt = list[end];
+            list[end] = list[i];
+            list[i] = tt;
+            tfl_tensor *tg = grads[end];
+            grads[end] = grads[i];
+            grads[i] = tg;
+            end++;
+        }
+        tfl__device *dev = tfl__tensor_device(lead);
+        TFL_TRY(tfl__opt_kernels_for(dev)->apply(opt->ctx, dev, (tfl_dtype)lead->dtype,
+                                                  end - done, list + done, h));
+        done = end;
+    }
+    return TFL_OK;
+}
+
+tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
+                               tfl_tensor *const *grads)
+{
+    if (!opt) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = opt->ctx;
+    const char *who = opt->name;
+    TFL_CHECK(ctx, n >= 0, TFL_INVALID_ARGUMENT, "%s: the number of variables is negative (%d)",
+              who, n);
+    TFL_CHECK(ctx, n == 0 || (vars && grads), TFL_INVALID_ARGUMENT,
+              "%s: the %s array is NULL", who, vars ? "gradient" : "variable");
+    TFL_TRY(reserve(opt, n));
+    uint64_t stamp = ++opt->applies; /* new on every call: stamps of a failed call are stale */
+    int given = 0;
+    for (int i = 0; i < n; i++) {
+        TFL_TRY(check_pair(opt, i, vars, grads, stamp));
+        given += opt->which[i] != SKIPPED;
+    }
+    TFL_CHECK(ctx, given > 0, TFL_INVALID_ARGUMENT, "%s: No gradients provided for any variable "
+              "(%d variables)", who, n);
+
+    size_t keep = opt->n_entries;
+    TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy) */
+    for (int i = 0; i < n; i++)
+        if (opt->which[i] == SKIPPED && tfl__log_enabled(ctx, TFL_LOG_WARNING))
+            tfl__log(ctx, TFL_LOG_WARNING, "%s: Gradients do not exist for variable '%s:0' when "
+                     "minimizing the loss; it is not updated", who, vars[i]->var->name);
+    int live = 0;
+    tfl_status st = prepare(opt, n, vars, grads, &live);
+    int64_t *step = tfl__data(opt->iterations);
+    tfl__opt_hyper h;
+    if (st == TFL_OK) {
+        make_hyper(opt, *step, &h);
+        if (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0) st = clip_scales(opt, live);
+    }
+    if (st == TFL_OK) st = run_groups(opt, live, &h);
+    if (st == TFL_OK) {
+        ++*step;
+        for (int i = 0; i < live; i++) opt->entries[opt->which[i]].fresh = false;
+    } else {
+        tfl__opt_truncate(opt, keep); /* slots made by this call go; values are unchanged */
+    }
+    tfl_frame_pop(ctx);
+    return st;
+}
+
+/* ---- minimize ------------------------------------------------------------------------------------ */
+
+tfl_status tfl_optimizer_minimize(tfl_optimizer *opt, tfl_loss_fn loss_fn, void *user, int n,
+                                  tfl_tensor *const *variables, double *loss_value)
+{
+    if (!opt) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = opt->ctx;
+    const char *who = opt->name;
+    TFL_CHECK(ctx, loss_fn, TFL_INVALID_ARGUMENT, "%s: minimize: the loss function is NULL", who);
+    TFL_CHECK(ctx, n >= 0 && (n == 0 || variables), TFL_INVALID_ARGUMENT,
+              "%s: minimize: bad variable list (n = %d, variables %s)", who, n,
+              variables ? "given" : "NULL");
+    if (n == 0 && !variables) { /* every trainable variable */
+        int64_t count = tfl_collection_get(ctx, TFL_TRAINABLE_VARIABLES, NULL, 0);
+        TFL_CHECK(ctx, count > 0 && count <= INT32_MAX, TFL_INVALID_ARGUMENT,
+                  "%s: minimize: there are no trainable variables", who);
+        n = (int)count;
+    }
+    if (n > opt->cap_minimize) {
+        tfl_tensor **m = tfl__host_alloc(ctx, 2 * (size_t)n * sizeof *m, 64);
+        TFL_CHECK(ctx, m, TFL_RESOURCE_EXHAUSTED, "%s: minimize: out of memory", who);
+        tfl__host_free(ctx, opt->minimize);
+        opt->minimize = m;
+        opt->cap_minimize = n;
+    }
+    tfl_tensor **vars = (tfl_tensor **)variables, **grads = opt->minimize + n;
+    if (!vars) {
+        vars = opt->minimize;
+        tfl_collection_get(ctx, TFL_TRAINABLE_VARIABLES, vars, n);
+    }
+    TFL_TRY(tfl_frame_push(ctx));
+    tfl_status st = TFL_OK;
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    tfl_tensor *loss = tape ? loss_fn(ctx, user) : NULL;
+    if (tape) tfl_tape_end(tape);
+    if (!tape) {
+        st = ctx->err_code;
+    } else if (!loss) {
+        st = ctx->err_code ? ctx->err_code
+                           : tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: minimize: the loss "
+                                            "function returned NULL without an error", who);
+    } else if (loss->numel != 1) {
+        char s[160];
+        st = tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: minimize: the loss must be a scalar, "
+                            "got shape %s", who, tfl__shape_str(loss->rank, loss->shape, s, sizeof s));
+    } else {
+        st = tfl_tape_gradient(tape, loss, n, (const tfl_tensor *const *)vars, grads, 0);
+        if (st == TFL_OK && loss_value) st = tfl_tensor_get(loss, 0, loss_value);
+        if (st == TFL_OK) st = tfl_optimizer_apply(opt, n, vars, grads);
+    }
+    tfl_tape_free(tape);
+    tfl_frame_pop(ctx);
+    return st;
+}

@@ -1,0 +1,370 @@
+/*
+ * optim/optimizer.c: optimizer records: defaults per kind and formula, option checks,
+ * unique names, the step counter, the per-variable slot table, and what the optimizer
+ * lists for checkpoints. The update itself is in apply.c.
+ */
+#include "optim_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *const kind_names[] = {"unknown", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"};
+
+const char *tfl_optimizer_kind_name(tfl_optimizer_kind kind)
+{
+    return kind >= TFL_OPTIMIZER_SGD && kind <= TFL_OPTIMIZER_ADAGRAD ? kind_names[kind] : "unknown";
+}
+
+const char *tfl_formula_name(tfl_formula formula)
+{
+    switch (formula) {
+    case TFL_FORMULA_DEFAULT: return "default";
+    case TFL_FORMULA_TENSORFLOW: return "tensorflow";
+    case TFL_FORMULA_PYTORCH: return "pytorch";
+    }
+    return "unknown";
+}
+
+/* ---- defaults -------------------------------------------------------------------------------- */
+
+tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_formula formula)
+{
+    tfl_optimizer_opts o = {0};
+    if (kind < TFL_OPTIMIZER_SGD || kind > TFL_OPTIMIZER_ADAGRAD) return o;
+    if (formula == TFL_FORMULA_DEFAULT)
+        formula = kind == TFL_OPTIMIZER_RMSPROP ? TFL_FORMULA_TENSORFLOW : TFL_FORMULA_PYTORCH;
+    if (formula != TFL_FORMULA_TENSORFLOW && formula != TFL_FORMULA_PYTORCH) return o;
+    bool tf = formula == TFL_FORMULA_TENSORFLOW;
+    o.kind = kind;
+    o.formula = formula;
+    switch (kind) {
+    case TFL_OPTIMIZER_SGD:
+        o.learning_rate = tf ? 0.01 : 1e-3;
+        break;
+    case TFL_OPTIMIZER_ADAM:
+    case TFL_OPTIMIZER_ADAMW:
+        o.learning_rate = 1e-3;
+        o.beta1 = 0.9;
+        o.beta2 = 0.999;
+        o.epsilon = tf ? 1e-7 : 1e-8;
+        if (kind == TFL_OPTIMIZER_ADAMW) o.weight_decay = tf ? 0.004 : 0.01;
+        break;
+    case TFL_OPTIMIZER_RMSPROP:
+        o.learning_rate = tf ? 1e-3 : 1e-2;
+        o.rho = tf ? 0.9 : 0.99;
+        o.epsilon = tf ? 1e-7 : 1e-8;
+        break;
+    case TFL_OPTIMIZER_ADAGRAD:
+        o.learning_rate = tf ? 1e-3 : 1e-2;
+        o.initial_accumulator = tf ? 0.1 : 0.0;
+        o.epsilon = tf ? 1e-7 : 1e-10;
+        break;
+    }
+    return o;
+}
+
+/* ---- option checks ----------------------------------------------------------------------------- */
+
+static bool finite_ge0(double x) { return isfinite(x) && x >= 0; }
+
+/* An option the kind has no use for must be 0. */
+static bool check_unused(tfl_ctx *ctx, const char *who, const char *field, double value, bool used)
+{
+    TFL_CHECK_RET(ctx, used || value == 0, false, TFL_INVALID_ARGUMENT,
+                  "%s has no option '%s' (given %g); leave it 0", who, field, value);
+    return true;
+}
+
+static bool check_range(tfl_ctx *ctx, const char *who, const char *field, double value, bool ok,
+                        const char *expected)
+{
+    TFL_CHECK_RET(ctx, ok, false, TFL_INVALID_ARGUMENT, "%s: invalid %s %g; expected %s", who,
+                  field, value, expected);
+    return true;
+}
+
+static bool check_schedule(tfl_ctx *ctx, const char *who, const tfl_schedule *s)
+{
+    TFL_CHECK_RET(ctx, (unsigned)s->kind < TFL_SCHEDULE_KIND_COUNT, false, TFL_INVALID_ARGUMENT,
+                  "%s: unknown schedule kind %d", who, (int)s->kind);
+    bool decays = s->kind != TFL_SCHEDULE_CONSTANT;
+    TFL_CHECK_RET(ctx, !decays || s->decay_steps > 0, false, TFL_INVALID_ARGUMENT,
+                  "%s: the schedule's decay_steps must be > 0 (given %lld)", who,
+                  (long long)s->decay_steps);
+    bool rated = s->kind == TFL_SCHEDULE_EXPONENTIAL || s->kind == TFL_SCHEDULE_STEP;
+    TFL_CHECK_RET(ctx, !rated || (isfinite(s->decay_rate) && s->decay_rate > 0), false,
+                  TFL_INVALID_ARGUMENT, "%s: the schedule's decay_rate must be > 0 (given %g)", who,
+                  s->decay_rate);
+    TFL_CHECK_RET(ctx, isfinite(s->alpha), false, TFL_INVALID_ARGUMENT,
+                  "%s: the schedule's alpha must be finite (given %g)", who, s->alpha);
+    TFL_CHECK_RET(ctx, s->warmup_steps >= 0 && finite_ge0(s->warmup_start_factor), false,
+                  TFL_INVALID_ARGUMENT, "%s: the schedule's warmup_steps (%lld) and "
+                  "warmup_start_factor (%g) must be >= 0", who, (long long)s->warmup_steps,
+                  s->warmup_start_factor);
+    return true;
+}
+
+static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
+{
+    TFL_CHECK_RET(ctx, o->kind >= TFL_OPTIMIZER_SGD && o->kind <= TFL_OPTIMIZER_ADAGRAD, false,
+                  TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown optimizer kind %d (start from "
+                  "tfl_optimizer_defaults)", (int)o->kind);
+    TFL_CHECK_RET(ctx, o->formula == TFL_FORMULA_TENSORFLOW || o->formula == TFL_FORMULA_PYTORCH,
+                  false, TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown formula %d (expected "
+                  "TFL_FORMULA_TENSORFLOW or TFL_FORMULA_PYTORCH)", (int)o->formula);
+    const char *who = kind_names[o->kind];
+    tfl_optimizer_kind k = o->kind;
+    bool sgd = k == TFL_OPTIMIZER_SGD, adam = k == TFL_OPTIMIZER_ADAM || k == TFL_OPTIMIZER_ADAMW;
+    bool rms = k == TFL_OPTIMIZER_RMSPROP, ada = k == TFL_OPTIMIZER_ADAGRAD;
+    bool torch = o->formula == TFL_FORMULA_PYTORCH;
+    if (!check_range(ctx, who, "learning_rate", o->learning_rate, finite_ge0(o->learning_rate), ">= 0") ||
+        !check_range(ctx, who, "weight_decay", o->weight_decay, finite_ge0(o->weight_decay), ">= 0") ||
+        !check_unused(ctx, who, "momentum", o->momentum, sgd || rms) ||
+        !check_range(ctx, who, "momentum", o->momentum, finite_ge0(o->momentum), ">= 0") ||
+        !check_unused(ctx, who, "nesterov", o->nesterov, sgd) ||
+        !check_unused(ctx, sgd && !torch ? "SGD (tensorflow formula)" : who, "dampening",
+                      o->dampening, sgd && torch) ||
+        !check_range(ctx, who, "dampening", o->dampening, finite_ge0(o->dampening) && o->dampening <= 1,
+                     "0 <= dampening <= 1") ||
+        !check_unused(ctx, who, "beta1", o->beta1, adam) ||
+        !check_unused(ctx, who, "beta2", o->beta2, adam) ||
+        !check_unused(ctx, who, "amsgrad", o->amsgrad, adam) ||
+        !check_range(ctx, who, "beta1", o->beta1, finite_ge0(o->beta1) && o->beta1 < 1, "0 <= beta1 < 1") ||
+        !check_range(ctx, who, "beta2", o->beta2, finite_ge0(o->beta2) && o->beta2 < 1, "0 <= beta2 < 1") ||
+        !check_unused(ctx, who, "epsilon", o->epsilon, !sgd) ||
+        !check_range(ctx, who, "epsilon", o->epsilon, finite_ge0(o->epsilon), ">= 0") ||
+        !check_unused(ctx, who, "rho", o->rho, rms) || !check_unused(ctx, who, "centered", o->centered, rms) ||
+        !check_range(ctx, who, "rho", o->rho, finite_ge0(o->rho) && o->rho <= 1, "0 <= rho <= 1") ||
+        !check_unused(ctx, who, "initial_accumulator", o->initial_accumulator, ada) ||
+        !check_range(ctx, who, "initial_accumulator", o->initial_accumulator,
+                     finite_ge0(o->initial_accumulator), ">= 0") ||
+        !check_range(ctx, who, "clip_value", o->clip_value, finite_ge0(o->clip_value), ">= 0 (0: off)") ||
+        !check_range(ctx, who, "clip_norm", o->clip_norm, finite_ge0(o->clip_norm), ">= 0 (0: off)") ||
+        !check_range(ctx, who, "global_clip_norm", o->global_clip_norm,
+                     finite_ge0(o->global_clip_norm), ">= 0 (0: off)") ||
+        !check_schedule(ctx, who, &o->schedule))
+        return false;
+    TFL_CHECK_RET(ctx, !o->nesterov || (o->momentum > 0 && o->dampening == 0), false,
+                  TFL_INVALID_ARGUMENT, "%s: nesterov momentum requires a momentum > 0 and zero "
+                  "dampening (momentum %g, dampening %g)", who, o->momentum, o->dampening);
+    int clips = (o->clip_value > 0) + (o->clip_norm > 0) + (o->global_clip_norm > 0);
+    TFL_CHECK_RET(ctx, clips <= 1, false, TFL_INVALID_ARGUMENT,
+                  "%s: only one of clip_value (%g), clip_norm (%g) and global_clip_norm (%g) can "
+                  "be set", who, o->clip_value, o->clip_norm, o->global_clip_norm);
+    if (o->name)
+        TFL_CHECK_RET(ctx, o->name[0] && !strchr(o->name, ':') && strlen(o->name) < 128, false,
+                      TFL_INVALID_ARGUMENT, "%s: '%.128s' is not a valid optimizer name (non-empty, "
+                      "without ':', under 128 bytes)", who, o->name);
+    return true;
+}
+
+/* ---- names ------------------------------------------------------------------------------------- */
+
+/* Whether a live variable of ctx is called "<name>/iterations": another optimizer's counter. */
+static bool name_taken(tfl_ctx *ctx, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < ctx->n_vars; i++) {
+        const char *vn = ctx->vars[i]->var->name;
+        if (!strncmp(vn, name, len) && !strcmp(vn + len, "/iterations")) return true;
+    }
+    return false;
+}
+
+/* ---- slots of each kind --------------------------------------------------------------------- */
+
+static void set_slots(tfl_optimizer *opt)
+{
+    const tfl_optimizer_opts *o = &opt->opts;
+    int n = 0;
+    switch (o->kind) {
+    case TFL_OPTIMIZER_SGD:
+        if (o->momentum > 0) opt->slot_names[n++] = "momentum";
+        break;
+    case TFL_OPTIMIZER_ADAM:
+    case TFL_OPTIMIZER_ADAMW:
+        opt->slot_names[n++] = "m";
+        opt->slot_names[n++] = "v";
+        if (o->amsgrad) opt->slot_names[n++] = "vhat";
+        break;
+    case TFL_OPTIMIZER_RMSPROP: /* the kernel's order: rms, then mg and momentum when used */
+        opt->slot_names[n++] = "rms";
+        opt->slot_names[n++] = o->centered ? "mg" : NULL;
+        opt->slot_names[n++] = o->momentum > 0 ? "momentum" : NULL;
+        break;
+    case TFL_OPTIMIZER_ADAGRAD:
+        opt->slot_init[n] = o->initial_accumulator;
+        opt->slot_names[n++] = "accumulator";
+        break;
+    }
+    opt->n_slots = n;
+}
+
+/* ---- create, free ------------------------------------------------------------------------------ */
+
+tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
+{
+    if (!ctx) return NULL;
+    TFL_CHECK_RET(ctx, opts, NULL, TFL_INVALID_ARGUMENT,
+                  "tfl_optimizer_new: the options are NULL (start from tfl_optimizer_defaults)");
+    if (!check_opts(ctx, opts)) return NULL;
+    tfl_optimizer *opt = tfl__calloc(ctx, sizeof *opt);
+    if (!opt) return NULL;
+    opt->ctx = ctx;
+    opt->opts = *opts;
+
+    const char *base = opts->name ? opts->name : kind_names[opts->kind];
+    char name[160];
+    snprintf(name, sizeof name, "%s", base);
+    for (int i = 1; name_taken(ctx, name); i++) snprintf(name, sizeof name, "%s_%d", base, i);
+    opt->name = tfl__strdup(ctx, name);
+    opt->opts.name = opt->name;
+    set_slots(opt);
+
+    char counter[192];
+    snprintf(counter, sizeof counter, "%s/iterations", name);
+    tfl_initializer zero = tfl_init_zeros();
+    tfl_variable_opts vo = {.device = "CPU:0", .flags = TFL_VAR_NOT_TRAINABLE};
+    if (opt->name)
+        opt->iterations = tfl__variable_new_named(ctx, counter, TFL_DTYPE_INT64, 0, NULL, &zero, &vo);
+    if (!opt->iterations) {
+        tfl_optimizer_free(opt);
+        return NULL;
+    }
+    return opt;
+}
+
+void tfl_optimizer_free(tfl_optimizer *opt)
+{
+    if (!opt) return;
+    tfl_ctx *ctx = opt->ctx;
+    tfl__opt_truncate(opt, 0);
+    tfl_tensor_release(opt->iterations);
+    tfl__host_free(ctx, opt->entries);
+    tfl__host_free(ctx, opt->map);
+    tfl__host_free(ctx, opt->list);
+    tfl__host_free(ctx, opt->which);
+    tfl__host_free(ctx, opt->grads);
+    tfl__host_free(ctx, opt->norms);
+    tfl__host_free(ctx, opt->minimize);
+    tfl__host_free(ctx, opt->name);
+    tfl__host_free(ctx, opt);
+}
+
+/* ---- accessors --------------------------------------------------------------------------------- */
+
+const char *tfl_optimizer_name(const tfl_optimizer *opt) { return opt ? opt->name : NULL; }
+
+const tfl_optimizer_opts *tfl_optimizer_options(const tfl_optimizer *opt)
+{
+    return opt ? &opt->opts : NULL;
+}
+
+tfl_tensor *tfl_optimizer_iterations(const tfl_optimizer *opt) { return opt ? opt->iterations : NULL; }
+
+double tfl_optimizer_learning_rate(const tfl_optimizer *opt)
+{
+    if (!opt) return NAN;
+    int64_t step = *(const int64_t *)tfl__data(opt->iterations);
+    return tfl_schedule_value(&opt->opts.schedule, opt->opts.learning_rate, step);
+}
+
+tfl_tensor *tfl_optimizer_slot(const tfl_optimizer *opt, const tfl_tensor *variable, const char *slot)
+{
+    if (!opt || !variable || !slot) return NULL;
+    const tfl__opt_entry *e = tfl__opt_find(opt, variable->id);
+    if (!e) return NULL;
+    for (int i = 0; i < TFL_OPT_MAX_SLOTS; i++)
+        if (opt->slot_names[i] && !strcmp(opt->slot_names[i], slot)) return e->slots[i];
+    return NULL;
+}
+
+int64_t tfl_optimizer_variables(const tfl_optimizer *opt, tfl_tensor **out, int64_t cap)
+{
+    if (!opt) return -1;
+    int64_t n = 0;
+    if (n < cap) out[n] = opt->iterations;
+    n++;
+    for (size_t i = 0; i < opt->n_entries; i++)
+        for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
+            tfl_tensor *t = opt->entries[i].slots[s];
+            if (!t) continue;
+            if (n < cap) out[n] = t;
+            n++;
+        }
+    return n;
+}
+
+/* ---- the slot table ------------------------------------------------------------------------------ */
+
+static size_t hash_id(uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id;
+}
+
+tfl__opt_entry *tfl__opt_find(const tfl_optimizer *opt, uint64_t var_id)
+{
+    if (!opt->map_cap) return NULL;
+    size_t mask = opt->map_cap - 1;
+    for (size_t i = hash_id(var_id) & mask;; i = (i + 1) & mask) {
+        uint32_t e = opt->map[i];
+        if (!e) return NULL;
+        if (opt->entries[e - 1].var_id == var_id) return &opt->entries[e - 1];
+    }
+}
+
+static void map_insert(tfl_optimizer *opt, size_t index)
+{
+    size_t mask = opt->map_cap - 1;
+    size_t i = hash_id(opt->entries[index].var_id) & mask;
+    while (opt->map[i]) i = (i + 1) & mask;
+    opt->map[i] = (uint32_t)(index + 1);
+}
+
+/* Rebuilds the index with room for `need` entries at under half load. */
+static bool map_rebuild(tfl_optimizer *opt, size_t need)
+{
+    size_t cap = opt->map_cap ? opt->map_cap : 16;
+    while (cap < 2 * need) cap *= 2;
+    if (cap != opt->map_cap) {
+        uint32_t *map = tfl__host_alloc(opt->ctx, cap * sizeof *map, 64);
+        if (!map) return false;
+        tfl__host_free(opt->ctx, opt->map);
+        opt->map = map;
+        opt->map_cap = cap;
+    }
+    memset(opt->map, 0, opt->map_cap * sizeof *opt->map);
+    for (size_t i = 0; i < opt->n_entries; i++) map_insert(opt, i);
+    return true;
+}
+
+tfl__opt_entry *tfl__opt_add(tfl_optimizer *opt, uint64_t var_id)
+{
+    tfl_ctx *ctx = opt->ctx;
+    if (opt->n_entries == opt->cap_entries) {
+        size_t cap = opt->cap_entries ? 2 * opt->cap_entries : 16;
+        tfl__opt_entry *e = tfl__grow(ctx, opt->entries, opt->n_entries * sizeof *e, cap * sizeof *e);
+        TFL_CHECK_RET(ctx, e, NULL, TFL_RESOURCE_EXHAUSTED, "%s: out of memory for slots", opt->name);
+        opt->entries = e;
+        opt->cap_entries = cap;
+    }
+    if (2 * (opt->n_entries + 1) > opt->map_cap)
+        TFL_CHECK_RET(ctx, map_rebuild(opt, opt->n_entries + 1), NULL, TFL_RESOURCE_EXHAUSTED,
+                      "%s: out of memory for slots", opt->name);
+    size_t i = opt->n_entries++;
+    opt->entries[i] = (tfl__opt_entry){.var_id = var_id};
+    map_insert(opt, i);
+    return &opt->entries[i];
+}
+
+void tfl__opt_truncate(tfl_optimizer *opt, size_t keep)
+{
+    if (keep >= opt->n_entries) return;
+    for (size_t i = keep; i < opt->n_entries; i++)
+        for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) tfl_tensor_release(opt->entries[i].slots[s]);
+    opt->n_entries = keep;
+    if (opt->map_cap) map_rebuild(opt, keep); /* same capacity: cannot fail */
+}
