@@ -205,6 +205,9 @@ struct tfl_ctx {
     void *tapes;                       /* the tape module's state */
     int n_recording;                   /* tapes recording now */
     int tape_pause;                    /* > 0: internal steps that must not be recorded */
+    /* optimizers (optim/ installs these): those still alive are freed with the ctx */
+    void (*optimizers_free)(tfl_ctx *ctx);
+    void *optimizers;                  /* optim's list of live optimizers */
     uint64_t next_tensor_id;
 
     tfl_tensor *free_tensors;          /* recycled tensor records */

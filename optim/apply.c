@@ -68,6 +68,16 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
               "only variables can be updated", who, i);
     const char *name = v->var->name;
     if (!tfl__check_readable(ctx, who, v)) return ctx->err_code;
+    tfl__opt_entry *e = tfl__opt_find(opt, v->id);
+    if (e) {
+        TFL_CHECK(ctx, e->stamp != stamp, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
+                  "more than once", who, name);
+        e->stamp = stamp;
+    } else { /* not updated before: compare with the others of this call that are not */
+        for (int j = 0; j < i; j++)
+            TFL_CHECK(ctx, vars[j] != v, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
+                      "more than once", who, name);
+    }
     if (!g) {
         opt->which[i] = SKIPPED;
         return TFL_OK;
@@ -95,18 +105,7 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
     TFL_CHECK(ctx, tfl__tensor_device(g) == dev, TFL_INVALID_ARGUMENT, "%s: the gradient of "
               "variable '%s:0' is on %s, but the variable is on %s", who, name,
               tfl__tensor_device(g)->name, dev->name);
-    tfl__opt_entry *e = tfl__opt_find(opt, v->id);
-    if (e) {
-        TFL_CHECK(ctx, e->stamp != stamp, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
-                  "more than once", who, name);
-        e->stamp = stamp;
-        opt->which[i] = (int32_t)(e - opt->entries);
-        return TFL_OK;
-    }
-    for (int j = 0; j < i; j++) /* first apply of v: compare with the other new ones */
-        TFL_CHECK(ctx, opt->which[j] != NEW_ENTRY || vars[j] != v, TFL_INVALID_ARGUMENT,
-                  "%s: variable '%s:0' is listed more than once", who, name);
-    opt->which[i] = NEW_ENTRY;
+    opt->which[i] = e ? (int32_t)(e - opt->entries) : NEW_ENTRY;
     return TFL_OK;
 }
 
@@ -144,7 +143,7 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
     bool decoupled = tf || o->kind == TFL_OPTIMIZER_ADAMW;
     *h = (tfl__opt_hyper){.kind = o->kind, .lr = lr};
     h->clip = o->clip_value > 0 ? o->clip_value : INFINITY;
-    h->dmul = decoupled ? 1.0 - lr * o->weight_decay : 1.0;
+    h->decay = decoupled ? lr * o->weight_decay : 0.0;
     h->l2 = decoupled ? 0.0 : o->weight_decay;
     h->eps = o->epsilon;
     h->eps_inside = tf;
@@ -215,14 +214,14 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
 
 /* ---- apply -------------------------------------------------------------------------------------- */
 
-/* A gradient the kernels cannot read as it is: a strided view (they read flat data), or one
- * sharing memory with what they write (the variable itself given as its gradient). */
-static bool needs_copy(const tfl_tensor *g, const tfl_tensor *v, const tfl__opt_entry *e)
+/* A gradient the kernels cannot read as it is: a strided view (they read flat data), or a
+ * variable (perhaps one this apply writes: the copy keeps the value from before the step).
+ * Other gradients never share memory with what the kernels write, because every written
+ * variable gets storage of its own first (tfl__variable_own): only the variable's own
+ * record can point at it then. */
+static bool needs_copy(const tfl_tensor *g)
 {
-    if (!tfl_tensor_is_contiguous(g) || g->storage == v->storage) return true;
-    for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++)
-        if (e->slots[s] && g->storage == e->slots[s]->storage) return true;
-    return false;
+    return !tfl_tensor_is_contiguous(g) || g->var;
 }
 
 /* Everything after the checks that can fail: slots of new variables, contiguous gradients,
@@ -245,7 +244,7 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
         }
         tfl__opt_entry *e = &opt->entries[opt->which[i]];
         tfl_tensor *g = grads[i];
-        if (needs_copy(g, v, e)) {
+        if (needs_copy(g)) {
             g = tfl__tensor_copy_to(ctx, g, tfl__tensor_device(g));
             if (!g) return ctx->err_code;
         }
@@ -314,6 +313,9 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     }
     TFL_CHECK(ctx, given > 0, TFL_INVALID_ARGUMENT, "%s: No gradients provided for any variable "
               "(%d variables)", who, n);
+    int64_t *step = tfl__data(opt->iterations);
+    TFL_CHECK(ctx, *step >= 0, TFL_FAILED_PRECONDITION, "%s: the step counter '%s:0' is %lld; "
+              "it must be >= 0", who, opt->iterations->var->name, (long long)*step);
 
     size_t keep = opt->n_entries;
     TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy) */
@@ -323,7 +325,7 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
                      "minimizing the loss; it is not updated", who, vars[i]->var->name);
     int live = 0;
     tfl_status st = prepare(opt, n, vars, grads, &live);
-    int64_t *step = tfl__data(opt->iterations);
+    step = tfl__data(opt->iterations); /* prepare may have moved it (copy-on-write) */
     tfl__opt_hyper h;
     if (st == TFL_OK) {
         make_hyper(opt, *step, &h);
@@ -373,6 +375,11 @@ tfl_status tfl_optimizer_minimize(tfl_optimizer *opt, tfl_loss_fn loss_fn, void 
     TFL_TRY(tfl_frame_push(ctx));
     tfl_status st = TFL_OK;
     tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    for (int i = 0; tape && i < n; i++) /* the listed variables, trainable or not (Keras) */
+        if (tfl_tape_watch(tape, vars[i]) != TFL_OK) {
+            tfl_tape_free(tape);
+            tape = NULL;
+        }
     tfl_tensor *loss = tape ? loss_fn(ctx, user) : NULL;
     if (tape) tfl_tape_end(tape);
     if (!tape) {

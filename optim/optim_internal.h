@@ -30,7 +30,7 @@ typedef struct tfl__opt_tensor {
  * The scalars of one apply, computed on the host in double from the options, the schedule
  * and the step; the kernels only do elementwise arithmetic with them (see optim.h for the
  * formulas each set of constants implements).
- *   every kind:  g' = clamp(g·gscale, −clip, clip) + l2·p;  p ← p·dmul before the update.
+ *   every kind:  g' = clamp(g·gscale, −clip, clip) + l2·p;  p ← p − decay·p before the update.
  *   SGD:      b ← mu·b + cg·g' (first: mu_first, cg_first); p ← p + sb·b + sg·g'
  *             (no momentum: p ← p − lr·g').
  *   Adam:     m ← m + c1·(g' − m); v ← v + c2·(g'² − v); v̂ = max(v̂, v) (amsgrad);
@@ -42,7 +42,7 @@ typedef struct tfl__opt_tensor {
  */
 typedef struct tfl__opt_hyper {
     tfl_optimizer_kind kind;
-    double lr, dmul, l2, clip;
+    double lr, decay, l2, clip;
     bool momentum, nesterov, amsgrad, centered, eps_inside;
     double mu, cg, mu_first, cg_first, sb, sg; /* SGD */
     double c1, c2, a, b, eps;                  /* Adam (c2, eps: RMSprop, Adagrad too) */
@@ -77,6 +77,7 @@ typedef struct tfl__opt_entry {
 
 struct tfl_optimizer {
     tfl_ctx *ctx;
+    tfl_optimizer *prev, *next;  /* the ctx's live optimizers (ctx->optimizers) */
     tfl_optimizer_opts opts;     /* resolved; opts.name points at `name` */
     char *name;
     tfl_tensor *iterations;      /* owned: int64 scalar on CPU:0 */

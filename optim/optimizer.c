@@ -111,7 +111,8 @@ static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
                   "tfl_optimizer_defaults)", (int)o->kind);
     TFL_CHECK_RET(ctx, o->formula == TFL_FORMULA_TENSORFLOW || o->formula == TFL_FORMULA_PYTORCH,
                   false, TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown formula %d (expected "
-                  "TFL_FORMULA_TENSORFLOW or TFL_FORMULA_PYTORCH)", (int)o->formula);
+                  "TFL_FORMULA_TENSORFLOW, TFL_FORMULA_PYTORCH or TFL_FORMULA_DEFAULT)",
+                  (int)o->formula);
     const char *who = kind_names[o->kind];
     tfl_optimizer_kind k = o->kind;
     bool sgd = k == TFL_OPTIMIZER_SGD, adam = k == TFL_OPTIMIZER_ADAM || k == TFL_OPTIMIZER_ADAMW;
@@ -202,18 +203,31 @@ static void set_slots(tfl_optimizer *opt)
 
 /* ---- create, free ------------------------------------------------------------------------------ */
 
+/* Frees the optimizers still alive when their context goes (tfl_ctx_free). */
+static void free_all(tfl_ctx *ctx)
+{
+    while (ctx->optimizers) tfl_optimizer_free(ctx->optimizers);
+}
+
 tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
 {
     if (!ctx) return NULL;
     TFL_CHECK_RET(ctx, opts, NULL, TFL_INVALID_ARGUMENT,
                   "tfl_optimizer_new: the options are NULL (start from tfl_optimizer_defaults)");
-    if (!check_opts(ctx, opts)) return NULL;
+    tfl_optimizer_opts o = *opts;
+    if (o.formula == TFL_FORMULA_DEFAULT) /* the kind's own, as tfl_optimizer_defaults */
+        o.formula = tfl_optimizer_defaults(o.kind, TFL_FORMULA_DEFAULT).formula;
+    if (!check_opts(ctx, &o)) return NULL;
     tfl_optimizer *opt = tfl__calloc(ctx, sizeof *opt);
     if (!opt) return NULL;
     opt->ctx = ctx;
-    opt->opts = *opts;
+    opt->opts = o;
+    opt->next = ctx->optimizers;
+    if (opt->next) opt->next->prev = opt;
+    ctx->optimizers = opt;
+    ctx->optimizers_free = free_all;
 
-    const char *base = opts->name ? opts->name : kind_names[opts->kind];
+    const char *base = o.name ? o.name : kind_names[o.kind];
     char name[160];
     snprintf(name, sizeof name, "%s", base);
     for (int i = 1; name_taken(ctx, name); i++) snprintf(name, sizeof name, "%s_%d", base, i);
@@ -238,6 +252,9 @@ void tfl_optimizer_free(tfl_optimizer *opt)
 {
     if (!opt) return;
     tfl_ctx *ctx = opt->ctx;
+    if (opt->prev) opt->prev->next = opt->next;
+    else ctx->optimizers = opt->next;
+    if (opt->next) opt->next->prev = opt->prev;
     tfl__opt_truncate(opt, 0);
     tfl_tensor_release(opt->iterations);
     tfl__host_free(ctx, opt->entries);

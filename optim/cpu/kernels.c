@@ -14,7 +14,7 @@
 #include <math.h>
 #include <omp.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) &&         \
     !defined(TFL_NO_CLONES)
 #define TFL_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
@@ -25,167 +25,194 @@
 typedef void (*chunk_fn)(const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h);
 
 /* g' = clamp(g·gscale, −clip, clip) + l2·p: the gradient every kind starts from. */
-#define GRAD(T, i) \
-    T gi = g[i] * gs; \
-    gi = gi > clip ? clip : gi < -clip ? -clip : gi; \
+#define GRAD(T, i)                                                                                 \
+    T gi = g[i] * gs;                                                                              \
+    gi = gi > clip ? clip : gi < -clip ? -clip : gi;                                               \
     gi += l2 * p[i]
 
-#define COMMON(T)                                                          \
-    T *restrict p = (T *)t->p;                                             \
-    const T *restrict g = (const T *)t->g;                                 \
-    const T gs = (T)t->gscale, clip = (T)h->clip, l2 = (T)h->l2, dmul = (T)h->dmul
+#define COMMON(T)                                                                                  \
+    T *restrict p = (T *)t->p;                                                                     \
+    const T *restrict g = (const T *)t->g;                                                         \
+    const T gs = (T)t->gscale, clip = (T)h->clip, l2 = (T)h->l2, decay = (T)h->decay
 
 /* ---- SGD ------------------------------------------------------------------------------------ */
 
-#define DEFINE_SGD(NAME, T)                                                                   \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,             \
-                                const tfl__opt_hyper *h)                                      \
-    {                                                                                         \
-        COMMON(T);                                                                            \
-        if (!h->momentum) {                                                                   \
-            const T lr = (T)h->lr;                                                            \
-            for (int64_t i = lo; i < hi; i++) {                                               \
-                GRAD(T, i);                                                                   \
-                p[i] = p[i] * dmul - lr * gi;                                                 \
-            }                                                                                 \
-            return;                                                                           \
-        }                                                                                     \
-        T *restrict b = (T *)t->s[0];                                                         \
-        const T mu = (T)(t->first ? h->mu_first : h->mu), cg = (T)(t->first ? h->cg_first : h->cg); \
-        const T sb = (T)h->sb, sg = (T)h->sg;                                                 \
-        for (int64_t i = lo; i < hi; i++) {                                                   \
-            GRAD(T, i);                                                                       \
-            T bi = mu * b[i] + cg * gi;                                                       \
-            b[i] = bi;                                                                        \
-            p[i] = p[i] * dmul + (sb * bi + sg * gi);                                         \
-        }                                                                                     \
+#define DEFINE_SGD(NAME, T)                                                                        \
+    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
+                                const tfl__opt_hyper *h)                                           \
+    {                                                                                              \
+        COMMON(T);                                                                                 \
+        if (!h->momentum) {                                                                        \
+            const T lr = (T)h->lr;                                                                 \
+            for (int64_t i = lo; i < hi; i++) {                                                    \
+                GRAD(T, i);                                                                        \
+                p[i] = (p[i] - decay * p[i]) - lr * gi;                                            \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        T *restrict b = (T *)t->s[0];                                                              \
+        const T mu = (T)(t->first ? h->mu_first : h->mu),                                          \
+                cg = (T)(t->first ? h->cg_first : h->cg);                                          \
+        const T sb = (T)h->sb, sg = (T)h->sg;                                                      \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            GRAD(T, i);                                                                            \
+            T bi = mu * b[i] + cg * gi;                                                            \
+            b[i] = bi;                                                                             \
+            p[i] = (p[i] - decay * p[i]) + (sb * bi + sg * gi);                                    \
+        }                                                                                          \
     }
 
 DEFINE_SGD(sgd_f32, float)
 DEFINE_SGD(sgd_f64, double)
 
-/* ---- Adam, AdamW -------------------------------------------------------------------------------- */
+/* ---- Adam, AdamW --------------------------------------------------------------------------------
+ */
 
-#define DEFINE_ADAM(NAME, T, SQRT)                                                            \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,             \
-                                const tfl__opt_hyper *h)                                      \
-    {                                                                                         \
-        COMMON(T);                                                                            \
-        T *restrict m = (T *)t->s[0], *restrict v = (T *)t->s[1], *restrict vh = (T *)t->s[2]; \
-        const T c1 = (T)h->c1, c2 = (T)h->c2, a = (T)h->a, b = (T)h->b, eps = (T)h->eps;      \
-        if (!h->amsgrad) {                                                                    \
-            for (int64_t i = lo; i < hi; i++) {                                               \
-                GRAD(T, i);                                                                   \
-                T mi = m[i] + c1 * (gi - m[i]);                                               \
-                T vi = v[i] + c2 * (gi * gi - v[i]);                                          \
-                m[i] = mi;                                                                    \
-                v[i] = vi;                                                                    \
-                p[i] = p[i] * dmul - a * mi / (b * SQRT(vi) + eps);                           \
-            }                                                                                 \
-            return;                                                                           \
-        }                                                                                     \
-        for (int64_t i = lo; i < hi; i++) {                                                   \
-            GRAD(T, i);                                                                       \
-            T mi = m[i] + c1 * (gi - m[i]);                                                   \
-            T vi = v[i] + c2 * (gi * gi - v[i]);                                              \
-            T hi_ = vh[i] > vi ? vh[i] : vi;                                                  \
-            m[i] = mi;                                                                        \
-            v[i] = vi;                                                                        \
-            vh[i] = hi_;                                                                      \
-            p[i] = p[i] * dmul - a * mi / (b * SQRT(hi_) + eps);                              \
-        }                                                                                     \
+#define DEFINE_ADAM(NAME, T, SQRT)                                                                 \
+    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
+                                const tfl__opt_hyper *h)                                           \
+    {                                                                                              \
+        COMMON(T);                                                                                 \
+        T *restrict m = (T *)t->s[0], *restrict v = (T *)t->s[1], *restrict vh = (T *)t->s[2];     \
+        const T c1 = (T)h->c1, c2 = (T)h->c2, a = (T)h->a, b = (T)h->b, eps = (T)h->eps;           \
+        if (!h->amsgrad) {                                                                         \
+            for (int64_t i = lo; i < hi; i++) {                                                    \
+                GRAD(T, i);                                                                        \
+                T mi = m[i] + c1 * (gi - m[i]);                                                    \
+                T vi = v[i] + c2 * (gi * gi - v[i]);                                               \
+                m[i] = mi;                                                                         \
+                v[i] = vi;                                                                         \
+                p[i] = (p[i] - decay * p[i]) - a * mi / (b * SQRT(vi) + eps);                      \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            GRAD(T, i);                                                                            \
+            T mi = m[i] + c1 * (gi - m[i]);                                                        \
+            T vi = v[i] + c2 * (gi * gi - v[i]);                                                   \
+            T hi_ = vh[i] > vi ? vh[i] : vi;                                                       \
+            m[i] = mi;                                                                             \
+            v[i] = vi;                                                                             \
+            vh[i] = hi_;                                                                           \
+            p[i] = (p[i] - decay * p[i]) - a * mi / (b * SQRT(hi_) + eps);                         \
+        }                                                                                          \
     }
 
 DEFINE_ADAM(adam_f32, float, __builtin_sqrtf)
 DEFINE_ADAM(adam_f64, double, __builtin_sqrt)
 
-/* ---- RMSprop ------------------------------------------------------------------------------------- */
+/* ---- RMSprop
+ * ------------------------------------------------------------------------------------- */
 
 /* The loop, inlined once per combination of its three switches so that each copy is
  * branch-free and vectorizes. */
-#define DEFINE_RMSPROP(NAME, T, SQRT)                                                         \
-    static inline __attribute__((always_inline)) void NAME##_loop(                           \
-        const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,           \
-        const bool centered, const bool inside, const bool mom)                               \
-    {                                                                                         \
-        COMMON(T);                                                                            \
-        T *restrict v = (T *)t->s[0], *restrict mg = (T *)t->s[1], *restrict b = (T *)t->s[2]; \
-        const T rho = (T)h->rho, c2 = (T)h->c2, eps = (T)h->eps, k1 = (T)h->k1, k2 = (T)h->k2; \
-        const T mu = (T)h->mu;                                                                \
-        for (int64_t i = lo; i < hi; i++) {                                                   \
-            GRAD(T, i);                                                                       \
-            T vi = rho * v[i] + c2 * (gi * gi);                                               \
-            v[i] = vi;                                                                        \
-            T d = vi;                                                                         \
-            if (centered) {                                                                   \
-                T ai = rho * mg[i] + c2 * gi;                                                 \
-                mg[i] = ai;                                                                   \
-                d = vi - ai * ai;                                                             \
-            }                                                                                 \
-            T r = inside ? k1 * gi / SQRT(d + eps) : k1 * gi / (SQRT(d) + eps);               \
-            if (mom) {                                                                        \
-                r = mu * b[i] + r;                                                            \
-                b[i] = r;                                                                     \
-            }                                                                                 \
-            p[i] = p[i] * dmul - k2 * r;                                                      \
-        }                                                                                     \
-    }                                                                                         \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,             \
-                                const tfl__opt_hyper *h)                                      \
-    {                                                                                         \
-        switch ((h->centered ? 4 : 0) | (h->eps_inside ? 2 : 0) | (h->momentum ? 1 : 0)) {    \
-        case 0: NAME##_loop(t, lo, hi, h, false, false, false); break;                        \
-        case 1: NAME##_loop(t, lo, hi, h, false, false, true); break;                         \
-        case 2: NAME##_loop(t, lo, hi, h, false, true, false); break;                         \
-        case 3: NAME##_loop(t, lo, hi, h, false, true, true); break;                          \
-        case 4: NAME##_loop(t, lo, hi, h, true, false, false); break;                         \
-        case 5: NAME##_loop(t, lo, hi, h, true, false, true); break;                          \
-        case 6: NAME##_loop(t, lo, hi, h, true, true, false); break;                          \
-        default: NAME##_loop(t, lo, hi, h, true, true, true); break;                          \
-        }                                                                                     \
+#define DEFINE_RMSPROP(NAME, T, SQRT)                                                              \
+    static inline __attribute__((always_inline)) void NAME##_loop(                                 \
+        const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,                 \
+        const bool centered, const bool inside, const bool mom)                                    \
+    {                                                                                              \
+        COMMON(T);                                                                                 \
+        T *restrict v = (T *)t->s[0], *restrict mg = (T *)t->s[1], *restrict b = (T *)t->s[2];     \
+        const T rho = (T)h->rho, c2 = (T)h->c2, eps = (T)h->eps, k1 = (T)h->k1, k2 = (T)h->k2;     \
+        const T mu = (T)h->mu;                                                                     \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            GRAD(T, i);                                                                            \
+            T vi = rho * v[i] + c2 * (gi * gi);                                                    \
+            v[i] = vi;                                                                             \
+            T d = vi;                                                                              \
+            if (centered) {                                                                        \
+                T ai = rho * mg[i] + c2 * gi;                                                      \
+                mg[i] = ai;                                                                        \
+                d = vi - ai * ai;                                                                  \
+            }                                                                                      \
+            T r = inside ? k1 * gi / SQRT(d + eps) : k1 * gi / (SQRT(d) + eps);                    \
+            if (mom) {                                                                             \
+                r = mu * b[i] + r;                                                                 \
+                b[i] = r;                                                                          \
+            }                                                                                      \
+            p[i] = (p[i] - decay * p[i]) - k2 * r;                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
+                                const tfl__opt_hyper *h)                                           \
+    {                                                                                              \
+        switch ((h->centered ? 4 : 0) | (h->eps_inside ? 2 : 0) | (h->momentum ? 1 : 0)) {         \
+        case 0:                                                                                    \
+            NAME##_loop(t, lo, hi, h, false, false, false);                                        \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            NAME##_loop(t, lo, hi, h, false, false, true);                                         \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            NAME##_loop(t, lo, hi, h, false, true, false);                                         \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            NAME##_loop(t, lo, hi, h, false, true, true);                                          \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            NAME##_loop(t, lo, hi, h, true, false, false);                                         \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            NAME##_loop(t, lo, hi, h, true, false, true);                                          \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            NAME##_loop(t, lo, hi, h, true, true, false);                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            NAME##_loop(t, lo, hi, h, true, true, true);                                           \
+            break;                                                                                 \
+        }                                                                                          \
     }
 
 DEFINE_RMSPROP(rmsprop_f32, float, __builtin_sqrtf)
 DEFINE_RMSPROP(rmsprop_f64, double, __builtin_sqrt)
 
-/* ---- Adagrad ------------------------------------------------------------------------------------- */
+/* ---- Adagrad
+ * ------------------------------------------------------------------------------------- */
 
-#define DEFINE_ADAGRAD(NAME, T, SQRT)                                                         \
-    static inline __attribute__((always_inline)) void NAME##_loop(                           \
-        const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,           \
-        const bool inside)                                                                    \
-    {                                                                                         \
-        COMMON(T);                                                                            \
-        T *restrict s = (T *)t->s[0];                                                         \
-        const T lr = (T)h->lr, eps = (T)h->eps;                                               \
-        for (int64_t i = lo; i < hi; i++) {                                                   \
-            GRAD(T, i);                                                                       \
-            T si = s[i] + gi * gi;                                                            \
-            s[i] = si;                                                                        \
-            p[i] = p[i] * dmul - lr * gi / (inside ? SQRT(si + eps) : SQRT(si) + eps);        \
-        }                                                                                     \
-    }                                                                                         \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,             \
-                                const tfl__opt_hyper *h)                                      \
-    {                                                                                         \
-        if (h->eps_inside) NAME##_loop(t, lo, hi, h, true);                                   \
-        else NAME##_loop(t, lo, hi, h, false);                                                \
+#define DEFINE_ADAGRAD(NAME, T, SQRT)                                                              \
+    static inline __attribute__((always_inline)) void NAME##_loop(                                 \
+        const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,                 \
+        const bool inside)                                                                         \
+    {                                                                                              \
+        COMMON(T);                                                                                 \
+        T *restrict s = (T *)t->s[0];                                                              \
+        const T lr = (T)h->lr, eps = (T)h->eps;                                                    \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            GRAD(T, i);                                                                            \
+            T si = s[i] + gi * gi;                                                                 \
+            s[i] = si;                                                                             \
+            p[i] = (p[i] - decay * p[i]) - lr * gi / (inside ? SQRT(si + eps) : SQRT(si) + eps);   \
+        }                                                                                          \
+    }                                                                                              \
+    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
+                                const tfl__opt_hyper *h)                                           \
+    {                                                                                              \
+        if (h->eps_inside)                                                                         \
+            NAME##_loop(t, lo, hi, h, true);                                                       \
+        else                                                                                       \
+            NAME##_loop(t, lo, hi, h, false);                                                      \
     }
 
 DEFINE_ADAGRAD(adagrad_f32, float, __builtin_sqrtf)
 DEFINE_ADAGRAD(adagrad_f64, double, __builtin_sqrt)
 
-/* ---- the list: one flat range split over the threads ------------------------------------------- */
+/* ---- the list: one flat range split over the threads -------------------------------------------
+ */
 
 static chunk_fn pick(tfl_optimizer_kind kind, tfl_dtype dtype)
 {
     bool f32 = dtype == TFL_DTYPE_FLOAT32;
     switch (kind) {
-    case TFL_OPTIMIZER_SGD: return f32 ? sgd_f32 : sgd_f64;
+    case TFL_OPTIMIZER_SGD:
+        return f32 ? sgd_f32 : sgd_f64;
     case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW: return f32 ? adam_f32 : adam_f64;
-    case TFL_OPTIMIZER_RMSPROP: return f32 ? rmsprop_f32 : rmsprop_f64;
-    case TFL_OPTIMIZER_ADAGRAD: return f32 ? adagrad_f32 : adagrad_f64;
+    case TFL_OPTIMIZER_ADAMW:
+        return f32 ? adam_f32 : adam_f64;
+    case TFL_OPTIMIZER_RMSPROP:
+        return f32 ? rmsprop_f32 : rmsprop_f64;
+    case TFL_OPTIMIZER_ADAGRAD:
+        return f32 ? adagrad_f32 : adagrad_f64;
     }
     return NULL;
 }
@@ -206,9 +233,11 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
 {
     (void)dev;
     chunk_fn fn = pick(h->kind, dtype);
-    if (!fn) return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel for optimizer %d", h->kind);
+    if (!fn)
+        return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel for optimizer %d", h->kind);
     int64_t total = 0;
-    for (int i = 0; i < n; i++) total += t[i].n;
+    for (int i = 0; i < n; i++)
+        total += t[i].n;
     int threads = total >= TFL_CPU_PARALLEL_MIN ? ctx->num_threads : 1;
     if (threads <= 1) {
         run_range(n, t, 0, total, h, fn);
@@ -218,7 +247,8 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
     {
         int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
         /* thread boundaries on 16-element (64-byte) multiples: no cache line is shared */
-        int64_t lo = (total * id / nt) & ~(int64_t)15, hi = id == nt - 1 ? total : (total * (id + 1) / nt) & ~(int64_t)15;
+        int64_t lo = (total * id / nt) & ~(int64_t)15,
+                hi = id == nt - 1 ? total : (total * (id + 1) / nt) & ~(int64_t)15;
         run_range(n, t, lo, hi, h, fn);
     }
     return TFL_OK;
@@ -228,7 +258,8 @@ TFL_CLONES static double sumsq_f32(const float *g, int64_t n, int threads)
 {
     double acc = 0;
 #pragma omp parallel for simd num_threads(threads) reduction(+ : acc) if (threads > 1)
-    for (int64_t i = 0; i < n; i++) acc += (double)g[i] * g[i];
+    for (int64_t i = 0; i < n; i++)
+        acc += (double)g[i] * g[i];
     return acc;
 }
 
@@ -236,7 +267,8 @@ TFL_CLONES static double sumsq_f64(const double *g, int64_t n, int threads)
 {
     double acc = 0;
 #pragma omp parallel for simd num_threads(threads) reduction(+ : acc) if (threads > 1)
-    for (int64_t i = 0; i < n; i++) acc += g[i] * g[i];
+    for (int64_t i = 0; i < n; i++)
+        acc += g[i] * g[i];
     return acc;
 }
 
@@ -255,4 +287,7 @@ static tfl_status cpu_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
 static const tfl__opt_kernels cpu_kernels = {cpu_apply, cpu_sumsq,
                                              TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
 
-const tfl__opt_kernels *tfl__opt_cpu_kernels(void) { return &cpu_kernels; }
+const tfl__opt_kernels *tfl__opt_cpu_kernels(void)
+{
+    return &cpu_kernels;
+}

@@ -23,7 +23,9 @@
 
 #include "test_fixture.h"
 
+#ifndef FIXTURE_PATH /* another fixture may be named before including this header */
 #define FIXTURE_PATH TFL_SOURCE_DIR "/tests/reference/fixtures/seeds_tf.json"
+#endif
 
 /* ---- the fixture ---------------------------------------------------------------------------- */
 

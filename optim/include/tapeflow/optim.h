@@ -32,9 +32,10 @@
  * this apply), wd = weight_decay. Every operation is elementwise. β^t is computed in double.
  *
  *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for SGD, Adam, RMSprop and Adagrad;
- *  decoupled, p ← p·(1 − lr·wd), for AdamW (before the update). TENSORFLOW (Keras 3):
- *  decoupled for every optimizer, p ← p − p·wd·lr before the update.
- *
+ *  decoupled for AdamW. TENSORFLOW (Keras 3): decoupled for every optimizer. Decoupled is
+ *  p ← p − lr·wd·p before the update (torch writes p·(1 − lr·wd), the same but for
+ *  torch's rounding of 1 − lr·wd to float32, which costs lr·wd up to 1e-3 of its value).
+
  *  SGD (momentum μ, dampening τ, nesterov). Without momentum: p ← p − lr·g.
  *    PYTORCH (lr outside the buffer b):  b ← g on a variable's first apply, else
  *      b ← μ·b + (1 − τ)·g;  p ← p − lr·(g + μ·b) with nesterov, p ← p − lr·b without.
@@ -179,7 +180,8 @@ typedef struct tfl_optimizer_opts {
 TFL_API tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_formula formula);
 
 /**
- * Creates an optimizer. Its name is opts->name, or the kind's name; when a live optimizer
+ * Creates an optimizer (opts->formula TFL_FORMULA_DEFAULT takes the kind's own; the other
+ * fields are used as given, so start from tfl_optimizer_defaults). Its name is opts->name, or the kind's name; when a live optimizer
  * of this context already has that name, "_1", "_2", ... is appended (Keras), so slot and
  * counter names stay unique for checkpoints. Creates "<name>/iterations" (0).
  * Returns: the optimizer (free with tfl_optimizer_free) or NULL.
@@ -189,21 +191,25 @@ TFL_API tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_f
  */
 TFL_API tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts);
 
-/** Releases the optimizer, its slots and its step counter. NULL: no-op. */
+/** Releases the optimizer, its slots and its step counter. NULL: no-op. Optimizers still
+ * alive at tfl_ctx_free are freed with their context (their handles are then invalid). */
 TFL_API void tfl_optimizer_free(tfl_optimizer *opt);
 
 /**
  * Applies one step: updates variables[i] from gradients[i] for every i, and adds 1 to
  * iterations. A NULL gradient skips its variable and logs a WARNING naming it (TensorFlow's
- * behaviour); gradients may be views or non-contiguous (those are copied first).
+ * behaviour); gradients may be views, non-contiguous or variables (those are copied first,
+ * so a variable updated by this apply and given as another's gradient counts with its value
+ * from before the step).
  * Everything is checked before anything changes: on any error no variable, slot or counter
  * has changed.
  * Returns: TFL_OK, or the error (also kept in the ctx):
- *   INVALID_ARGUMENT  n < 0; NULL arrays; a NULL, non-variable, uninitialized or repeated
- *                     variable; a gradient whose shape, dtype or device differs from its
+ *   INVALID_ARGUMENT  n < 0; NULL arrays; a NULL, non-variable or repeated variable; a gradient whose shape, dtype or device differs from its
  *                     variable's (the message names the variable and both values); a dtype
  *                     other than float32/float64; every gradient NULL ("No gradients provided
  *                     for any variable");
+ *   FAILED_PRECONDITION  an uninitialized variable ("Attempting to use uninitialized
+ *                     value"), a negative step counter (a bad restore);
  *   MISUSE            a variable or gradient of another context;
  *   UNIMPLEMENTED     no update kernel on the variable's device;
  *   RESOURCE_EXHAUSTED (first apply only: slots).
@@ -215,8 +221,9 @@ TFL_API tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *co
 typedef tfl_tensor *(*tfl_loss_fn)(tfl_ctx *ctx, void *user);
 
 /**
- * Runs `loss` under a gradient tape, takes the gradients of its result for `variables`
- * (n = 0 and variables NULL: every variable of TFL_TRAINABLE_VARIABLES) and applies them.
+ * Runs `loss` under a gradient tape that also watches `variables` (so a non-trainable
+ * variable listed here is updated too), takes the gradients of its result for them (n = 0
+ * and variables NULL: every variable of TFL_TRAINABLE_VARIABLES) and applies them.
  * Temporaries live in a frame of their own. `loss_value` (optional) receives the loss.
  * Returns: TFL_OK or the error: the loss function's (a NULL result), INVALID_ARGUMENT for a
  * loss that is not a scalar, and tfl_optimizer_apply's.
