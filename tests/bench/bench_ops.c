@@ -23,6 +23,9 @@
 #include <string.h>
 #include <time.h>
 
+#define BENCH_NAME "bench_ops"
+#include "bench_util.h"
+
 #define OPS_PER_FRAME 1000
 #define OVERHEAD_REPS 5
 #define VAR_BIG_N (1 << 20) /* elements of the variable_assign_add_1m variable */
@@ -37,35 +40,6 @@ typedef struct bench_cfg {
 
 static const int full_sizes[] = {256, 512, 1024, 2048};
 static const int quick_sizes[] = {256, 512};
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void die(tfl_ctx *ctx, const char *phase, const char *why) {
-    fprintf(stderr, "bench_ops: %s: %s\n", phase, why);
-    tfl_ctx_free(ctx);
-    exit(EXIT_FAILURE);
-}
-
-/* Exits with the kept error when an op of `phase` failed. */
-static void check(tfl_ctx *ctx, const char *phase) {
-    if (tfl_ctx_status(ctx) != TFL_OK) {
-        tfl_error err = tfl_ctx_error(ctx);
-        char why[512];
-        snprintf(why, sizeof why, "%s: %s", tfl_status_name(err.code), err.message);
-        die(ctx, phase, why);
-    }
-}
-
-static void check_status(tfl_ctx *ctx, tfl_status st, const char *phase) {
-    if (st != TFL_OK) {
-        check(ctx, phase); /* prefer the context's message when it kept one */
-        die(ctx, phase, tfl_status_name(st));
-    }
-}
 
 /* Deterministic values in [-1, 1). */
 static void fill_random(float *x, size_t n, uint32_t seed) {

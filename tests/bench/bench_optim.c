@@ -40,7 +40,9 @@
  * copy's threads (default 2).
  */
 #include <tapeflow/tapeflow.h>
-#include <tapeflow/optim.h>
+
+#define BENCH_NAME "bench_optim"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,61 +74,7 @@ enum { OPT_ADAM, OPT_SGD, N_OPTS };
 static const char *const opt_names[N_OPTS] = {"adam", "sgd_momentum"};
 static const double opt_bytes[N_OPTS] = {28.0, 20.0}; /* bytes moved an element */
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
-static void die(tfl_ctx *ctx, const char *phase, const char *why)
-{
-    fprintf(stderr, "bench_optim: %s: %s\n", phase, why);
-    tfl_ctx_free(ctx);
-    exit(EXIT_FAILURE);
-}
-
-/* Exits with the kept error when a call of `phase` failed. */
-static void check(tfl_ctx *ctx, const char *phase)
-{
-    if (tfl_ctx_status(ctx) != TFL_OK) {
-        tfl_error err = tfl_ctx_error(ctx);
-        char why[512];
-        snprintf(why, sizeof why, "%s: %s", tfl_status_name(err.code), err.message);
-        die(ctx, phase, why);
-    }
-}
-
-static void check_status(tfl_ctx *ctx, tfl_status st, const char *phase)
-{
-    if (st != TFL_OK) {
-        check(ctx, phase); /* prefer the context's message when it kept one */
-        die(ctx, phase, tfl_status_name(st));
-    }
-}
-
-/* Exits when p is NULL (with the kept error, if any). */
-static void check_ptr(tfl_ctx *ctx, const void *p, const char *phase, const char *what)
-{
-    if (p == NULL) {
-        check(ctx, phase);
-        char why[160];
-        snprintf(why, sizeof why, "%s returned NULL without an error", what);
-        die(ctx, phase, why);
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static tfl_alloc_stats cpu_stats(tfl_ctx *ctx, const char *phase)
 {

@@ -37,6 +37,9 @@
 #include <string.h>
 #include <time.h>
 
+#define BENCH_NAME "bench_tape"
+#include "bench_util.h"
+
 #define CHAIN_LEN 100 /* ops per chain */
 #define REPS 7        /* blocks of each figure; the best counts */
 #define MLP_BATCH 128
@@ -50,60 +53,6 @@ typedef struct bench_cfg {
     int mlp_warmup;   /* untimed steps of each kind before the MLP blocks */
     int mlp_steps;    /* steps per MLP block */
 } bench_cfg;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void die(tfl_ctx *ctx, const char *phase, const char *why)
-{
-    fprintf(stderr, "bench_tape: %s: %s\n", phase, why);
-    tfl_ctx_free(ctx);
-    exit(EXIT_FAILURE);
-}
-
-/* Exits with the kept error when an op of `phase` failed. */
-static void check(tfl_ctx *ctx, const char *phase)
-{
-    if (tfl_ctx_status(ctx) != TFL_OK) {
-        tfl_error err = tfl_ctx_error(ctx);
-        char why[512];
-        snprintf(why, sizeof why, "%s: %s", tfl_status_name(err.code), err.message);
-        die(ctx, phase, why);
-    }
-}
-
-static void check_status(tfl_ctx *ctx, tfl_status st, const char *phase)
-{
-    if (st != TFL_OK) {
-        check(ctx, phase); /* prefer the context's message when it kept one */
-        die(ctx, phase, tfl_status_name(st));
-    }
-}
-
-/* Exits when t is NULL (with the kept error, if any). */
-static void check_tensor(tfl_ctx *ctx, const tfl_tensor *t, const char *phase)
-{
-    if (t == NULL) {
-        check(ctx, phase);
-        die(ctx, phase, "an op returned NULL without an error");
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static tfl_alloc_stats cpu_stats(tfl_ctx *ctx, const char *phase)
 {
@@ -209,7 +158,7 @@ static void chain_verify(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *c)
         die(ctx, phase, "tfl_tape_begin returned NULL without an error");
     }
     tfl_tensor *h = run_chain(ctx, x, c);
-    check_tensor(ctx, h, phase);
+    check_ptr(ctx, h, phase, "an op");
     if (tfl_tape_size(tape) != CHAIN_LEN) {
         char why[96];
         snprintf(why, sizeof why, "the tape recorded %lld ops, expected %d",
@@ -219,7 +168,7 @@ static void chain_verify(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *c)
     tfl_tensor *g = NULL;
     check_status(ctx, tfl_tape_gradient(tape, h, 1, &x, &g, 0), phase);
     tfl_tape_free(tape);
-    check_tensor(ctx, g, phase);
+    check_ptr(ctx, g, phase, "an op");
     float got_h[4], got_d[4];
     check_status(ctx, tfl_tensor_to_host(h, got_h, sizeof got_h), phase);
     check_status(ctx, tfl_tensor_to_host(g, got_d, sizeof got_d), phase);
@@ -243,8 +192,8 @@ static void bench_chain(tfl_ctx *ctx, const bench_cfg *cfg)
     tfl_tensor *x = tfl_variable_new(ctx, x0, &(tfl_variable_opts){.name = "chain_x"});
     tfl_tensor *c = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, s4, chain_c);
     check(ctx, phase);
-    check_tensor(ctx, x, phase);
-    check_tensor(ctx, c, phase);
+    check_ptr(ctx, x, phase, "an op");
+    check_ptr(ctx, c, phase, "an op");
     tfl_tensor_release(x0);
 
     chain_verify(ctx, x, c);
@@ -295,9 +244,9 @@ static void mlp_init(tfl_ctx *ctx, mlp *m)
     }
     m->labels = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, ls, labels);
     check(ctx, phase);
-    for (int i = 0; i < MLP_VARS; i++) check_tensor(ctx, m->vars[i], phase);
-    check_tensor(ctx, m->x, phase);
-    check_tensor(ctx, m->labels, phase);
+    for (int i = 0; i < MLP_VARS; i++) check_ptr(ctx, m->vars[i], phase, "an op");
+    check_ptr(ctx, m->x, phase, "an op");
+    check_ptr(ctx, m->labels, phase, "an op");
 }
 
 static void mlp_free(mlp *m)
@@ -339,7 +288,7 @@ static void mlp_step(tfl_ctx *ctx, const mlp *m, bool backward, float **grads, f
         tfl_tape_free(tape);
         check_status(ctx, st, phase);
         for (int i = 0; grads && i < MLP_VARS; i++) {
-            check_tensor(ctx, g[i], phase);
+            check_ptr(ctx, g[i], phase, "an op");
             const int64_t n = tfl_tensor_numel(m->vars[i]);
             if (tfl_tensor_numel(g[i]) != n) die(ctx, phase, "a gradient has the wrong size");
             check_status(ctx, tfl_tensor_to_host(g[i], grads[i], (size_t)n * sizeof(float)),
@@ -347,7 +296,7 @@ static void mlp_step(tfl_ctx *ctx, const mlp *m, bool backward, float **grads, f
         }
     }
     if (loss_out) {
-        check_tensor(ctx, loss, phase);
+        check_ptr(ctx, loss, phase, "an op");
         check_status(ctx, tfl_tensor_to_host(loss, loss_out, sizeof *loss_out), phase);
     }
     check_status(ctx, tfl_frame_pop(ctx), phase);
