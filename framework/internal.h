@@ -129,6 +129,7 @@ typedef struct tfl__var {
     bool in_store;           /* made by tfl_get_variable: its name is unique in the ctx */
     bool has_init;           /* `init` can be run (again) by tfl_variable_initialize */
     tfl_initializer init;    /* init.tensor is retained while has_init (TFL_INIT_TENSOR) */
+    const void *owner;       /* the optimizer whose state it is (slots, counters), or NULL */
 } tfl__var;
 
 /** A named collection: weak references, in the order they joined (duplicates allowed). */

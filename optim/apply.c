@@ -16,12 +16,13 @@ static tfl_status reserve(tfl_optimizer *opt, int n)
 {
     if (n <= opt->cap_list) return TFL_OK;
     tfl_ctx *ctx = opt->ctx;
-    int cap = opt->cap_list ? opt->cap_list : 16;
-    while (cap < n) cap *= 2;
-    tfl__opt_tensor *list = tfl__host_alloc(ctx, (size_t)cap * sizeof *list, 64);
-    int32_t *which = tfl__host_alloc(ctx, (size_t)cap * sizeof *which, 64);
-    tfl_tensor **grads = tfl__host_alloc(ctx, (size_t)cap * sizeof *grads, 64);
-    double *norms = tfl__host_alloc(ctx, (size_t)cap * sizeof *norms, 64);
+    size_t cap = opt->cap_list ? (size_t)opt->cap_list : 16;
+    while (cap < (size_t)n) cap *= 2;
+    if (cap > INT32_MAX) cap = (size_t)n;
+    tfl__opt_tensor *list = tfl__host_alloc(ctx, cap * sizeof *list, 64);
+    int32_t *which = tfl__host_alloc(ctx, cap * sizeof *which, 64);
+    tfl_tensor **grads = tfl__host_alloc(ctx, cap * sizeof *grads, 64);
+    double *norms = tfl__host_alloc(ctx, cap * sizeof *norms, 64);
     if (!list || !which || !grads || !norms) {
         tfl__host_free(ctx, list);
         tfl__host_free(ctx, which);
@@ -38,7 +39,7 @@ static tfl_status reserve(tfl_optimizer *opt, int n)
     opt->which = which;
     opt->grads = grads;
     opt->norms = norms;
-    opt->cap_list = cap;
+    opt->cap_list = (int)cap;
     return TFL_OK;
 }
 
@@ -67,8 +68,16 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
     TFL_CHECK(ctx, v->var, TFL_INVALID_ARGUMENT, "%s: argument %d is a tensor, not a variable; "
               "only variables can be updated", who, i);
     const char *name = v->var->name;
+    TFL_CHECK(ctx, v->var->owner != opt, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is this "
+              "optimizer's own state (a slot or a step counter); it cannot update it", who, name);
     if (!tfl__check_readable(ctx, who, v)) return ctx->err_code;
     tfl__opt_entry *e = tfl__opt_find(opt, v->id);
+    if (e && e->step) {
+        int64_t s = *(const int64_t *)tfl__data(e->step);
+        TFL_CHECK(ctx, s >= 0 && s < INT64_MAX, TFL_FAILED_PRECONDITION, "%s: the step count "
+                  "'%s:0' is %lld; it must be >= 0 (and below 2^63 - 1)", who,
+                  e->step->var->name, (long long)s);
+    }
     if (e) {
         TFL_CHECK(ctx, e->stamp != stamp, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
                   "more than once", who, name);
@@ -127,8 +136,14 @@ static tfl_status make_slots(tfl_optimizer *opt, const tfl_tensor *v, tfl__opt_e
         e->slots[s] = tfl__variable_new_named(ctx, name, (tfl_dtype)v->dtype, v->rank, v->shape,
                                               &init, &vo);
         if (!e->slots[s]) return ctx->err_code;
+        e->slots[s]->var->owner = opt;
     }
-    e->fresh = true;
+    if (opt->opts.formula == TFL_FORMULA_PYTORCH) { /* torch's state['step'] */
+        char name[TFL_SCOPE_BYTES + 512];
+        snprintf(name, sizeof name, "%s/%s/step", v->var->name, opt->name);
+        e->step = tfl__opt_counter(opt, name);
+        if (!e->step) return ctx->err_code;
+    }
     return TFL_OK;
 }
 
@@ -139,7 +154,6 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
     const tfl_optimizer_opts *o = &opt->opts;
     bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
     double lr = tfl_schedule_value(&o->schedule, o->learning_rate, step);
-    double t = (double)step + 1.0;
     bool decoupled = tf || o->kind == TFL_OPTIMIZER_ADAMW;
     *h = (tfl__opt_hyper){.kind = o->kind, .lr = lr};
     h->clip = o->clip_value > 0 ? o->clip_value : INFINITY;
@@ -150,7 +164,6 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
     switch (o->kind) {
     case TFL_OPTIMIZER_SGD:
         h->momentum = o->momentum > 0;
-        h->nesterov = o->nesterov;
         h->mu = o->momentum;
         if (tf) { /* m <- mu m - lr g; p += m, or mu m - lr g */
             h->cg = -lr;
@@ -166,15 +179,11 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
         h->sg = o->nesterov ? -lr : 0.0;
         break;
     case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW: {
-        double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+    case TFL_OPTIMIZER_ADAMW: /* a and b depend on each variable's step: adam_scales */
         h->amsgrad = o->amsgrad;
         h->c1 = 1.0 - o->beta1;
         h->c2 = 1.0 - o->beta2;
-        h->a = tf ? lr * sqrt(bc2) / bc1 : lr / bc1;
-        h->b = tf ? 1.0 : 1.0 / sqrt(bc2);
         break;
-    }
     case TFL_OPTIMIZER_RMSPROP:
         h->rho = o->rho;
         h->c2 = 1.0 - o->rho;
@@ -187,6 +196,17 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
     case TFL_OPTIMIZER_ADAGRAD:
         break;
     }
+}
+
+/* Adam's step factor a and root scale b at 0-based step `step` (t = step + 1): the bias
+ * corrections, with β^t in double. */
+static void adam_scales(const tfl_optimizer_opts *o, double lr, int64_t step, double *a, double *b)
+{
+    double t = (double)step + 1.0;
+    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
+    *a = tf ? lr * sqrt(bc2) / bc1 : lr / bc1;
+    *b = tf ? 1.0 : 1.0 / sqrt(bc2);
 }
 
 /* Gradient scales for clip_norm / global_clip_norm, from the kernels' sums of squares. */
@@ -228,9 +248,13 @@ static bool needs_copy(const tfl_tensor *g)
  * storage of their own for every tensor the kernels write. Fills opt->list (live ones, in
  * order) and opt->grads; returns the count in *live. */
 static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
-                          tfl_tensor *const *grads, int *live)
+                          tfl_tensor *const *grads, const tfl__opt_hyper *h, int64_t global,
+                          int *live)
 {
     tfl_ctx *ctx = opt->ctx;
+    bool adam = h->kind == TFL_OPTIMIZER_ADAM || h->kind == TFL_OPTIMIZER_ADAMW;
+    int64_t last = -1; /* the step of the last scales computed (steps are usually all equal) */
+    double a = 0, b = 0;
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (opt->which[i] == SKIPPED) continue;
@@ -249,9 +273,18 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
             if (!g) return ctx->err_code;
         }
         TFL_TRY(tfl__variable_own(v));
+        int64_t step = global;
+        if (e->step) { /* PYTORCH: the variable's own count */
+            TFL_TRY(tfl__variable_own(e->step));
+            step = *(const int64_t *)tfl__data(e->step);
+        }
+        if (adam && step != last) {
+            adam_scales(&opt->opts, h->lr, step, &a, &b);
+            last = step;
+        }
         tfl__opt_tensor *t = &opt->list[m];
         *t = (tfl__opt_tensor){.p = tfl__data(v), .g = tfl__data(g), .n = v->numel,
-                               .gscale = 1.0, .first = e->fresh};
+                               .gscale = 1.0, .a = a, .b = b, .first = e->step && step == 0};
         for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
             if (!e->slots[s]) continue;
             TFL_TRY(tfl__variable_own(e->slots[s]));
@@ -314,8 +347,9 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     TFL_CHECK(ctx, given > 0, TFL_INVALID_ARGUMENT, "%s: No gradients provided for any variable "
               "(%d variables)", who, n);
     int64_t *step = tfl__data(opt->iterations);
-    TFL_CHECK(ctx, *step >= 0, TFL_FAILED_PRECONDITION, "%s: the step counter '%s:0' is %lld; "
-              "it must be >= 0", who, opt->iterations->var->name, (long long)*step);
+    TFL_CHECK(ctx, *step >= 0 && *step < INT64_MAX, TFL_FAILED_PRECONDITION, "%s: the step "
+              "counter '%s:0' is %lld; it must be >= 0 (and below 2^63 - 1)", who,
+              opt->iterations->var->name, (long long)*step);
 
     size_t keep = opt->n_entries;
     TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy) */
@@ -324,22 +358,50 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
             tfl__log(ctx, TFL_LOG_WARNING, "%s: Gradients do not exist for variable '%s:0' when "
                      "minimizing the loss; it is not updated", who, vars[i]->var->name);
     int live = 0;
-    tfl_status st = prepare(opt, n, vars, grads, &live);
-    step = tfl__data(opt->iterations); /* prepare may have moved it (copy-on-write) */
     tfl__opt_hyper h;
-    if (st == TFL_OK) {
-        make_hyper(opt, *step, &h);
-        if (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0) st = clip_scales(opt, live);
-    }
+    make_hyper(opt, *step, &h);
+    tfl_status st = prepare(opt, n, vars, grads, &h, *step, &live);
+    if (st == TFL_OK && (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0))
+        st = clip_scales(opt, live);
     if (st == TFL_OK) st = run_groups(opt, live, &h);
     if (st == TFL_OK) {
-        ++*step;
-        for (int i = 0; i < live; i++) opt->entries[opt->which[i]].fresh = false;
+        ++*(int64_t *)tfl__data(opt->iterations); /* prepare may have moved it (copy-on-write) */
+        for (int i = 0; i < live; i++) {
+            tfl_tensor *own_step = opt->entries[opt->which[i]].step;
+            if (own_step) ++*(int64_t *)tfl__data(own_step);
+        }
     } else {
         tfl__opt_truncate(opt, keep); /* slots made by this call go; values are unchanged */
     }
     tfl_frame_pop(ctx);
     return st;
+}
+
+/* ---- build --------------------------------------------------------------------------------------- */
+
+tfl_status tfl_optimizer_build(tfl_optimizer *opt, int n, tfl_tensor *const *vars)
+{
+    if (!opt) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = opt->ctx;
+    TFL_CHECK(ctx, n >= 0 && (n == 0 || vars), TFL_INVALID_ARGUMENT,
+              "%s: build: bad variable list (n = %d, variables %s)", opt->name, n,
+              vars ? "given" : "NULL");
+    TFL_TRY(reserve(opt, n));
+    uint64_t stamp = ++opt->applies;
+    for (int i = 0; i < n; i++) /* each variable checked as its own gradient: same checks */
+        TFL_TRY(check_pair(opt, i, vars, vars, stamp));
+    size_t keep = opt->n_entries;
+    for (int i = 0; i < n; i++) {
+        if (opt->which[i] != NEW_ENTRY) continue;
+        tfl__opt_entry *e = tfl__opt_add(opt, vars[i]->id);
+        tfl_status st = e ? make_slots(opt, vars[i], e) : ctx->err_code;
+        if (st != TFL_OK) {
+            tfl__opt_truncate(opt, keep);
+            return st;
+        }
+        e->stamp = stamp;
+    }
+    return TFL_OK;
 }
 
 /* ---- minimize ------------------------------------------------------------------------------------ */

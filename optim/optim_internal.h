@@ -23,6 +23,7 @@ typedef struct tfl__opt_tensor {
     void *s[TFL_OPT_MAX_SLOTS];    /* its slots, in the kind's slot order */
     int64_t n;                     /* elements */
     double gscale;                 /* the gradient is multiplied by this (norm clipping); 1: off */
+    double a, b;                   /* Adam: the step factor and root scale of this variable's t */
     bool first;                    /* the variable's first update (torch SGD: b <- g) */
 } tfl__opt_tensor;
 
@@ -34,7 +35,7 @@ typedef struct tfl__opt_tensor {
  *   SGD:      b ← mu·b + cg·g' (first: mu_first, cg_first); p ← p + sb·b + sg·g'
  *             (no momentum: p ← p − lr·g').
  *   Adam:     m ← m + c1·(g' − m); v ← v + c2·(g'² − v); v̂ = max(v̂, v) (amsgrad);
- *             p ← p − a·m / (b·√v̂ + eps).
+ *             p ← p − a·m / (b·√v̂ + eps), a and b per tensor (its own t under PYTORCH).
  *   RMSprop:  v ← rho·v + c2·g'²; centered: m ← rho·m + c2·g', d = v − m²; r = k1·g'/√(d + eps)
  *             (eps_inside) or k1·g'/(√d + eps); momentum: b ← mu·b + r, p ← p − k2·b;
  *             else p ← p − k2·r.
@@ -43,9 +44,9 @@ typedef struct tfl__opt_tensor {
 typedef struct tfl__opt_hyper {
     tfl_optimizer_kind kind;
     double lr, decay, l2, clip;
-    bool momentum, nesterov, amsgrad, centered, eps_inside;
+    bool momentum, amsgrad, centered, eps_inside;
     double mu, cg, mu_first, cg_first, sb, sg; /* SGD */
-    double c1, c2, a, b, eps;                  /* Adam (c2, eps: RMSprop, Adagrad too) */
+    double c1, c2, eps;                        /* Adam (c2, eps: RMSprop, Adagrad too) */
     double rho, k1, k2;                        /* RMSprop */
 } tfl__opt_hyper;
 
@@ -71,8 +72,9 @@ const tfl__opt_kernels *tfl__opt_cpu_kernels(void);
 typedef struct tfl__opt_entry {
     uint64_t var_id;                         /* the variable's tensor id (never reused) */
     tfl_tensor *slots[TFL_OPT_MAX_SLOTS];    /* owned */
+    tfl_tensor *step;                        /* PYTORCH: the variable's own step count (torch's
+                                                state['step']), int64 scalar on CPU:0; owned */
     uint64_t stamp;                          /* the apply that last listed it (duplicates) */
-    bool fresh;                              /* slots made, not yet updated */
 } tfl__opt_entry;
 
 struct tfl_optimizer {
@@ -81,7 +83,6 @@ struct tfl_optimizer {
     tfl_optimizer_opts opts;     /* resolved; opts.name points at `name` */
     char *name;
     tfl_tensor *iterations;      /* owned: int64 scalar on CPU:0 */
-    int n_slots;
     const char *slot_names[TFL_OPT_MAX_SLOTS];
     double slot_init[TFL_OPT_MAX_SLOTS];
 
@@ -101,6 +102,10 @@ struct tfl_optimizer {
     int cap_minimize;
 };
 
+/** An int64 scalar counter variable on CPU:0, zero, owned by opt; NULL (error kept). */
+tfl_tensor *tfl__opt_counter(tfl_optimizer *opt, const char *name);
+/** Whether a schedule is valid (what tfl_optimizer_new checks, schedule.c). */
+bool tfl__schedule_valid(const tfl_schedule *s);
 /** The entry of the variable with this id, or NULL. */
 tfl__opt_entry *tfl__opt_find(const tfl_optimizer *opt, uint64_t var_id);
 /** Appends an entry (no slots yet) and indexes it; NULL (error kept) when out of memory. */

@@ -83,25 +83,23 @@ static bool check_range(tfl_ctx *ctx, const char *who, const char *field, double
     return true;
 }
 
+/* The same conditions as tfl__schedule_valid, each with its message. */
 static bool check_schedule(tfl_ctx *ctx, const char *who, const tfl_schedule *s)
 {
+    if (tfl__schedule_valid(s)) return true;
     TFL_CHECK_RET(ctx, (unsigned)s->kind < TFL_SCHEDULE_KIND_COUNT, false, TFL_INVALID_ARGUMENT,
                   "%s: unknown schedule kind %d", who, (int)s->kind);
-    bool decays = s->kind != TFL_SCHEDULE_CONSTANT;
-    TFL_CHECK_RET(ctx, !decays || s->decay_steps > 0, false, TFL_INVALID_ARGUMENT,
-                  "%s: the schedule's decay_steps must be > 0 (given %lld)", who,
-                  (long long)s->decay_steps);
-    bool rated = s->kind == TFL_SCHEDULE_EXPONENTIAL || s->kind == TFL_SCHEDULE_STEP;
-    TFL_CHECK_RET(ctx, !rated || (isfinite(s->decay_rate) && s->decay_rate > 0), false,
-                  TFL_INVALID_ARGUMENT, "%s: the schedule's decay_rate must be > 0 (given %g)", who,
-                  s->decay_rate);
+    TFL_CHECK_RET(ctx, s->kind == TFL_SCHEDULE_CONSTANT || s->decay_steps > 0, false,
+                  TFL_INVALID_ARGUMENT, "%s: the schedule's decay_steps must be > 0 (given %lld)",
+                  who, (long long)s->decay_steps);
     TFL_CHECK_RET(ctx, isfinite(s->alpha), false, TFL_INVALID_ARGUMENT,
                   "%s: the schedule's alpha must be finite (given %g)", who, s->alpha);
     TFL_CHECK_RET(ctx, s->warmup_steps >= 0 && finite_ge0(s->warmup_start_factor), false,
                   TFL_INVALID_ARGUMENT, "%s: the schedule's warmup_steps (%lld) and "
                   "warmup_start_factor (%g) must be >= 0", who, (long long)s->warmup_steps,
                   s->warmup_start_factor);
-    return true;
+    return tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: the schedule's decay_rate must be > 0 "
+                          "(given %g)", who, s->decay_rate), false;
 }
 
 static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
@@ -161,14 +159,11 @@ static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
 
 /* ---- names ------------------------------------------------------------------------------------- */
 
-/* Whether a live variable of ctx is called "<name>/iterations": another optimizer's counter. */
+/* Whether a live optimizer of ctx has this name. */
 static bool name_taken(tfl_ctx *ctx, const char *name)
 {
-    size_t len = strlen(name);
-    for (size_t i = 0; i < ctx->n_vars; i++) {
-        const char *vn = ctx->vars[i]->var->name;
-        if (!strncmp(vn, name, len) && !strcmp(vn + len, "/iterations")) return true;
-    }
+    for (const tfl_optimizer *o = ctx->optimizers; o; o = o->next)
+        if (o->name && !strcmp(o->name, name)) return true;
     return false;
 }
 
@@ -177,7 +172,7 @@ static bool name_taken(tfl_ctx *ctx, const char *name)
 static void set_slots(tfl_optimizer *opt)
 {
     const tfl_optimizer_opts *o = &opt->opts;
-    int n = 0;
+    int n = 0; /* fixed positions: the kernels index slots by them */
     switch (o->kind) {
     case TFL_OPTIMIZER_SGD:
         if (o->momentum > 0) opt->slot_names[n++] = "momentum";
@@ -198,7 +193,16 @@ static void set_slots(tfl_optimizer *opt)
         opt->slot_names[n++] = "accumulator";
         break;
     }
-    opt->n_slots = n;
+}
+
+/* An int64 scalar counter variable on CPU:0, zero, owned by opt (iterations, a step slot). */
+tfl_tensor *tfl__opt_counter(tfl_optimizer *opt, const char *name)
+{
+    tfl_initializer zero = tfl_init_zeros();
+    tfl_variable_opts vo = {.device = "CPU:0", .flags = TFL_VAR_NOT_TRAINABLE};
+    tfl_tensor *c = tfl__variable_new_named(opt->ctx, name, TFL_DTYPE_INT64, 0, NULL, &zero, &vo);
+    if (c) c->var->owner = opt;
+    return c;
 }
 
 /* ---- create, free ------------------------------------------------------------------------------ */
@@ -237,10 +241,7 @@ tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
 
     char counter[192];
     snprintf(counter, sizeof counter, "%s/iterations", name);
-    tfl_initializer zero = tfl_init_zeros();
-    tfl_variable_opts vo = {.device = "CPU:0", .flags = TFL_VAR_NOT_TRAINABLE};
-    if (opt->name)
-        opt->iterations = tfl__variable_new_named(ctx, counter, TFL_DTYPE_INT64, 0, NULL, &zero, &vo);
+    if (opt->name) opt->iterations = tfl__opt_counter(opt, counter);
     if (!opt->iterations) {
         tfl_optimizer_free(opt);
         return NULL;
@@ -293,7 +294,7 @@ tfl_tensor *tfl_optimizer_slot(const tfl_optimizer *opt, const tfl_tensor *varia
     if (!e) return NULL;
     for (int i = 0; i < TFL_OPT_MAX_SLOTS; i++)
         if (opt->slot_names[i] && !strcmp(opt->slot_names[i], slot)) return e->slots[i];
-    return NULL;
+    return !strcmp(slot, "step") ? e->step : NULL;
 }
 
 int64_t tfl_optimizer_variables(const tfl_optimizer *opt, tfl_tensor **out, int64_t cap)
@@ -303,8 +304,9 @@ int64_t tfl_optimizer_variables(const tfl_optimizer *opt, tfl_tensor **out, int6
     if (n < cap) out[n] = opt->iterations;
     n++;
     for (size_t i = 0; i < opt->n_entries; i++)
-        for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
-            tfl_tensor *t = opt->entries[i].slots[s];
+        for (int s = 0; s <= TFL_OPT_MAX_SLOTS; s++) {
+            const tfl__opt_entry *e = &opt->entries[i];
+            tfl_tensor *t = s < TFL_OPT_MAX_SLOTS ? e->slots[s] : e->step;
             if (!t) continue;
             if (n < cap) out[n] = t;
             n++;
@@ -380,8 +382,10 @@ tfl__opt_entry *tfl__opt_add(tfl_optimizer *opt, uint64_t var_id)
 void tfl__opt_truncate(tfl_optimizer *opt, size_t keep)
 {
     if (keep >= opt->n_entries) return;
-    for (size_t i = keep; i < opt->n_entries; i++)
+    for (size_t i = keep; i < opt->n_entries; i++) {
         for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) tfl_tensor_release(opt->entries[i].slots[s]);
+        tfl_tensor_release(opt->entries[i].step);
+    }
     opt->n_entries = keep;
     if (opt->map_cap) map_rebuild(opt, keep); /* same capacity: cannot fail */
 }

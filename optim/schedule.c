@@ -25,12 +25,20 @@ static double decay_factor(const tfl_schedule *s, int64_t step)
     }
 }
 
+/* The conditions tfl_optimizer_new checks one by one, with a message each (optimizer.c). */
+bool tfl__schedule_valid(const tfl_schedule *s)
+{
+    if ((unsigned)s->kind >= TFL_SCHEDULE_KIND_COUNT) return false;
+    bool rated = s->kind == TFL_SCHEDULE_EXPONENTIAL || s->kind == TFL_SCHEDULE_STEP;
+    return (s->kind == TFL_SCHEDULE_CONSTANT || s->decay_steps > 0) &&
+           (!rated || (isfinite(s->decay_rate) && s->decay_rate > 0)) && isfinite(s->alpha) &&
+           s->warmup_steps >= 0 && isfinite(s->warmup_start_factor) && s->warmup_start_factor >= 0;
+}
+
 double tfl_schedule_value(const tfl_schedule *s, double learning_rate, int64_t step)
 {
     if (!s) return step >= 0 ? learning_rate : NAN;
-    if (step < 0 || (unsigned)s->kind >= TFL_SCHEDULE_KIND_COUNT || s->warmup_steps < 0 ||
-        (s->kind != TFL_SCHEDULE_CONSTANT && s->decay_steps <= 0))
-        return NAN;
+    if (step < 0 || !tfl__schedule_valid(s)) return NAN;
     if (step < s->warmup_steps) {
         double f0 = s->warmup_start_factor;
         return learning_rate * (f0 + (1.0 - f0) * (double)step / (double)s->warmup_steps);

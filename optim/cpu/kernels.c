@@ -74,7 +74,7 @@ DEFINE_SGD(sgd_f64, double)
     {                                                                                              \
         COMMON(T);                                                                                 \
         T *restrict m = (T *)t->s[0], *restrict v = (T *)t->s[1], *restrict vh = (T *)t->s[2];     \
-        const T c1 = (T)h->c1, c2 = (T)h->c2, a = (T)h->a, b = (T)h->b, eps = (T)h->eps;           \
+        const T c1 = (T)h->c1, c2 = (T)h->c2, a = (T)t->a, b = (T)t->b, eps = (T)h->eps;           \
         if (!h->amsgrad) {                                                                         \
             for (int64_t i = lo; i < hi; i++) {                                                    \
                 GRAD(T, i);                                                                        \
@@ -246,7 +246,8 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
 #pragma omp parallel num_threads(threads)
     {
         int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-        /* thread boundaries on 16-element (64-byte) multiples: no cache line is shared */
+        /* thread boundaries on multiples of 16 elements of the flat range (whole cache lines
+         * within the first tensor; at most one shared line per boundary in the others) */
         int64_t lo = (total * id / nt) & ~(int64_t)15,
                 hi = id == nt - 1 ? total : (total * (id + 1) / nt) & ~(int64_t)15;
         run_range(n, t, lo, hi, h, fn);

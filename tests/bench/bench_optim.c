@@ -139,7 +139,7 @@ static void copy_split(float *dst, const float *src, int64_t n, int threads)
 #pragma omp parallel num_threads(threads)
     {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int64_t per = (n / nt + 15) / 16 * 16; /* parts of whole cache lines */
+        const int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16; /* parts of whole cache lines */
         const int64_t lo = t * per < n ? t * per : n, hi = lo + per < n ? lo + per : n;
         if (hi > lo) memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(float));
     }

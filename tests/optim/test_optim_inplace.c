@@ -40,7 +40,8 @@ static void test_null_gradient_skips_with_warning(void **state)
     expect_vec(c, D(-2, -1), 2, 1e-15);
     assert_int_equal(iterations_of(opt), 1);
     assert_null(tfl_optimizer_slot(opt, b, "momentum"));
-    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 3);
+    assert_null(tfl_optimizer_slot(opt, b, "step"));
+    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 5); /* + momentum, step of a, c */
     /* two skipped: two lines, each naming its variable */
     g_log.n = g_log.total = 0;
     apply_ok(opt, 3, VARS(a, b, c), VARS(NULL, NULL, vec_of(ctx, F64, D(2, -2), 2)));
@@ -466,7 +467,8 @@ static void test_minimize(void **state)
     expect_vec(u.fixed, D(10, 20), 2, 0);
     assert_int_equal(iterations_of(opt), 1);
     assert_int_equal(tfl_frame_depth(ctx), depth);
-    assert_int_equal(live_tensors(ctx), live); /* SGD without momentum: no slots */
+    /* SGD without momentum: no tensor slots, only torch's per-variable step counts */
+    assert_int_equal(live_tensors(ctx), live + 2);
     /* n = 0, NULL: the trainable variables (not `fixed`); loss_value optional */
     assert_int_equal(tfl_optimizer_minimize(opt, loss_fn, &u, 0, NULL, NULL), TFL_OK);
     expect_vec(u.w[0], D(0.64, -1.28, 1.92), 3, 1e-15);

@@ -183,8 +183,15 @@ static void run_case(void **state)
             n_slots++;
         }
     }
-    /* the fixture lists every slot the optimizer keeps: none is missing from either side */
-    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 1 + n_slots);
+    /* the fixture lists every slot the optimizer keeps: none is missing from either side;
+     * under PYTORCH each variable also counts its own steps (torch's state['step']) */
+    bool torch = o.formula == TFL_FORMULA_PYTORCH;
+    for (int i = 0; torch && i < nv; i++) {
+        double s = 0;
+        assert_int_equal(tfl_tensor_get(tfl_optimizer_slot(opt, vars[i], "step"), 0, &s), TFL_OK);
+        assert_true(s == steps);
+    }
+    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 1 + n_slots + (torch ? nv : 0));
     double iters = 0;
     assert_int_equal(tfl_tensor_get(tfl_optimizer_iterations(opt), 0, &iters), TFL_OK);
     assert_true(iters == steps);

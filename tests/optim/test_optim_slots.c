@@ -82,6 +82,9 @@ static void test_iterations_restore(void **state)
         assert_int_equal(tfl_variable_assign(tfl_optimizer_iterations(opt), tfl_scalar_i64(ctx, 9)),
                          TFL_OK);
         assert_int_equal(iterations_of(opt), 9);
+        if (fi == 0) /* torch counts steps per variable: its "step" slot drives the correction */
+            assert_int_equal(tfl_variable_assign(tfl_optimizer_slot(opt, v, "step"),
+                                                 tfl_scalar_i64(ctx, 9)), TFL_OK);
         double lr9 = 0.1 * pow(0.5, 9.0 / 4.0);
         assert_true(fabs(tfl_optimizer_learning_rate(opt) - lr9) < 1e-16);
         apply_ok(opt, 1, VARS(v), VARS(vec_of(ctx, F64, g2, 3)));
@@ -168,13 +171,23 @@ static void test_slot_names_and_lazy_creation(void **state)
     /* the NULL gradient made no slots */
     assert_null(tfl_optimizer_slot(opt, bias, "m"));
     assert_null(tfl_optimizer_slot(opt, bias, "v"));
-    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 2);
+    assert_null(tfl_optimizer_slot(opt, bias, "step"));
+    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 3);
     memset(out, 0, sizeof out);
-    assert_int_equal(tfl_optimizer_variables(opt, out, 8), 3);
+    assert_int_equal(tfl_optimizer_variables(opt, out, 8), 4);
     assert_ptr_equal(out[0], tfl_optimizer_iterations(opt));
+    tfl_tensor *ks_ = tfl_optimizer_slot(opt, kernel, "step"); /* torch's per-variable count */
+    assert_non_null(ks_);
+    assert_string_equal(tfl_variable_name(ks_), "dense/kernel/Adam/step");
+    assert_int_equal(tfl_tensor_dtype(ks_), TFL_DTYPE_INT64);
+    assert_int_equal(tfl_tensor_rank(ks_), 0);
+    assert_string_equal(tfl_tensor_device(ks_), "CPU:0");
+    assert_false(tfl_variable_trainable(ks_));
+    expect_vec(ks_, D(1), 1, 0);
     assert_ptr_equal(out[1], km);
     assert_ptr_equal(out[2], kv);
-    assert_null(out[3]);
+    assert_ptr_equal(out[3], ks_);
+    assert_null(out[4]);
 
     /* the bias's slots come on its first apply, float32 like it, after the kernel's */
     tfl_tensor *gb = vec_of(ctx, F32, D(1, -1, 0.5), 3);
@@ -185,18 +198,21 @@ static void test_slot_names_and_lazy_creation(void **state)
     assert_int_equal(tfl_tensor_dtype(bm), F32);
     assert_ptr_equal(tfl_optimizer_slot(opt, kernel, "m"), km); /* not remade */
     memset(out, 0, sizeof out);
-    assert_int_equal(tfl_optimizer_variables(opt, out, 8), 5);
-    tfl_tensor *want[5] = {tfl_optimizer_iterations(opt), km, kv, bm, bv};
-    for (int i = 0; i < 5; i++)
+    assert_int_equal(tfl_optimizer_variables(opt, out, 8), 7);
+    tfl_tensor *bs = tfl_optimizer_slot(opt, bias, "step");
+    expect_vec(bs, D(1), 1, 0);
+    expect_vec(ks_, D(2), 1, 0);
+    tfl_tensor *want[7] = {tfl_optimizer_iterations(opt), km, kv, ks_, bm, bv, bs};
+    for (int i = 0; i < 7; i++)
         assert_ptr_equal(out[i], want[i]);
     /* a small cap: the count, and only cap pointers written */
     tfl_tensor *few[3] = {NULL, NULL, (tfl_tensor *)&few};
-    assert_int_equal(tfl_optimizer_variables(opt, few, 2), 5);
+    assert_int_equal(tfl_optimizer_variables(opt, few, 2), 7);
     assert_ptr_equal(few[0], want[0]);
     assert_ptr_equal(few[1], want[1]);
     assert_ptr_equal(few[2], (tfl_tensor *)&few);
     assert_int_equal(tfl_optimizer_variables(NULL, NULL, 0), -1);
-    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 4);
+    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 6);
     assert_string_equal(tfl_name_scope(ctx), "train/step");
     assert_int_equal(tfl_name_scope_pop(ctx), TFL_OK);
     assert_string_equal(tfl_name_scope(ctx), "");
@@ -253,14 +269,24 @@ static void test_slot_sets_per_kind(void **state)
             int n = 0;
             while (sc->slots[n])
                 n++;
+            int steps = formula == TORCH; /* torch's per-variable "step", listed last */
             tfl_tensor *out[8] = {0};
-            if (tfl_optimizer_variables(opt, out, 8) != 1 + n) {
+            if (tfl_optimizer_variables(opt, out, 8) != 1 + n + steps) {
                 print_error("%s (%s): %lld variables, want %d\n", sc->what,
                             tfl_formula_name(formula),
-                            (long long)tfl_optimizer_variables(opt, NULL, 0), 1 + n);
+                            (long long)tfl_optimizer_variables(opt, NULL, 0), 1 + n + steps);
                 fail();
             }
-            assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + n);
+            assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + n + steps);
+            if (steps) {
+                char name[64];
+                snprintf(name, sizeof name, "w/%s/step", tfl_optimizer_kind_name(sc->kind));
+                assert_ptr_equal(out[1 + n], tfl_optimizer_slot(opt, v, "step"));
+                assert_string_equal(tfl_variable_name(out[1 + n]), name);
+                expect_vec(out[1 + n], D(1), 1, 0);
+            } else {
+                assert_null(tfl_optimizer_slot(opt, v, "step"));
+            }
             for (int s = 0; s < n; s++) {
                 char name[64];
                 snprintf(name, sizeof name, "w/%s/%s", tfl_optimizer_kind_name(sc->kind),
@@ -333,9 +359,10 @@ static void test_free_releases_everything(void **state)
     apply_ok(opt, 2, VARS(v, w),
              VARS(vec_of(ctx, F32, D(1, 1, 1), 3), vec_of(ctx, F64, D(1, 1), 2)));
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
-    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 7);
-    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 7);
-    assert_int_equal(live_tensors(ctx), live + 7);
+    /* iterations, then m, v, vhat and torch's step for each variable */
+    assert_int_equal(tfl_optimizer_variables(opt, NULL, 0), 9);
+    assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals + 9);
+    assert_int_equal(live_tensors(ctx), live + 9);
     tfl_optimizer_free(opt);
     assert_int_equal(live_tensors(ctx), live);
     assert_int_equal(coll_count(ctx, TFL_GLOBAL_VARIABLES), globals);

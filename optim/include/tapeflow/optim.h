@@ -6,6 +6,9 @@
  * each gradient once and writes the variable and its slots in the same pass, with no
  * temporary tensors and, after the first apply, no allocation (TensorFlow's
  * ResourceApplyAdam family). A list of variables is updated by one call.
+ * (Allocation happens only to make slots, for a longer list than before, to copy a gradient
+ * that is a variable or a strided view, or to move a variable away from a live snapshot of
+ * it: copy-on-write. The usual training step does none of these after its first apply.)
  *
  *     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
  *     o.learning_rate = 3e-4;
@@ -14,22 +17,27 @@
  *     tfl_optimizer_apply(opt, n, vars, grads);
  *
  * State. Slots are variables named "<variable name>/<optimizer name>/<slot>" (for example
- * "dense/kernel/Adam/m"), made on the first apply that updates their variable, on that
- * variable's device, with its dtype and shape, zero-filled (Adagrad's accumulator: filled with
- * initial_accumulator). The step counter is the int64 scalar variable
- * "<optimizer name>/iterations" on CPU:0: the number of applies so far. Slots and counter
+ * "dense/kernel/Adam/m"), made on the first apply that updates their variable (or by
+ * tfl_optimizer_build), on that variable's device, with its dtype and shape, zero-filled
+ * (Adagrad's accumulator: filled with initial_accumulator); under PYTORCH each variable also
+ * has the int64 scalar slot "step" on CPU:0. The step counter is the int64 scalar variable
+ * "<optimizer name>/iterations" on CPU:0: the number of applies so far. Slots and counters
  * are not trainable (never watched by a tape, not in TFL_TRAINABLE_VARIABLES) and are in
- * TFL_GLOBAL_VARIABLES; tfl_optimizer_variables lists them for checkpoints, and assigning
- * them (a restore) is all it takes to resume. The optimizer owns them: tfl_optimizer_free
- * releases them.
+ * TFL_GLOBAL_VARIABLES; tfl_optimizer_variables lists them for checkpoints. To resume, build
+ * the slots (tfl_optimizer_build) and assign the saved values to every listed variable:
+ * that is the whole state. The optimizer owns them: tfl_optimizer_free releases them.
  *
  * Formulas. TensorFlow's and PyTorch's optimizers differ in details that change a
  * trajectory, so each optimizer takes `formula`: TFL_FORMULA_TENSORFLOW follows Keras 3
  * (tf.keras.optimizers, TensorFlow 2.21) and TFL_FORMULA_PYTORCH follows torch.optim; both
  * are checked against 100-step trajectories of the real thing (tests/reference/optim_ref.py).
- * Notation, for one apply: g the gradient (after clipping), p the variable, t = iterations + 1
- * (this apply's 1-based step), lr = the schedule's value at step iterations (0-based, before
- * this apply), wd = weight_decay. Every operation is elementwise. β^t is computed in double.
+ * Notation, for one apply: g the gradient (after clipping), p the variable, t this apply's
+ * 1-based step, lr = the schedule's value at step iterations (0-based, before this apply),
+ * wd = weight_decay. Every operation is elementwise. β^t is computed in double.
+ * t is iterations + 1 under TENSORFLOW (Keras); under PYTORCH each variable counts its own
+ * steps, as torch does (state['step']): t is 1 on a variable's first update even when the
+ * optimizer has stepped before (a variable whose gradient came late, one added later), and
+ * that count is the variable's "step" slot (an int64 scalar on CPU:0).
  *
  *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for SGD, Adam, RMSprop and Adagrad;
  *  decoupled for AdamW. TENSORFLOW (Keras 3): decoupled for every optimizer. Decoupled is
@@ -37,7 +45,7 @@
  *  torch's rounding of 1 − lr·wd to float32, which costs lr·wd up to 1e-3 of its value).
 
  *  SGD (momentum μ, dampening τ, nesterov). Without momentum: p ← p − lr·g.
- *    PYTORCH (lr outside the buffer b):  b ← g on a variable's first apply, else
+ *    PYTORCH (lr outside the buffer b):  b ← g on a variable's first update (step 0), else
  *      b ← μ·b + (1 − τ)·g;  p ← p − lr·(g + μ·b) with nesterov, p ← p − lr·b without.
  *    TENSORFLOW (lr folded into the buffer m):  m ← μ·m − lr·g;
  *      p ← p + μ·m − lr·g with nesterov, p ← p + m without.
@@ -209,13 +217,23 @@ TFL_API void tfl_optimizer_free(tfl_optimizer *opt);
  *                     other than float32/float64; every gradient NULL ("No gradients provided
  *                     for any variable");
  *   FAILED_PRECONDITION  an uninitialized variable ("Attempting to use uninitialized
- *                     value"), a negative step counter (a bad restore);
+ *                     value"), a step counter (iterations or a "step" slot) that is
+ *                     negative or 2^63 - 1 (a bad restore);
  *   MISUSE            a variable or gradient of another context;
  *   UNIMPLEMENTED     no update kernel on the variable's device;
- *   RESOURCE_EXHAUSTED (first apply only: slots).
+ *   RESOURCE_EXHAUSTED (see the allocation note at the top).
+ * Also INVALID_ARGUMENT for one of this optimizer's own slots or counters in the list.
  */
 TFL_API tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *variables,
                                        tfl_tensor *const *gradients);
+
+/**
+ * Makes the slots of these variables now, as the first apply would (Keras's build), so that
+ * they can be restored from a checkpoint before any step. Variables that have slots already
+ * are left alone. Errors: as tfl_optimizer_apply's for the variables (each is checked as if
+ * it were its own gradient); on error no slot of this call is left.
+ */
+TFL_API tfl_status tfl_optimizer_build(tfl_optimizer *opt, int n, tfl_tensor *const *variables);
 
 /** A loss to minimize: returns a scalar computed from the variables (inside the tape). */
 typedef tfl_tensor *(*tfl_loss_fn)(tfl_ctx *ctx, void *user);
@@ -241,15 +259,15 @@ TFL_API tfl_tensor *tfl_optimizer_iterations(const tfl_optimizer *opt);
 TFL_API double tfl_optimizer_learning_rate(const tfl_optimizer *opt);
 
 /**
- * The slot `slot` ("m", "v", "momentum", ...) of a variable, borrowed; NULL (no error
- * kept) when the variable has not been updated yet or the optimizer has no such slot.
+ * The slot `slot` ("m", "v", "momentum", ..., "step") of a variable, borrowed; NULL (no
+ * error kept) when the variable has no slots yet or the optimizer has no such slot.
  */
 TFL_API tfl_tensor *tfl_optimizer_slot(const tfl_optimizer *opt, const tfl_tensor *variable,
                                        const char *slot);
 
 /**
- * Every variable the optimizer owns, for checkpoints: iterations first, then the slots in
- * the order they were made. Writes up to `cap` borrowed pointers to `out` (NULL when cap
+ * Every variable the optimizer owns, for checkpoints: iterations first, then each variable's
+ * slots (its "step" last) in the order the variables got them. Writes up to `cap` borrowed pointers to `out` (NULL when cap
  * is 0). Returns: how many there are (may exceed cap), or -1 for NULL opt.
  */
 TFL_API int64_t tfl_optimizer_variables(const tfl_optimizer *opt, tfl_tensor **out, int64_t cap);
