@@ -5,9 +5,10 @@
  * needs a gradient (the other operand for mul and matmul, the output for exp, nothing for
  * add), so a tape saves no more than the rule reads.
  *
- * Adding an op: write its rule in rules_math.c or rules_array.c with ordinary ops (then it
- * is differentiable again, for higher order), add its line here, and its case to the
- * gradient checks (tests/tape/test_gradcheck*.c), which fail for an op without either.
+ * Adding an op: write its rule in rules_math.c, rules_array.c or rules_loss.c with
+ * ordinary ops (then it is differentiable again, for higher order), add its line here, and
+ * its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail for an op
+ * without either.
  */
 #include "tape_internal.h"
 
@@ -55,6 +56,9 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(BROADCAST_TO, broadcast_to, 0, 0),
     R(PAD, pad, A(pad), 0),
     R(SEGMENT_SUM, segment_sum, A(segment), IN(1), 0),
+    R(SOFTMAX_XENT, softmax_xent, A(axis), IN(0) | IN(1), IN(0)),
+    R(SPARSE_SOFTMAX_XENT, sparse_softmax_xent, 0, IN(0) | IN(1), 0),
+    R(SIGMOID_XENT, sigmoid_xent, 0, IN(0) | IN(1), IN(0)),
     /* not differentiable (TFL_OPF_NO_GRAD): comparisons, logic, argmax/argmin, one_hot,
        stop_gradient */
 };

@@ -134,5 +134,6 @@ TFL_RULE(sign); TFL_RULE(conj); TFL_RULE(cast); TFL_RULE(where);          /* rul
 TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
 TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
+TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent); TFL_RULE(sigmoid_xent); /* rules_loss.c */
 
 #endif /* TFL_TAPE_INTERNAL_H */

@@ -1,8 +1,8 @@
 /*
  * framework/cpu/k_elementwise.c: CPU inner loops of the elementwise ops (arithmetic,
- * comparisons, logic, unary math, activations) per dtype, and the one kernel that drives
- * them through the strided iterator. Loops are written so the compiler vectorises the
- * contiguous cases: same strides, or one operand a broadcast scalar.
+ * comparisons, logic, unary math, activations, sigmoid cross-entropy) per dtype, and the
+ * one kernel that drives them through the strided iterator. Loops are written so the
+ * compiler vectorises the contiguous cases: same strides, or one operand a broadcast scalar.
  * Signed integer arithmetic wraps (through unsigned), as TensorFlow's kernels do in
  * practice, instead of C's undefined overflow.
  */
@@ -194,6 +194,9 @@ UN_LOOP(tanh_f32_loop, float, float, tanhf(x))
 UN_LOOP(tanh_f64_loop, double, double, tanh(x))
 UN_LOOP(gelu_f32_loop, float, float, gelu_f(x, A))
 UN_LOOP(gelu_f64_loop, double, double, gelu_d(x, A))
+/* sigmoid cross-entropy of logit x and label y: max(x, 0) - x y + log(1 + e^-|x|) */
+BIN_LOOP(sigmoid_xent_f32_loop, float, float, (x > 0 ? x : 0.0f) - x * y + log1pf(expf(-fabsf(x))))
+BIN_LOOP(sigmoid_xent_f64_loop, double, double, (x > 0 ? x : 0.0) - x * y + log1p(exp(-fabs(x))))
 
 /* ---- comparisons and logic --------------------------------------------------------------------- */
 
@@ -255,6 +258,7 @@ static const tfl__loop_fn leaky_loops[TFL_DTYPE_COUNT] = FLOAT(leaky);
 static const tfl__loop_fn sigmoid_loops[TFL_DTYPE_COUNT] = FLOAT(sigmoid);
 static const tfl__loop_fn tanh_loops[TFL_DTYPE_COUNT] = FLOAT(tanh);
 static const tfl__loop_fn gelu_loops[TFL_DTYPE_COUNT] = FLOAT(gelu);
+static const tfl__loop_fn sigmoid_xent_loops[TFL_DTYPE_COUNT] = FLOAT(sigmoid_xent);
 static const tfl__loop_fn eq_loops[TFL_DTYPE_COUNT] = ALL(eq);
 static const tfl__loop_fn ne_loops[TFL_DTYPE_COUNT] = ALL(ne);
 static const tfl__loop_fn lt_loops[TFL_DTYPE_COUNT] = REAL(lt);
@@ -335,6 +339,7 @@ const tfl__kernel tfl__cpu_elementwise_kernels[TFL_OP_COUNT] = {
     EW(SIGMOID, sigmoid_loops, M_FLOAT),
     EW(TANH, tanh_loops, M_FLOAT),
     EW(GELU, gelu_loops, M_FLOAT),
+    EW(SIGMOID_XENT, sigmoid_xent_loops, M_FLOAT),
     EW(EQUAL, eq_loops, M_ALL),
     EW(NOT_EQUAL, ne_loops, M_ALL),
     EW(LESS, lt_loops, M_REAL),

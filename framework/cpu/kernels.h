@@ -11,5 +11,6 @@ extern const tfl__kernel tfl__cpu_elementwise_kernels[TFL_OP_COUNT]; /* k_elemen
 extern const tfl__kernel tfl__cpu_reduce_kernels[TFL_OP_COUNT];      /* k_reduce.c */
 extern const tfl__kernel tfl__cpu_matmul_kernels[TFL_OP_COUNT];      /* k_matmul.c */
 extern const tfl__kernel tfl__cpu_shape_kernels[TFL_OP_COUNT];       /* k_shape.c */
+extern const tfl__kernel tfl__cpu_loss_kernels[TFL_OP_COUNT];        /* k_loss.c */
 
 #endif /* TFL_CPU_KERNELS_H */

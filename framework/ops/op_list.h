@@ -63,7 +63,11 @@
     X(STOP_GRADIENT, "StopGradient", 1, TFL_MASK_ALL, TFL_OPF_NO_GRAD | TFL_OPF_VIEW)      \
     X(BROADCAST_TO, "BroadcastTo", 1, TFL_MASK_ALL, 0)                                     \
     X(PAD, "PadV2", 1, TFL_MASK_ALL, 0)                                                    \
-    X(SEGMENT_SUM, "UnsortedSegmentSum", 2, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)
+    X(SEGMENT_SUM, "UnsortedSegmentSum", 2, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)        \
+    X(SOFTMAX_XENT, "SoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
+    X(SPARSE_SOFTMAX_XENT, "SparseSoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT,        \
+      TFL_OPF_HALF_VIA_F32)                                                                \
+    X(SIGMOID_XENT, "SigmoidCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

@@ -86,6 +86,25 @@ B(b_segment1)
 {
     return tfl_unsorted_segment_sum(ctx, x[0], ids(ctx, 1, (int64_t[]){4}, (int64_t[]){1, 1, 0, 3}), 5, 1);
 }
+/* losses: labels as a second differentiable input (dense, sigmoid) or integer constants */
+B(b_xent) { return tfl_softmax_cross_entropy(ctx, x[0], x[1], -1); }
+B(b_xent0) { return tfl_softmax_cross_entropy(ctx, x[0], x[1], 0); }
+B(b_xent_probs) /* labels a softmax of x[1]: each row sums to 1, as real labels do */
+{
+    return tfl_softmax_cross_entropy(ctx, x[0], tfl_softmax(ctx, x[1], -1), -1);
+}
+B(b_sparse_xent)
+{
+    return tfl_sparse_softmax_cross_entropy(ctx, x[0], ids(ctx, 1, (int64_t[]){3}, (int64_t[]){2, 0, 3}));
+}
+B(b_sparse_xent3)
+{
+    int32_t v[4] = {1, 0, 2, 2};
+    tfl_tensor *labels = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 2, (int64_t[]){2, 2}, v);
+    return tfl_sparse_softmax_cross_entropy(ctx, x[0], labels);
+}
+B(b_sigmoid_xent) { return tfl_sigmoid_cross_entropy(ctx, x[0], x[1]); }
+
 /* non-differentiable ops, fed from x */
 B(b_equal) { return tfl_equal(ctx, x[0], x[0]); }
 B(b_not_equal) { return tfl_not_equal(ctx, x[0], cst(ctx, x[0], 0)); }
@@ -172,6 +191,16 @@ static const gc_case cases[] = {
     C1("PadV2", "matrix", b_pad, SH(2, 3), ANY, BOTH),
     C1("UnsortedSegmentSum", "axis0", b_segment0, SH(4, 3), ANY, BOTH),
     C1("UnsortedSegmentSum", "axis1", b_segment1, SH(2, 4), ANY, GC_F64),
+    C2("SoftmaxCrossEntropyWithLogits", "last_axis", b_xent, SH(3, 4), SH(3, 4), ANY, POS, GC_F64),
+    C2("SoftmaxCrossEntropyWithLogits", "axis0", b_xent0, SH(3, 2, 2), SH(3, 2, 2), ANY, ANY, GC_F64),
+    C2("SoftmaxCrossEntropyWithLogits", "probabilities", b_xent_probs, SH(2, 5), SH(2, 5), ANY, ANY,
+       GC_F64),
+    C1("SparseSoftmaxCrossEntropyWithLogits", "int64_labels", b_sparse_xent, SH(3, 4), ANY, GC_F64),
+    C1("SparseSoftmaxCrossEntropyWithLogits", "rank3_int32_labels", b_sparse_xent3, SH(2, 2, 3), ANY,
+       GC_F64),
+    C2("SigmoidCrossEntropyWithLogits", "same", b_sigmoid_xent, SH(2, 3), SH(2, 3), ANY, POS, GC_F64),
+    C2("SigmoidCrossEntropyWithLogits", "broadcast", b_sigmoid_xent, SH(2, 3), SH(3), ANY, ANY,
+       GC_F64),
     NODIFF("Equal", b_equal),
     NODIFF("NotEqual", b_not_equal),
     NODIFF("Less", b_less),

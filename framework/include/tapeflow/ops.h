@@ -83,6 +83,54 @@ TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */
 TFL_API tfl_tensor *tfl_log_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 
+/* ---- losses from logits (fused, numerically stable; floating dtypes) ------------------- */
+/* Per-example losses: reduce them (tfl_reduce_mean) for a batch loss. Mean squared error
+ * needs no op of its own: with d = tfl_sub(ctx, predictions, targets), it is
+ * tfl_reduce_mean(ctx, tfl_mul(ctx, d, d), 0, NULL, false). */
+
+/**
+ * Softmax cross-entropy with dense (probability) labels, TensorFlow's
+ * softmax_cross_entropy_with_logits: -sum(labels * log_softmax(logits)) along `axis`
+ * (negative counts from the end; -1 is the usual). logits and labels have one shape (rank
+ * >= 1) and one dtype; the result has that shape without `axis`. One pass for the max and
+ * one for the log-sum-exp and the loss, so logits of 1000 do not overflow; softmax is never
+ * stored. Labels need not sum to 1 (the gradient uses their sum).
+ * Gradients: d/dlogits = dy (softmax(logits) sum(labels) - labels),
+ * d/dlabels = -dy log_softmax(logits), both differentiable again.
+ * Errors: INVALID_ARGUMENT "SoftmaxCrossEntropyWithLogits: logits and labels must have the
+ * same shape, got logits (2, 3) and labels (2, 4)", "...: dtypes differ: logits is float32,
+ * labels is float64", "...: dtype int32 is not supported; expected one of float16,
+ * bfloat16, float32, float64", "...: axis 2 is out of range for rank 2", rank 0 logits.
+ */
+TFL_API tfl_tensor *tfl_softmax_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
+                                              const tfl_tensor *labels, int axis);
+/**
+ * Softmax cross-entropy with class indices, TensorFlow's
+ * sparse_softmax_cross_entropy_with_logits: -log_softmax(logits)[..., labels[...]]. logits
+ * (..., classes) are floating with the classes on the last axis; labels (...) are int32 or
+ * int64 of logits' shape without that axis, which is the result's shape (logits' dtype).
+ * Gradient: d/dlogits = dy (softmax(logits) - one_hot(labels)); labels get none.
+ * Errors: INVALID_ARGUMENT "SparseSoftmaxCrossEntropyWithLogits: Received a label value of
+ * 12 which is outside the valid range of [0, 10) at labels[1]" (checked when it runs, the
+ * position as an index of labels), "...: labels of shape (4,) must have the shape of logits
+ * (2, 3) without its last axis", "...: labels dtype float32 is not supported; expected one
+ * of int32, int64", logits of a non-floating dtype or rank 0.
+ */
+TFL_API tfl_tensor *tfl_sparse_softmax_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
+                                                     const tfl_tensor *labels);
+/**
+ * Sigmoid (binary) cross-entropy, TensorFlow's sigmoid_cross_entropy_with_logits,
+ * elementwise: max(x, 0) - x z + log(1 + e^-|x|) for logits x and labels z (probabilities
+ * of the positive class), which never overflows. One dtype; the shapes broadcast (NumPy
+ * rules; TensorFlow asks for equal shapes, which is the common case) into the result's.
+ * Gradients: dx = dy (sigmoid(x) - z), dz = -dy x.
+ * Errors: INVALID_ARGUMENT "SigmoidCrossEntropyWithLogits: logits and labels must have
+ * broadcastable shapes, got logits (2, 3) and labels (4,)", "...: dtypes differ: logits is
+ * float32, labels is float64", non-floating dtypes.
+ */
+TFL_API tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
+                                              const tfl_tensor *labels);
+
 /* ---- comparisons and logic (results are bool) ----------------------------------------- */
 
 /** a == b and a != b: every dtype. */
