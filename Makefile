@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
 # Debian packages the build and the tests need (checked one by one; only missing ones install).
-DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev
+DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev dataset-fashion-mnist
 
 .PHONY: all deps configure build train test asan bench clean
 

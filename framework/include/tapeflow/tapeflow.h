@@ -16,5 +16,6 @@
 
 #include <tapeflow/tape.h>
 #include <tapeflow/optim.h>
+#include <tapeflow/data.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */

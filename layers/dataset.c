@@ -1,0 +1,502 @@
+/*
+ * layers/dataset.c: tfl_dataset: a view of a shared example store (dataset_internal.h),
+ * batching, the per-epoch Philox shuffle, the conversion of one batch to float32 with the
+ * normalisation, splits, moments, and datasets from in-memory tensors. The file loaders
+ * are in dataset_io.c (IDX) and dataset_csv.c (CSV).
+ */
+#include "dataset_internal.h"
+
+#include "../framework/random_internal.h"
+
+#include <math.h>
+
+#define DEFAULT_BATCH 32
+
+struct tfl_dataset {
+    tfl_ctx *ctx;
+    tfl__ds_store *store;   /* shared with splits */
+    int64_t begin;          /* first example of the store in this view */
+    int64_t n;              /* examples in this view */
+    float scale, offset;    /* x = raw*scale + offset, then (x - mean) * inv_std */
+    float *mean;            /* feat values, or NULL (0) */
+    float *inv_std;         /* feat values, or NULL (1) */
+    float lut[256];         /* byte stores: raw*scale + offset for every byte */
+    int64_t batch;          /* examples per batch */
+    bool shuffle, drop_remainder;
+    uint64_t seed;          /* the shuffle's seed (0 resolved to the ctx seed) */
+    uint64_t epoch;
+    int64_t pos;            /* next example of the epoch (index into the order) */
+    int64_t *perm;          /* n indices when shuffling, else NULL */
+};
+
+/* ---- store ------------------------------------------------------------------------------- */
+
+tfl__ds_store *tfl__ds_store_new(tfl_ctx *ctx, tfl__ds_kind kind, int64_t n, int rank,
+                                 const int64_t *shape, bool labelled)
+{
+    TFL_CHECK_RET(ctx, rank >= 0 && rank < TFL_MAX_RANK, NULL, TFL_INVALID_ARGUMENT,
+                  "Dataset: an example has rank %d; at most %d is supported", rank,
+                  TFL_MAX_RANK - 1);
+    int64_t feat = 1;
+    for (int i = 0; i < rank; i++) {
+        TFL_CHECK_RET(ctx, shape[i] >= 0 && (shape[i] == 0 || feat <= INT64_MAX / 8 / shape[i]),
+                      NULL, TFL_INVALID_ARGUMENT, "Dataset: bad example dimension %lld",
+                      (long long)shape[i]);
+        feat *= shape[i];
+    }
+    size_t esize = kind == TFL__DS_U8 ? 1 : sizeof(float);
+    TFL_CHECK_RET(ctx, n >= 0 && (feat == 0 || n <= (int64_t)(SIZE_MAX / 2 / esize) / feat), NULL,
+                  TFL_RESOURCE_EXHAUSTED, "Dataset: %lld examples of %lld elements are too many",
+                  (long long)n, (long long)feat);
+    tfl__ds_store *s = tfl__calloc(ctx, sizeof *s);
+    if (!s) return NULL;
+    s->refs = 1;
+    s->ctx = ctx;
+    s->kind = kind;
+    s->n = n;
+    s->feat = feat;
+    s->rank = rank;
+    if (rank > 0) memcpy(s->shape, shape, sizeof(int64_t) * (size_t)rank);
+    size_t xbytes = (size_t)n * (size_t)feat * esize;
+    s->x = tfl__host_alloc(ctx, xbytes ? xbytes : 1, TFL_ALIGN);
+    if (labelled) s->y = tfl__host_alloc(ctx, n ? (size_t)n * sizeof(int32_t) : 1, 16);
+    if (!s->x || (labelled && !s->y)) {
+        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
+                       "Dataset: out of host memory for %lld examples (%zu bytes)", (long long)n,
+                       xbytes);
+        tfl__ds_store_release(s);
+        return NULL;
+    }
+    return s;
+}
+
+void tfl__ds_store_release(tfl__ds_store *s)
+{
+    if (!s || --s->refs > 0) return;
+    tfl__host_free(s->ctx, s->x);
+    tfl__host_free(s->ctx, s->y);
+    tfl__host_free(s->ctx, s);
+}
+
+void tfl__ds_store_count_classes(tfl__ds_store *s)
+{
+    int32_t mx = -1;
+    if (s->y)
+        for (int64_t i = 0; i < s->n; i++)
+            if (s->y[i] > mx) mx = s->y[i];
+    s->num_classes = mx + 1;
+}
+
+/* ---- dataset records ------------------------------------------------------------------------ */
+
+static void fill_lut(tfl_dataset *ds)
+{
+    for (int v = 0; v < 256; v++) ds->lut[v] = (float)v * ds->scale + ds->offset;
+}
+
+static float default_scale(const tfl__ds_store *s)
+{
+    return s->kind == TFL__DS_U8 ? 1.0f / 255.0f : 1.0f;
+}
+
+static tfl_dataset *view_new(tfl_ctx *ctx, tfl__ds_store *s, int64_t begin, int64_t n,
+                             float scale, float offset)
+{
+    tfl_dataset *ds = tfl__calloc(ctx, sizeof *ds);
+    if (!ds) return NULL;
+    ds->ctx = ctx;
+    ds->store = s;
+    s->refs++;
+    ds->begin = begin;
+    ds->n = n;
+    ds->scale = scale != 0.0f ? scale : default_scale(s);
+    ds->offset = offset;
+    ds->batch = DEFAULT_BATCH;
+    fill_lut(ds);
+    return ds;
+}
+
+tfl_dataset *tfl__dataset_wrap(tfl_ctx *ctx, tfl__ds_store *s, const tfl_dataset_opts *opts)
+{
+    static const tfl_dataset_opts none = {0};
+    if (!opts) opts = &none;
+    tfl_dataset *ds = NULL;
+    if (!isfinite(opts->scale) || !isfinite(opts->offset))
+        tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                       "Dataset: scale (%g) and offset (%g) must be finite", (double)opts->scale,
+                       (double)opts->offset);
+    else
+        ds = view_new(ctx, s, 0, s->n, opts->scale, opts->offset);
+    tfl__ds_store_release(s); /* the view holds its own reference */
+    return ds;
+}
+
+void tfl_dataset_free(tfl_dataset *ds)
+{
+    if (!ds) return;
+    tfl_ctx *ctx = ds->ctx;
+    tfl__ds_store_release(ds->store);
+    tfl__host_free(ctx, ds->mean);
+    tfl__host_free(ctx, ds->inv_std);
+    tfl__host_free(ctx, ds->perm);
+    tfl__host_free(ctx, ds);
+}
+
+/* ---- order --------------------------------------------------------------------------------- */
+
+/* The high 64 bits of a * b (portable 64x64 -> 128 multiply). */
+static uint64_t mulhi64(uint64_t a, uint64_t b)
+{
+    uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+    return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+/* The Fisher-Yates shuffle of data.h's top comment, for (seed, epoch). */
+static void shuffle_order(int64_t *p, int64_t n, uint64_t seed, uint64_t epoch)
+{
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (int64_t i = 0; i < n; i++) p[i] = i;
+    for (int64_t i = n - 1; i >= 1; i--) {
+        uint64_t u = (uint64_t)i;
+        uint32_t ctr[4] = {(uint32_t)u, (uint32_t)(u >> 32), (uint32_t)epoch,
+                           (uint32_t)(epoch >> 32)};
+        uint32_t r[4];
+        tfl__philox4x32_10(ctr, key, r);
+        uint64_t bits = (uint64_t)r[0] | ((uint64_t)r[1] << 32);
+        int64_t j = (int64_t)mulhi64(bits, u + 1);
+        int64_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+tfl_status tfl_dataset_reset(tfl_dataset *ds, uint64_t epoch)
+{
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    ds->epoch = epoch;
+    ds->pos = 0;
+    if (!ds->shuffle) return TFL_OK;
+    if (!ds->perm) {
+        ds->perm = tfl__host_alloc(ds->ctx, ds->n ? (size_t)ds->n * sizeof(int64_t) : 1, 64);
+        TFL_CHECK(ds->ctx, ds->perm, TFL_RESOURCE_EXHAUSTED,
+                  "Dataset: out of host memory for the order of %lld examples", (long long)ds->n);
+    }
+    shuffle_order(ds->perm, ds->n, ds->seed, epoch);
+    return TFL_OK;
+}
+
+tfl_status tfl_dataset_batch(tfl_dataset *ds, int64_t batch_size, const tfl_batch_opts *opts)
+{
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    static const tfl_batch_opts none = {0};
+    if (!opts) opts = &none;
+    TFL_CHECK(ds->ctx, batch_size >= 1, TFL_INVALID_ARGUMENT,
+              "Dataset batch: batch_size must be at least 1, got %lld", (long long)batch_size);
+    ds->batch = batch_size;
+    ds->shuffle = opts->shuffle;
+    ds->drop_remainder = opts->drop_remainder;
+    ds->seed = opts->seed != 0 ? opts->seed : ds->ctx->rng_seed;
+    if (!ds->shuffle) {
+        tfl__host_free(ds->ctx, ds->perm);
+        ds->perm = NULL;
+    }
+    return tfl_dataset_reset(ds, 0);
+}
+
+/* ---- batches ------------------------------------------------------------------------------- */
+
+/* Writes example `ex` (a store index) normalised into dst (feat floats). */
+static void convert_example(const tfl_dataset *ds, int64_t ex, float *dst)
+{
+    const tfl__ds_store *s = ds->store;
+    const int64_t feat = s->feat;
+    if (s->kind == TFL__DS_U8) {
+        const uint8_t *src = (const uint8_t *)s->x + (size_t)ex * (size_t)feat;
+        for (int64_t j = 0; j < feat; j++) dst[j] = ds->lut[src[j]];
+    } else {
+        const float *src = (const float *)s->x + (size_t)ex * (size_t)feat;
+        const float sc = ds->scale, of = ds->offset;
+        for (int64_t j = 0; j < feat; j++) dst[j] = src[j] * sc + of;
+    }
+    if (ds->mean)
+        for (int64_t j = 0; j < feat; j++) dst[j] = (dst[j] - ds->mean[j]) * ds->inv_std[j];
+}
+
+/* Gives up a new tensor the caller never saw: an open frame releases it at its pop. */
+static void drop(tfl_ctx *ctx, tfl_tensor *t)
+{
+    if (tfl_frame_depth(ctx) == 0) tfl_tensor_release(t);
+}
+
+tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
+{
+    if (x) *x = NULL;
+    if (y) *y = NULL;
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = ds->ctx;
+    TFL_CHECK(ctx, x, TFL_INVALID_ARGUMENT, "Dataset next: x must not be NULL");
+    int64_t left = ds->n - ds->pos;
+    int64_t b = left < ds->batch ? left : ds->batch;
+    if (b <= 0 || (ds->drop_remainder && b < ds->batch)) return TFL_OUT_OF_RANGE;
+
+    const tfl__ds_store *s = ds->store;
+    int64_t shape[TFL_MAX_RANK];
+    shape[0] = b;
+    for (int i = 0; i < s->rank; i++) shape[i + 1] = s->shape[i];
+    tfl__device *dev = tfl__current_device(ctx);
+    bool on_host = dev == tfl__cpu(ctx);
+    float *buf = NULL;
+    tfl_tensor *tx = NULL;
+    if (on_host) {
+        tx = tfl__tensor_empty(ctx, dev, TFL_DTYPE_FLOAT32, s->rank + 1, shape);
+        if (!tx) return tfl_ctx_status(ctx);
+        buf = tfl__data(tx);
+    } else {
+        size_t bytes = (size_t)b * (size_t)s->feat * sizeof(float);
+        buf = tfl__host_alloc(ctx, bytes ? bytes : 1, TFL_ALIGN);
+        TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED,
+                  "Dataset next: out of host memory for a batch (%zu bytes)", bytes);
+    }
+    int32_t labels_small[256];
+    int32_t *labels = NULL;
+    if (y && s->y) {
+        labels = b <= 256 ? labels_small : tfl__host_alloc(ctx, (size_t)b * sizeof(int32_t), 16);
+        if (!labels) {
+            if (!on_host) tfl__host_free(ctx, buf);
+            else drop(ctx, tx);
+            return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
+                                  "Dataset next: out of host memory for %lld labels",
+                                  (long long)b);
+        }
+    }
+    for (int64_t k = 0; k < b; k++) {
+        int64_t i = ds->pos + k;
+        int64_t ex = ds->begin + (ds->perm ? ds->perm[i] : i);
+        convert_example(ds, ex, buf + (size_t)k * (size_t)s->feat);
+        if (labels) labels[k] = s->y[ex];
+    }
+    if (!on_host) {
+        tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, s->rank + 1, shape, buf);
+        tfl__host_free(ctx, buf);
+    }
+    tfl_tensor *ty = NULL;
+    if (tx && labels) ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, &b, labels);
+    if (labels && labels != labels_small) tfl__host_free(ctx, labels);
+    if (!tx || (labels && !ty)) {
+        drop(ctx, tx);
+        return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
+    }
+    ds->pos += b;
+    *x = tx;
+    if (y) *y = ty;
+    return TFL_OK;
+}
+
+/* ---- properties ------------------------------------------------------------------------------ */
+
+int64_t tfl_dataset_size(const tfl_dataset *ds) { return ds->n; }
+uint64_t tfl_dataset_epoch(const tfl_dataset *ds) { return ds->epoch; }
+int tfl_dataset_feature_rank(const tfl_dataset *ds) { return ds->store->rank; }
+const int64_t *tfl_dataset_feature_shape(const tfl_dataset *ds) { return ds->store->shape; }
+int64_t tfl_dataset_feature_size(const tfl_dataset *ds) { return ds->store->feat; }
+bool tfl_dataset_has_labels(const tfl_dataset *ds) { return ds->store->y != NULL; }
+int32_t tfl_dataset_num_classes(const tfl_dataset *ds) { return ds->store->num_classes; }
+
+int64_t tfl_dataset_num_batches(const tfl_dataset *ds)
+{
+    return ds->drop_remainder ? ds->n / ds->batch : (ds->n + ds->batch - 1) / ds->batch;
+}
+
+/* ---- split and normalisation ----------------------------------------------------------------- */
+
+static tfl_status copy_norm(tfl_dataset *dst, const tfl_dataset *src)
+{
+    if (!src->mean) return TFL_OK;
+    size_t bytes = (size_t)src->store->feat * sizeof(float);
+    dst->mean = tfl__host_alloc(dst->ctx, bytes ? bytes : 1, 64);
+    dst->inv_std = tfl__host_alloc(dst->ctx, bytes ? bytes : 1, 64);
+    TFL_CHECK(dst->ctx, dst->mean && dst->inv_std, TFL_RESOURCE_EXHAUSTED,
+              "Dataset: out of host memory for the normalisation (%zu bytes)", 2 * bytes);
+    memcpy(dst->mean, src->mean, bytes);
+    memcpy(dst->inv_std, src->inv_std, bytes);
+    return TFL_OK;
+}
+
+tfl_status tfl_dataset_split(tfl_dataset *ds, int64_t n_first, tfl_dataset **first,
+                             tfl_dataset **rest)
+{
+    if (first) *first = NULL;
+    if (rest) *rest = NULL;
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = ds->ctx;
+    TFL_CHECK(ctx, first && rest, TFL_INVALID_ARGUMENT, "Dataset split: NULL output");
+    TFL_CHECK(ctx, n_first >= 0 && n_first <= ds->n, TFL_INVALID_ARGUMENT,
+              "Dataset split: n_first must be in [0, %lld] (the dataset's size), got %lld",
+              (long long)ds->n, (long long)n_first);
+    tfl_dataset *a = view_new(ctx, ds->store, ds->begin, n_first, ds->scale, ds->offset);
+    tfl_dataset *b = a ? view_new(ctx, ds->store, ds->begin + n_first, ds->n - n_first,
+                                  ds->scale, ds->offset)
+                       : NULL;
+    if (!b || copy_norm(a, ds) != TFL_OK || copy_norm(b, ds) != TFL_OK) {
+        tfl_dataset_free(a);
+        tfl_dataset_free(b);
+        return tfl_ctx_status(ctx);
+    }
+    *first = a;
+    *rest = b;
+    return TFL_OK;
+}
+
+tfl_status tfl_dataset_set_normalization(tfl_dataset *ds, float scale, float offset,
+                                         const float *mean, const float *std)
+{
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = ds->ctx;
+    const int64_t feat = ds->store->feat;
+    TFL_CHECK(ctx, isfinite(scale) && isfinite(offset), TFL_INVALID_ARGUMENT,
+              "Dataset normalization: scale (%g) and offset (%g) must be finite", (double)scale,
+              (double)offset);
+    for (int64_t j = 0; j < feat; j++) {
+        TFL_CHECK(ctx, !mean || isfinite(mean[j]), TFL_INVALID_ARGUMENT,
+                  "Dataset normalization: mean[%lld] is %g; it must be finite", (long long)j,
+                  (double)mean[j]);
+        TFL_CHECK(ctx, !std || (isfinite(std[j]) && std[j] >= 0.0f), TFL_INVALID_ARGUMENT,
+                  "Dataset normalization: std[%lld] is %g; it must be finite and >= 0",
+                  (long long)j, (double)std[j]);
+    }
+    float *m = NULL, *is = NULL;
+    if (mean || std) {
+        size_t bytes = feat ? (size_t)feat * sizeof(float) : 1;
+        m = tfl__host_alloc(ctx, bytes, 64);
+        is = tfl__host_alloc(ctx, bytes, 64);
+        if (!m || !is) {
+            tfl__host_free(ctx, m);
+            tfl__host_free(ctx, is);
+            return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
+                                  "Dataset normalization: out of host memory (%zu bytes)",
+                                  2 * bytes);
+        }
+        for (int64_t j = 0; j < feat; j++) {
+            m[j] = mean ? mean[j] : 0.0f;
+            is[j] = std && std[j] > 0.0f ? 1.0f / std[j] : 1.0f;
+        }
+    }
+    tfl__host_free(ctx, ds->mean);
+    tfl__host_free(ctx, ds->inv_std);
+    ds->mean = m;
+    ds->inv_std = is;
+    ds->scale = scale != 0.0f ? scale : default_scale(ds->store);
+    ds->offset = offset;
+    fill_lut(ds);
+    return TFL_OK;
+}
+
+tfl_status tfl_dataset_moments(const tfl_dataset *ds, float *mean, float *std)
+{
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = ds->ctx;
+    const tfl__ds_store *s = ds->store;
+    TFL_CHECK(ctx, ds->n > 0, TFL_INVALID_ARGUMENT, "Dataset moments: the dataset is empty");
+    size_t bytes = (size_t)s->feat * 2 * sizeof(double);
+    double *acc = tfl__host_alloc(ctx, bytes ? bytes : 1, 64);
+    TFL_CHECK(ctx, acc, TFL_RESOURCE_EXHAUSTED, "Dataset moments: out of host memory");
+    memset(acc, 0, bytes);
+    double *sum = acc, *sq = acc + s->feat;
+    for (int64_t i = 0; i < ds->n; i++) {
+        int64_t ex = ds->begin + i;
+        for (int64_t j = 0; j < s->feat; j++) {
+            double v = s->kind == TFL__DS_U8
+                           ? (double)ds->lut[((const uint8_t *)s->x)[ex * s->feat + j]]
+                           : (double)((const float *)s->x)[ex * s->feat + j] * ds->scale +
+                                 ds->offset;
+            sum[j] += v;
+            sq[j] += v * v;
+        }
+    }
+    for (int64_t j = 0; j < s->feat; j++) {
+        double mu = sum[j] / (double)ds->n;
+        double var = sq[j] / (double)ds->n - mu * mu;
+        if (mean) mean[j] = (float)mu;
+        if (std) std[j] = (float)sqrt(var > 0.0 ? var : 0.0);
+    }
+    tfl__host_free(ctx, acc);
+    return TFL_OK;
+}
+
+/* ---- in-memory arrays ------------------------------------------------------------------------ */
+
+tfl_dataset *tfl_dataset_from_arrays(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *y,
+                                     const tfl_dataset_opts *opts)
+{
+    if (!ctx || !x) return NULL;
+    tfl_dtype xd = tfl_tensor_dtype(x);
+    int xr = tfl_tensor_rank(x);
+    const int64_t *xs = tfl_tensor_shape(x);
+    TFL_CHECK_RET(ctx, tfl_dtype_is_floating(xd) || tfl_dtype_is_integer(xd), NULL,
+                  TFL_INVALID_ARGUMENT,
+                  "Dataset from arrays: x must have an integer or floating dtype, got %s",
+                  tfl_dtype_name(xd));
+    TFL_CHECK_RET(ctx, xr >= 1, NULL, TFL_INVALID_ARGUMENT,
+                  "Dataset from arrays: x must have rank >= 1 (examples along axis 0), got "
+                  "rank 0");
+    if (y) {
+        tfl_dtype yd = tfl_tensor_dtype(y);
+        TFL_CHECK_RET(ctx, yd == TFL_DTYPE_INT32 || yd == TFL_DTYPE_INT64, NULL,
+                      TFL_INVALID_ARGUMENT,
+                      "Dataset from arrays: y must be int32 or int64 class indices, got %s",
+                      tfl_dtype_name(yd));
+        TFL_CHECK_RET(ctx, tfl_tensor_rank(y) == 1 && tfl_tensor_dim(y, 0) == xs[0], NULL,
+                      TFL_INVALID_ARGUMENT,
+                      "Dataset from arrays: x has %lld examples but y has shape %s; expected "
+                      "(%lld,)",
+                      (long long)xs[0],
+                      tfl__shape_str(tfl_tensor_rank(y), tfl_tensor_shape(y),
+                                     (char[96]){0}, 96),
+                      (long long)xs[0]);
+    }
+    tfl__ds_store *s = tfl__ds_store_new(ctx, TFL__DS_F32, xs[0], xr - 1, xs + 1, y != NULL);
+    if (!s) return NULL;
+    size_t xbytes = (size_t)s->n * (size_t)s->feat * sizeof(float);
+    tfl_status st = tfl_frame_push(ctx);
+    if (st == TFL_OK) {
+        tfl_tensor *xf = xd == TFL_DTYPE_FLOAT32 ? (tfl_tensor *)x
+                                                 : tfl_cast(ctx, x, TFL_DTYPE_FLOAT32);
+        st = xf ? tfl_tensor_to_host(xf, s->x, xbytes) : tfl_ctx_status(ctx);
+        if (st == TFL_OK && y) {
+            const char *bad = NULL;
+            int64_t at = 0;
+            double v = 0;
+            if (tfl_tensor_dtype(y) == TFL_DTYPE_INT32) {
+                st = tfl_tensor_to_host(y, s->y, (size_t)s->n * sizeof(int32_t));
+                for (int64_t i = 0; i < s->n && st == TFL_OK && !bad; i++)
+                    if (s->y[i] < 0) bad = "negative", at = i, v = s->y[i];
+            } else {
+                int64_t *y64 = tfl__host_alloc(ctx, s->n ? (size_t)s->n * sizeof(int64_t) : 1, 64);
+                st = y64 ? tfl_tensor_to_host(y, y64, (size_t)s->n * sizeof(int64_t))
+                         : tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
+                                          "Dataset from arrays: out of host memory");
+                for (int64_t i = 0; i < s->n && st == TFL_OK && !bad; i++) {
+                    if (y64[i] < 0 || y64[i] > INT32_MAX)
+                        bad = y64[i] < 0 ? "negative" : "above 2^31 - 1", at = i,
+                        v = (double)y64[i];
+                    else s->y[i] = (int32_t)y64[i];
+                }
+                tfl__host_free(ctx, y64);
+            }
+            if (st == TFL_OK && bad)
+                st = tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                                    "Dataset from arrays: label %.0f at index %lld is %s; labels "
+                                    "are class indices in [0, 2^31)",
+                                    v, (long long)at, bad);
+        }
+        tfl_frame_pop(ctx);
+    }
+    if (st != TFL_OK) {
+        tfl__ds_store_release(s);
+        return NULL;
+    }
+    tfl__ds_store_count_classes(s);
+    return tfl__dataset_wrap(ctx, s, opts);
+}

@@ -1,0 +1,211 @@
+/*
+ * tapeflow/data.h: datasets of labelled examples for training loops: IDX files (the MNIST
+ * format, gzipped or not), CSV files and in-memory arrays; batching, seeded shuffling per
+ * epoch, a train/validation split and input normalisation.
+ *
+ * Memory. A dataset keeps its examples in host memory in their own type: byte data (IDX
+ * ubyte, the MNIST images) stays one byte per element, other data is kept as float32.
+ * Each tfl_dataset_next converts only its batch to float32, so Fashion-MNIST's 60000
+ * 28x28 training images take 47 MB, not 188 MB. Labels are int32 class indices (>= 0).
+ *
+ *     tfl_dataset *train = tfl_dataset_from_idx(ctx, "train-images-idx3-ubyte.gz",
+ *                                                "train-labels-idx1-ubyte.gz", NULL);
+ *     tfl_dataset_batch(train, 64, &(tfl_batch_opts){ .shuffle = true, .seed = 42 });
+ *     for (uint64_t epoch = 0; epoch < 10; epoch++) {
+ *         tfl_dataset_reset(train, epoch);            // a new order per epoch
+ *         tfl_tensor *x, *y;
+ *         for (;;) {
+ *             tfl_frame_push(ctx);
+ *             tfl_status st = tfl_dataset_next(train, &x, &y);   // x: (64, 28, 28) float32
+ *             if (st == TFL_OK) { ... one step ... }
+ *             tfl_frame_pop(ctx);
+ *             if (st != TFL_OK) break;                // TFL_OUT_OF_RANGE: end of the epoch
+ *         }
+ *     }
+ *     tfl_dataset_free(train);
+ *
+ * Normalisation. A batch element is x = (raw·scale + offset − mean[j]) / std[j], with j the
+ * element's index within its example; mean and std are optional (0 and 1 when unset, see
+ * tfl_dataset_set_normalization) and a std of 0 counts as 1 (a constant feature stays at 0,
+ * as scikit-learn's StandardScaler).
+ *
+ * Shuffling is reproducible on every machine: the order of epoch e under seed s is the
+ * Fisher-Yates shuffle of the identity p = (0, 1, ..., n − 1) with, for i = n − 1 down to 1,
+ *     R = philox4x32_10((lo(i), hi(i), lo(e), hi(e)), (lo(s), hi(s)))   (see random.h),
+ *     r = R[0] | (uint64)R[1] << 32,   j = floor(r·(i + 1) / 2^64),   swap(p[i], p[j]),
+ * integer arithmetic only; the batch k of the epoch holds examples p[k·b], ..., p[k·b + b − 1].
+ *
+ * Datasets hold host memory taken through their context's allocation hooks: free every
+ * dataset before its context. A dataset is used by one thread at a time, like its context.
+ */
+#ifndef TAPEFLOW_DATA_H
+#define TAPEFLOW_DATA_H
+
+#include <tapeflow/base.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfl_dataset tfl_dataset;
+
+/** Options of the constructors; all-zero (or NULL) means defaults. */
+typedef struct tfl_dataset_opts {
+    float scale;            /* x = raw·scale + offset; 0: 1/255 for byte data, 1 otherwise */
+    float offset;           /* added after scaling (0: none) */
+    /* CSV only */
+    bool header;            /* the first line names the columns and holds no example */
+    int label_column;       /* the label's column, 0-based; negative counts from the end */
+    const char *label_name; /* with header: the label's column by name (overrides label_column) */
+    bool no_labels;         /* every column is a feature; batches have no labels */
+    char delimiter;         /* the field separator; 0: ',' */
+} tfl_dataset_opts;
+
+/**
+ * Loads an IDX pair (the MNIST format): a big-endian header of two zero bytes, a type byte
+ * (0x08 ubyte, 0x09 byte, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64) and the
+ * number of dimensions, then each dimension as a big-endian uint32, then the data. Images
+ * have 1 to 8 dimensions, the first counting the examples (MNIST's magic 0x00000803:
+ * (n, 28, 28)); labels have one (0x00000801: (n,)). Either file may be gzipped (found by
+ * its magic, read with zlib). ubyte images stay bytes in memory; other types are kept as
+ * float32. Labels must be integers in [0, 2^31).
+ * @param images_path the examples' file.
+ * @param labels_path the labels' file; NULL: a dataset without labels.
+ * @param opts        NULL for defaults (scale 1/255 for ubyte images); only scale and offset
+ *                    apply.
+ * Returns: a new dataset (free with tfl_dataset_free), or NULL.
+ * Errors: NOT_FOUND (a missing file, naming its path), FAILED_PRECONDITION (a file that
+ * cannot be opened or read), DATA_LOSS naming the path and what is wrong (bad magic, an
+ * unknown type, a count that disagrees with the file size, a short read, a corrupt gzip
+ * stream, trailing bytes, a label that is not a class index), INVALID_ARGUMENT (image and
+ * label counts differ: both are named), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_dataset *tfl_dataset_from_idx(tfl_ctx *ctx, const char *images_path,
+                                          const char *labels_path, const tfl_dataset_opts *opts);
+
+/**
+ * Loads a CSV file (gzipped or not): one example per line, numeric fields separated by
+ * opts->delimiter, an optional header line, one label column (an integer class index)
+ * unless opts->no_labels. Blank lines are skipped, "\r\n" line ends accepted; quoted
+ * fields are not supported. Features are kept as float32, shape (columns − 1,).
+ * Returns: a new dataset, or NULL.
+ * Errors: NOT_FOUND, FAILED_PRECONDITION as tfl_dataset_from_idx; DATA_LOSS naming the path,
+ * the line and the column (1-based) of a field that is empty or not a number, a label that
+ * is not a class index, a line with another number of columns than the first; INVALID_ARGUMENT
+ * (a label column out of range or a label_name the header does not have, no data lines),
+ * RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_dataset *tfl_dataset_from_csv(tfl_ctx *ctx, const char *path,
+                                          const tfl_dataset_opts *opts);
+
+/**
+ * A dataset of in-memory examples, copied (x and y may be released afterwards).
+ * @param x    examples along axis 0: rank 1 to 8, an integer or floating dtype (kept as float32).
+ * @param y    NULL (no labels) or int32/int64 of shape (x's dim 0,), values in [0, 2^31).
+ * @param opts NULL for defaults (scale 1); only scale and offset apply.
+ * Returns: a new dataset, or NULL (also for a NULL x, keeping the error already kept).
+ * Errors: INVALID_ARGUMENT (dtype, rank, y's shape or a negative label, naming the counts),
+ * RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_dataset *tfl_dataset_from_arrays(tfl_ctx *ctx, const tfl_tensor *x,
+                                             const tfl_tensor *y, const tfl_dataset_opts *opts);
+
+/** Frees a dataset (the examples when no split of it still uses them). NULL: no-op. */
+TFL_API void tfl_dataset_free(tfl_dataset *ds);
+
+/* ---- iteration ---------------------------------------------------------------------------- */
+
+/** Batching options; all-zero means in order, last partial batch kept. */
+typedef struct tfl_batch_opts {
+    bool shuffle;        /* a new order every epoch (see the top of this header) */
+    uint64_t seed;       /* the shuffle's seed; 0: the context's seed (tfl_ctx_opts.seed) */
+    bool drop_remainder; /* drop the last batch when it has fewer than batch_size examples */
+} tfl_batch_opts;
+
+/**
+ * Sets the batch size and order, and restarts at epoch 0. Before any call a dataset gives
+ * batches of 32 in order, keeping the last partial batch (Keras's fit defaults).
+ * @param batch_size >= 1.
+ * @param opts       NULL for defaults.
+ * Errors: INVALID_ARGUMENT (batch_size < 1), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_status tfl_dataset_batch(tfl_dataset *ds, int64_t batch_size,
+                                     const tfl_batch_opts *opts);
+
+/**
+ * Starts epoch `epoch` from its first batch (with shuffling, in that epoch's order: the
+ * same seed and epoch always give the same order).
+ * Errors: INVALID_ARGUMENT (NULL ds), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_status tfl_dataset_reset(tfl_dataset *ds, uint64_t epoch);
+
+/**
+ * The next batch of the epoch.
+ * @param x receives float32 examples of shape (b, feature shape...), normalised, on the
+ *          device of the current device scope (CPU:0 when none).
+ * @param y receives int32 labels of shape (b,), or NULL for a dataset without labels; may
+ *          be NULL when the caller does not want them.
+ * b is the batch size, or less for the last batch of an epoch without drop_remainder.
+ * Returns: TFL_OK with new frame-owned tensors (owned by the caller when no frame is open);
+ * TFL_OUT_OF_RANGE, with *x and *y NULL and no error kept, when the epoch has no more batches
+ * (again at every call until tfl_dataset_reset or tfl_dataset_batch).
+ * Errors: INVALID_ARGUMENT (NULL ds or x), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y);
+
+/* ---- properties (ds must not be NULL; pointers are borrowed from ds) ----------------------- */
+
+/** The number of examples. */
+TFL_API int64_t tfl_dataset_size(const tfl_dataset *ds);
+/** The number of batches of one epoch with the current batch size and drop_remainder. */
+TFL_API int64_t tfl_dataset_num_batches(const tfl_dataset *ds);
+/** The current epoch (the last tfl_dataset_reset's, 0 after tfl_dataset_batch). */
+TFL_API uint64_t tfl_dataset_epoch(const tfl_dataset *ds);
+/** The rank of one example (a batch has rank + 1): 2 for MNIST images. */
+TFL_API int tfl_dataset_feature_rank(const tfl_dataset *ds);
+/** The shape of one example (feature rank dimensions), borrowed: (28, 28) for MNIST. */
+TFL_API const int64_t *tfl_dataset_feature_shape(const tfl_dataset *ds);
+/** Elements per example (the product of the feature shape). */
+TFL_API int64_t tfl_dataset_feature_size(const tfl_dataset *ds);
+/** Whether batches carry labels. */
+TFL_API bool tfl_dataset_has_labels(const tfl_dataset *ds);
+/** The largest label + 1 over the examples (0 without labels): the classes to predict. */
+TFL_API int32_t tfl_dataset_num_classes(const tfl_dataset *ds);
+
+/* ---- splitting and normalisation --------------------------------------------------------- */
+
+/**
+ * Splits ds into its first n_first examples and the rest (in the dataset's stored order,
+ * not shuffled; shuffle before storing, or split a shuffled source once, for a random
+ * validation set). The parts share ds's examples (no copy) and start with its
+ * normalisation and default batching; ds itself is unchanged and may be freed at once.
+ * @param first receives the first n_first examples; @param rest the others (may be empty).
+ * Errors: INVALID_ARGUMENT (n_first outside [0, size], NULL outputs), RESOURCE_EXHAUSTED
+ * (nothing is returned then).
+ */
+TFL_API tfl_status tfl_dataset_split(tfl_dataset *ds, int64_t n_first, tfl_dataset **first,
+                                     tfl_dataset **rest);
+
+/**
+ * Replaces the normalisation: x = (raw·scale + offset − mean[j]) / std[j].
+ * @param scale, offset applied to every element (scale 0: the default of the data's type).
+ * @param mean, std NULL or feature_size values each (copied); NULL: 0 and 1. std[j] == 0
+ *                  counts as 1.
+ * Errors: INVALID_ARGUMENT (a value that is not finite, a negative std), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_status tfl_dataset_set_normalization(tfl_dataset *ds, float scale, float offset,
+                                                 const float *mean, const float *std);
+
+/**
+ * Per-feature mean and (population) standard deviation of raw·scale + offset over the
+ * examples, computed in double: pass them to tfl_dataset_set_normalization of this dataset
+ * and of its validation and test sets.
+ * @param mean, std feature_size floats each (either may be NULL).
+ * Errors: INVALID_ARGUMENT (an empty dataset).
+ */
+TFL_API tfl_status tfl_dataset_moments(const tfl_dataset *ds, float *mean, float *std);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TAPEFLOW_DATA_H */
