@@ -115,7 +115,7 @@ void tfl_ctx_free(tfl_ctx *ctx)
 {
     if (!ctx) return;
     if (ctx->tapes_free) ctx->tapes_free(ctx); /* tapes release what they saved */
-    if (ctx->optimizers_free) ctx->optimizers_free(ctx); /* and optimizers their slots */
+    while (ctx->objects) ctx->objects->free(ctx->objects); /* optimizers, datasets, ... */
     while (ctx->n_frames > 0) tfl_frame_pop(ctx);
     tfl__host_free(ctx, ctx->frame_items);
     tfl__host_free(ctx, ctx->frame_marks);

@@ -161,6 +161,16 @@ struct tfl_tensor {
 
 /* ---- the context ------------------------------------------------------------------------- */
 
+/**
+ * An object of a module above the framework (an optimizer, a dataset) that its context frees
+ * when the caller has not: the module embeds it, links it when the object is made and
+ * unlinks it in its own free function, which tfl_ctx_free calls for those still linked.
+ */
+typedef struct tfl__ctx_obj {
+    struct tfl__ctx_obj *prev, *next;
+    void (*free)(struct tfl__ctx_obj *obj); /* the module's free (it unlinks the object) */
+} tfl__ctx_obj;
+
 /** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
  * struct from ops/op.h, or NULL). */
 typedef void (*tfl__record_fn)(tfl_ctx *ctx, tfl__op_id op, int n_in,
@@ -206,9 +216,7 @@ struct tfl_ctx {
     void *tapes;                       /* the tape module's state */
     int n_recording;                   /* tapes recording now */
     int tape_pause;                    /* > 0: internal steps that must not be recorded */
-    /* optimizers (optim/ installs these): those still alive are freed with the ctx */
-    void (*optimizers_free)(tfl_ctx *ctx);
-    void *optimizers;                  /* optim's list of live optimizers */
+    tfl__ctx_obj *objects;             /* modules' objects still alive, newest first */
     uint64_t next_tensor_id;
 
     tfl_tensor *free_tensors;          /* recycled tensor records */
@@ -224,6 +232,24 @@ static inline void tfl__record(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_
 {
     if (TFL_UNLIKELY(ctx->n_recording > 0) && ctx->tape_pause == 0 && out)
         ctx->tape_record(ctx, op, n_in, in, out, attrs);
+}
+
+/** Links a module's object to its context (see tfl__ctx_obj). */
+static inline void tfl__ctx_link(tfl_ctx *ctx, tfl__ctx_obj *o, void (*free_fn)(tfl__ctx_obj *))
+{
+    o->free = free_fn;
+    o->prev = NULL;
+    o->next = ctx->objects;
+    if (o->next) o->next->prev = o;
+    ctx->objects = o;
+}
+
+static inline void tfl__ctx_unlink(tfl_ctx *ctx, tfl__ctx_obj *o)
+{
+    if (o->prev) o->prev->next = o->next;
+    else if (ctx->objects == o) ctx->objects = o->next;
+    if (o->next) o->next->prev = o->prev;
+    o->prev = o->next = NULL;
 }
 
 /* ---- errors and logging (context.c) ------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #define DEFAULT_BATCH 32
 
 struct tfl_dataset {
+    tfl__ctx_obj obj;       /* first: freed with the ctx if the caller has not */
     tfl_ctx *ctx;
     tfl__ds_store *store;   /* shared with splits */
     int64_t begin;          /* first example of the store in this view */
@@ -99,11 +100,18 @@ static float default_scale(const tfl__ds_store *s)
     return s->kind == TFL__DS_U8 ? 1.0f / 255.0f : 1.0f;
 }
 
+/* tfl_ctx_free's call for a dataset still alive. */
+static void free_obj(tfl__ctx_obj *obj)
+{
+    tfl_dataset_free((tfl_dataset *)obj);
+}
+
 static tfl_dataset *view_new(tfl_ctx *ctx, tfl__ds_store *s, int64_t begin, int64_t n,
                              float scale, float offset)
 {
     tfl_dataset *ds = tfl__calloc(ctx, sizeof *ds);
     if (!ds) return NULL;
+    tfl__ctx_link(ctx, &ds->obj, free_obj);
     ds->ctx = ctx;
     ds->store = s;
     s->refs++;
@@ -135,6 +143,7 @@ void tfl_dataset_free(tfl_dataset *ds)
 {
     if (!ds) return;
     tfl_ctx *ctx = ds->ctx;
+    tfl__ctx_unlink(ctx, &ds->obj);
     tfl__ds_store_release(ds->store);
     tfl__host_free(ctx, ds->mean);
     tfl__host_free(ctx, ds->inv_std);

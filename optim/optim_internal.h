@@ -78,8 +78,8 @@ typedef struct tfl__opt_entry {
 } tfl__opt_entry;
 
 struct tfl_optimizer {
+    tfl__ctx_obj obj;            /* first: freed with the ctx if the caller has not */
     tfl_ctx *ctx;
-    tfl_optimizer *prev, *next;  /* the ctx's live optimizers (ctx->optimizers) */
     tfl_optimizer_opts opts;     /* resolved; opts.name points at `name` */
     char *name;
     tfl_tensor *iterations;      /* owned: int64 scalar on CPU:0 */

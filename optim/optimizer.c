@@ -159,11 +159,15 @@ static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
 
 /* ---- names ------------------------------------------------------------------------------------- */
 
+static void free_obj(tfl__ctx_obj *obj);
+
 /* Whether a live optimizer of ctx has this name. */
 static bool name_taken(tfl_ctx *ctx, const char *name)
 {
-    for (const tfl_optimizer *o = ctx->optimizers; o; o = o->next)
-        if (o->name && !strcmp(o->name, name)) return true;
+    for (const tfl__ctx_obj *o = ctx->objects; o; o = o->next) {
+        const tfl_optimizer *opt = (const tfl_optimizer *)o;
+        if (o->free == free_obj && opt->name && !strcmp(opt->name, name)) return true;
+    }
     return false;
 }
 
@@ -207,10 +211,10 @@ tfl_tensor *tfl__opt_counter(tfl_optimizer *opt, const char *name)
 
 /* ---- create, free ------------------------------------------------------------------------------ */
 
-/* Frees the optimizers still alive when their context goes (tfl_ctx_free). */
-static void free_all(tfl_ctx *ctx)
+/* tfl_ctx_free's call for an optimizer still alive. */
+static void free_obj(tfl__ctx_obj *obj)
 {
-    while (ctx->optimizers) tfl_optimizer_free(ctx->optimizers);
+    tfl_optimizer_free((tfl_optimizer *)obj);
 }
 
 tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
@@ -226,10 +230,7 @@ tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
     if (!opt) return NULL;
     opt->ctx = ctx;
     opt->opts = o;
-    opt->next = ctx->optimizers;
-    if (opt->next) opt->next->prev = opt;
-    ctx->optimizers = opt;
-    ctx->optimizers_free = free_all;
+    tfl__ctx_link(ctx, &opt->obj, free_obj);
 
     const char *base = o.name ? o.name : kind_names[o.kind];
     char name[160];
@@ -253,9 +254,7 @@ void tfl_optimizer_free(tfl_optimizer *opt)
 {
     if (!opt) return;
     tfl_ctx *ctx = opt->ctx;
-    if (opt->prev) opt->prev->next = opt->next;
-    else ctx->optimizers = opt->next;
-    if (opt->next) opt->next->prev = opt->prev;
+    tfl__ctx_unlink(ctx, &opt->obj);
     tfl__opt_truncate(opt, 0);
     tfl_tensor_release(opt->iterations);
     tfl__host_free(ctx, opt->entries);

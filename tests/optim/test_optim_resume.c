@@ -4,7 +4,8 @@
  * comes late starts at t = 1; tfl_optimizer_build makes the slots before any step, so a
  * new optimizer whose listed variables are assigned from an old one continues exactly
  * where the old one was; the optimizer refuses its own state as something to update and a
- * counter a restore set out of range; an invalid schedule gives NaN.
+ * counter a restore set out of range; an invalid schedule gives NaN; optimizers and datasets
+ * alive at tfl_ctx_free are freed with their context.
  */
 #include "test_fixture.h"
 
@@ -193,6 +194,30 @@ static void test_own_state_and_counters_refused(void **state)
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
 }
 
+/* Optimizers (with their slots) and datasets still alive when their context is freed are
+ * freed with it: every byte taken through the context's hooks comes back. */
+static void test_freed_with_context(void **state)
+{
+    (void)state;
+    alloc_counter count = {0};
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.alloc_fn = counting_alloc,
+                                               .free_fn = counting_free, .alloc_user = &count},
+                               NULL);
+    assert_non_null(ctx);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *w = var_vec(ctx, F32, D(1, 2, 3), 3, "w");
+    tfl_optimizer *a = sgd(ctx, TORCH, 0.1, 0.9), *b = sgd(ctx, TF, 0.1, 0.5);
+    apply_ok(a, 1, VARS(w), VARS(vec_of(ctx, F32, D(1, 1, 1), 3)));
+    apply_ok(b, 1, VARS(w), VARS(vec_of(ctx, F32, D(1, 1, 1), 3)));
+    tfl_optimizer_free(a); /* one freed by hand, one left to the context */
+    tfl_dataset *ds = tfl_dataset_from_arrays(ctx, vec_of(ctx, F32, D(1, 2, 3), 3), NULL, NULL);
+    assert_non_null(ds);
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    tfl_ctx_free(ctx); /* w, b (its slots, its counter) and ds are still alive */
+    assert_true(count.allocs > 0);
+    assert_int_equal(count.frees, count.allocs);
+}
+
 /* tfl_schedule_value refuses what tfl_optimizer_new refuses. */
 static void test_invalid_schedule_is_nan(void **state)
 {
@@ -220,6 +245,7 @@ int main(void)
         T(test_build_errors),
         T(test_own_state_and_counters_refused),
         T(test_invalid_schedule_is_nan),
+        T(test_freed_with_context),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

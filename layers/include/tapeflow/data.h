@@ -35,8 +35,9 @@
  *     r = R[0] | (uint64)R[1] << 32,   j = floor(r·(i + 1) / 2^64),   swap(p[i], p[j]),
  * integer arithmetic only; the batch k of the epoch holds examples p[k·b], ..., p[k·b + b − 1].
  *
- * Datasets hold host memory taken through their context's allocation hooks: free every
- * dataset before its context. A dataset is used by one thread at a time, like its context.
+ * Datasets hold host memory taken through their context's allocation hooks; those still
+ * alive at tfl_ctx_free are freed with their context (their handles are then invalid). A
+ * dataset is used by one thread at a time, like its context.
  */
 #ifndef TAPEFLOW_DATA_H
 #define TAPEFLOW_DATA_H
