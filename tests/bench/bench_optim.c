@@ -76,13 +76,6 @@ static const double opt_bytes[N_OPTS] = {28.0, 20.0}; /* bytes moved an element 
 
 
 
-static tfl_alloc_stats cpu_stats(tfl_ctx *ctx, const char *phase)
-{
-    tfl_alloc_stats s;
-    check_status(ctx, tfl_alloc_stats_get(ctx, "CPU:0", &s), phase);
-    return s;
-}
-
 /* Fills v[0..n) with uniform values in [-1, 1) from a 64-bit LCG seeded with `seed`. */
 static void fill_uniform(float *v, int64_t n, uint64_t seed)
 {
@@ -326,13 +319,7 @@ static void bench_layout(tfl_ctx *ctx, const bench_cfg *cfg, copy_bench *cb, int
             const double block = (now_ns() - b0) / 1e6 / cfg->steps;
             if (block < best[k]) best[k] = block;
             const tfl_alloc_stats s1 = cpu_stats(ctx, phases[k]);
-            if (s1.live_tensors != s0.live_tensors || s1.bytes_in_use != s0.bytes_in_use) {
-                char why[192];
-                snprintf(why, sizeof why, "%d applies left %lld tensors and %lld bytes behind",
-                         cfg->steps, (long long)(s1.live_tensors - s0.live_tensors),
-                         (long long)(s1.bytes_in_use - s0.bytes_in_use));
-                die(ctx, phases[k], why);
-            }
+            check_nothing_left(ctx, &s0, &s1, cfg->steps, "applies", phases[k]);
             served += (s1.fresh_allocs - s0.fresh_allocs) + (s1.cache_hits - s0.cache_hits);
         }
     }

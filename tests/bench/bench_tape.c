@@ -54,13 +54,6 @@ typedef struct bench_cfg {
     int mlp_steps;    /* steps per MLP block */
 } bench_cfg;
 
-static tfl_alloc_stats cpu_stats(tfl_ctx *ctx, const char *phase)
-{
-    tfl_alloc_stats s;
-    check_status(ctx, tfl_alloc_stats_get(ctx, "CPU:0", &s), phase);
-    return s;
-}
-
 /* ---- the chain ------------------------------------------------------------------------ */
 
 static const float chain_x0[4] = {0.3f, -1.2f, 0.8f, 2.0f};
@@ -377,13 +370,7 @@ static void mlp_time(tfl_ctx *ctx, const mlp *m, const bench_cfg *cfg, double be
             const double block = (now_ns() - b0) / 1e6 / cfg->mlp_steps;
             if (block < best[k]) best[k] = block;
             const tfl_alloc_stats s1 = cpu_stats(ctx, phases[k]);
-            if (s1.live_tensors != s0.live_tensors || s1.bytes_in_use != s0.bytes_in_use) {
-                char why[192];
-                snprintf(why, sizeof why, "%d steps left %lld tensors and %lld bytes behind",
-                         cfg->mlp_steps, (long long)(s1.live_tensors - s0.live_tensors),
-                         (long long)(s1.bytes_in_use - s0.bytes_in_use));
-                die(ctx, phases[k], why);
-            }
+            check_nothing_left(ctx, &s0, &s1, cfg->mlp_steps, "steps", phases[k]);
             if (k == 1) {
                 fresh += s1.fresh_allocs - s0.fresh_allocs;
                 served += (s1.fresh_allocs - s0.fresh_allocs) + (s1.cache_hits - s0.cache_hits);

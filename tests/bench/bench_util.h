@@ -74,4 +74,26 @@ static inline void check_ptr(tfl_ctx *ctx, const void *p, const char *phase, con
     }
 }
 
+/* The CPU allocator's counters (dies on error). */
+static inline tfl_alloc_stats cpu_stats(tfl_ctx *ctx, const char *phase)
+{
+    tfl_alloc_stats s;
+    check_status(ctx, tfl_alloc_stats_get(ctx, "CPU:0", &s), phase);
+    return s;
+}
+
+/* Dies when `count` timed `what` (applies, steps) since s0 left tensors or bytes behind. */
+static inline void check_nothing_left(tfl_ctx *ctx, const tfl_alloc_stats *s0,
+                                      const tfl_alloc_stats *s1, int count, const char *what,
+                                      const char *phase)
+{
+    if (s1->live_tensors != s0->live_tensors || s1->bytes_in_use != s0->bytes_in_use) {
+        char why[192];
+        snprintf(why, sizeof why, "%d %s left %lld tensors and %lld bytes behind", count, what,
+                 (long long)(s1->live_tensors - s0->live_tensors),
+                 (long long)(s1->bytes_in_use - s0->bytes_in_use));
+        die(ctx, phase, why);
+    }
+}
+
 #endif /* TFL_BENCH_UTIL_H */
