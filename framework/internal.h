@@ -19,7 +19,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define TFL_MAX_INPUTS 4       /* the most inputs an op kernel takes (variadic ops differ) */
+#define TFL_MAX_INPUTS 5       /* the most inputs an op kernel takes (variadic ops differ) */
 #define TFL_MAX_DEVICES 9      /* CPU:0 plus up to 8 GPUs */
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
 #define TFL_MSG_SIZE 512       /* bytes of the kept error message */
@@ -390,6 +390,15 @@ tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dt
 tfl_status tfl__variable_own(tfl_tensor *v);
 /** The variables get_variable made, looked up by full name; NULL when none. */
 tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
+
+/* ---- random streams (random.c) ----------------------------------------------------------- */
+
+/**
+ * The 64-bit Philox key (lo: key[0], hi: key[1]) of a random call given `seed`: seed itself
+ * when != 0, else the key of the ctx's next stream (random.h's layout; counts the call). Ops
+ * that draw (dropout) resolve it once and keep it in their attrs.
+ */
+uint64_t tfl__rng_key(tfl_ctx *ctx, uint64_t seed);
 
 /* ---- dtypes (dtype.c) -------------------------------------------------------------------- */
 

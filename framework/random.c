@@ -193,21 +193,23 @@ static bool check_args(tfl_ctx *ctx, kind k, tfl_dtype dtype, int rank, const in
     return true;
 }
 
-/* The key of this call: the seed itself, or one derived from (ctx seed, call number). */
-static void call_key(tfl_ctx *ctx, uint64_t seed, uint32_t key[2])
+uint64_t tfl__rng_key(tfl_ctx *ctx, uint64_t seed)
 {
-    if (seed != 0) {
-        key[0] = (uint32_t)seed;
-        key[1] = (uint32_t)(seed >> 32);
-        return;
-    }
+    if (seed != 0) return seed;
     uint64_t k = ctx->rng_calls++;
     const uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), 0, KEY_STREAM_WORD};
     const uint32_t ctx_key[2] = {(uint32_t)ctx->rng_seed, (uint32_t)(ctx->rng_seed >> 32)};
     uint32_t b[4];
     tfl__philox4x32_10(ctr, ctx_key, b);
-    key[0] = b[0];
-    key[1] = b[1];
+    return (uint64_t)b[0] | (uint64_t)b[1] << 32;
+}
+
+/* The key of this call: the seed itself, or one derived from (ctx seed, call number). */
+static void call_key(tfl_ctx *ctx, uint64_t seed, uint32_t key[2])
+{
+    uint64_t k = tfl__rng_key(ctx, seed);
+    key[0] = (uint32_t)k;
+    key[1] = (uint32_t)(k >> 32);
 }
 
 /* Allocates, fills on the host and places the result on the current device. */

@@ -51,6 +51,13 @@ typedef struct tfl__segment_attrs {
     int axis;                      /* where segment ids index the output */
     int64_t num_segments;
 } tfl__segment_attrs;
+typedef struct tfl__batch_norm_attrs {
+    double epsilon;                /* added to the variance; > 0 */
+} tfl__batch_norm_attrs;
+typedef struct tfl__dropout_attrs {
+    double rate;                   /* probability of dropping an element, in (0, 1) */
+    uint64_t key;                  /* the resolved Philox key (lo: key[0], hi: key[1]) */
+} tfl__dropout_attrs;
 
 
 /**
@@ -72,6 +79,12 @@ bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
                            const tfl_tensor *b);
 /** Logs "op Name on DEVICE" when placement logging is on (views log too). */
 void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev);
+
+/**
+ * Dropout with a resolved Philox key (tfl__rng_key): tfl_dropout after its checks, and the
+ * backward rule, which drops dy with the forward's mask. rate in (0, 1); x floating.
+ */
+tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t key);
 
 /** Chooses the device for op on key dtype (scopes, soft placement); NULL with the error kept. */
 tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key);

@@ -67,7 +67,9 @@
     X(SOFTMAX_XENT, "SoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
     X(SPARSE_SOFTMAX_XENT, "SparseSoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT,        \
       TFL_OPF_HALF_VIA_F32)                                                                \
-    X(SIGMOID_XENT, "SigmoidCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
+    X(SIGMOID_XENT, "SigmoidCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
+    X(BATCH_NORM, "BatchNorm", 5, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                     \
+    X(DROPOUT, "Dropout", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

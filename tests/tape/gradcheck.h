@@ -1,6 +1,6 @@
 /* gradcheck.h: the gradient-check harness (header-only, used by test_gradcheck.c).
  *
- * A case is a function of one to three floating inputs (other operands, such as indices
+ * A case is a function of one to five floating inputs (other operands, such as indices
  * or conditions, are constants the builder makes). For each case and dtype the harness
  *  1. draws inputs in the case's domain and a random output gradient w;
  *  2. first order: compares the tape's vector-Jacobian product with central finite
@@ -19,7 +19,7 @@
 #include <complex.h>
 #include <math.h>
 
-#define GC_MAX_IN 3
+#define GC_MAX_IN 5
 #define GC_MAX_ELEMS 64
 
 typedef tfl_tensor *(*gc_build_fn)(tfl_ctx *ctx, tfl_tensor *const *x);

@@ -104,6 +104,20 @@ B(b_sparse_xent3)
     return tfl_sparse_softmax_cross_entropy(ctx, x[0], labels);
 }
 B(b_sigmoid_xent) { return tfl_sigmoid_cross_entropy(ctx, x[0], x[1]); }
+/* normalization: all five inputs differentiable, or offset and scale left out (NULL) */
+B(b_bn) { return tfl_batch_norm(ctx, x[0], x[1], x[2], x[3], x[4], 1e-3); }
+B(b_bn_plain) { return tfl_batch_norm(ctx, x[0], x[1], x[2], NULL, NULL, 0.25); }
+B(b_bn_scale_only) { return tfl_batch_norm(ctx, x[0], x[1], x[2], NULL, x[3], 1e-3); }
+B(b_bn_training) /* mean and variance from the batch itself (training mode) */
+{
+    int nax = tfl_tensor_rank(x[0]) - 1, axes[4] = {0, 1, 2, 3};
+    tfl_tensor *m = NULL, *v = NULL;
+    if (tfl_moments(ctx, x[0], nax, axes, false, &m, &v) != TFL_OK) return NULL;
+    return tfl_batch_norm(ctx, x[0], m, v, x[1], x[2], 1e-3);
+}
+/* dropout with a fixed seed: a fixed mask, so finite differences see a linear map */
+B(b_dropout) { return tfl_dropout(ctx, x[0], 0.4, 1234); }
+B(b_dropout_rate0) { return tfl_dropout(ctx, x[0], 0.0, 99); }
 
 /* non-differentiable ops, fed from x */
 B(b_equal) { return tfl_equal(ctx, x[0], x[0]); }
@@ -201,6 +215,24 @@ static const gc_case cases[] = {
     C2("SigmoidCrossEntropyWithLogits", "same", b_sigmoid_xent, SH(2, 3), SH(2, 3), ANY, POS, GC_F64),
     C2("SigmoidCrossEntropyWithLogits", "broadcast", b_sigmoid_xent, SH(2, 3), SH(3), ANY, ANY,
        GC_F64),
+    {"BatchNorm", "rank2", b_bn, 5, {SH(4, 3), SH(3), SH(3), SH(3), SH(3)},
+     {ANY, ANY, POS, ANY, ANY}, GC_F64, false},
+    {"BatchNorm", "rank4", b_bn, 5, {SH(2, 2, 2, 3), SH(3), SH(3), SH(3), SH(3)},
+     {ANY, ANY, POS, ANY, ANY}, GC_F64, false},
+    {"BatchNorm", "rank1", b_bn, 5, {SH(4), SH(4), SH(4), SH(4), SH(4)},
+     {ANY, ANY, POS, ANY, ANY}, GC_F64, false},
+    {"BatchNorm", "no_offset_scale_rank2", b_bn_plain, 3, {SH(5, 2), SH(2), SH(2)},
+     {ANY, ANY, POS}, GC_F64, false},
+    {"BatchNorm", "no_offset_scale_rank4", b_bn_plain, 3, {SH(2, 3, 1, 2), SH(2), SH(2)},
+     {ANY, ANY, POS}, GC_F64, false},
+    {"BatchNorm", "scale_only", b_bn_scale_only, 4, {SH(3, 2), SH(2), SH(2), SH(2)},
+     {ANY, ANY, POS, ANY}, GC_F64, false},
+    {"BatchNorm", "training_rank2", b_bn_training, 3, {SH(5, 3), SH(3), SH(3)}, {ANY, ANY, ANY},
+     GC_F64, false},
+    {"BatchNorm", "training_rank4", b_bn_training, 3, {SH(2, 2, 3, 2), SH(2), SH(2)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    C1("Dropout", "fixed_seed", b_dropout, SH(5, 7), ANY, GC_F64),
+    C1("Dropout", "rate0_identity", b_dropout_rate0, SH(2, 3), ANY, GC_F64),
     NODIFF("Equal", b_equal),
     NODIFF("NotEqual", b_not_equal),
     NODIFF("Less", b_less),

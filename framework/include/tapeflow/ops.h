@@ -131,6 +131,80 @@ TFL_API tfl_tensor *tfl_sparse_softmax_cross_entropy(tfl_ctx *ctx, const tfl_ten
 TFL_API tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
                                               const tfl_tensor *labels);
 
+/* ---- normalization and dropout (floating dtypes) ---------------------------------------- */
+/* A BatchNormalization layer in training mode normalises with the batch's own statistics:
+ * tfl_moments(x, every axis but the last) feeds tfl_batch_norm, and since mean and variance
+ * are inputs of batch_norm, a tape differentiates through both and gives the full
+ * training-mode gradient (Keras's BatchNormalization(training=True) to float rounding). In
+ * inference mode the layer passes its moving averages instead. */
+
+/**
+ * y = (x - mean) * scale / sqrt(variance + epsilon) + offset, per channel along x's LAST
+ * axis (TensorFlow's tf.nn.batch_normalization with [C] parameters). mean, variance, offset,
+ * scale have shape [C] with C = x's last dimension; offset NULL means 0, scale NULL means 1.
+ * epsilon > 0. x rank >= 1. Differentiable in all five inputs.
+ *
+ * One fused pass: per channel a = scale / sqrt(variance + epsilon) (in double, rounded to
+ * the dtype), then y = (x - mean) * a + offset elementwise. float16/bfloat16 run in float32.
+ * Gradients, with inv = 1 / sqrt(variance + epsilon) and sums over every axis but the last:
+ *   dx = dy * scale * inv                      dmean     = -sum(dy * scale * inv)
+ *   dvariance = sum(dy * (x - mean)) * scale * -inv^3 / 2
+ *   doffset = sum(dy)                          dscale    = sum(dy * (x - mean)) * inv
+ * written with ordinary ops, so they are differentiable again.
+ * Errors: INVALID_ARGUMENT "BatchNorm: variance must have shape (3,) (the last dimension of x,
+ * whose shape is (2, 3)), got (4,)" (any of the four parameters), "BatchNorm: epsilon must be
+ * > 0, got 0" (NaN too), "BatchNorm: dtypes differ: x is float32, mean is float64 (...)",
+ * "BatchNorm: dtype int32 is not supported; expected one of float16, bfloat16, float32,
+ * float64", "BatchNorm: x must have rank >= 1 (channels on the last axis), got shape ()";
+ * NULL x, mean or variance keeps the first error ("BatchNorm: input 1 is NULL").
+ */
+TFL_API tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *mean,
+                                   const tfl_tensor *variance, const tfl_tensor *offset,
+                                   const tfl_tensor *scale, double epsilon);
+
+/**
+ * tf.nn.moments: mean and (biased, divide by count) variance over `axes`; both frame-owned.
+ * Composition of ordinary ops (so differentiable); returns TFL_OK or the error.
+ *
+ *   mean = reduce_mean(x, axes);  variance = reduce_mean((x - mean)^2, axes)
+ *
+ * TensorFlow writes stop_gradient(mean) in the variance: the same values and first-order
+ * gradients (d variance / d mean = 0), but its second-order gradients miss that the mean moves
+ * with x; here they are right. float16/bfloat16 are computed in float32 and rounded once, as
+ * TensorFlow does.
+ * naxes >= 1 axes (negative counts from the end, no repeats); keepdims keeps them as size 1.
+ * On error *mean and *variance are NULL.
+ * Errors: INVALID_ARGUMENT "Moments: axis 2 is out of range for rank 2", "Moments: axis 1 is
+ * given twice", "Moments: axes must name at least one axis (got naxes 0)", "Moments: dtype int32
+ * is not supported; ...", NULL mean or variance pointers; a NULL x returns the kept error
+ * (INVALID_ARGUMENT "Moments: x is NULL" when none is kept).
+ */
+TFL_API tfl_status tfl_moments(tfl_ctx *ctx, const tfl_tensor *x, int naxes, const int *axes,
+                               bool keepdims, tfl_tensor **mean, tfl_tensor **variance);
+
+/**
+ * Inverted dropout: each element kept with probability 1 - rate and scaled by 1/(1 - rate),
+ * else 0. 0 <= rate < 1 (rate 0 returns x unchanged, as an identity). seed != 0: the mask is a
+ * pure function of (seed, element index); seed 0: the ctx's next stream (resolved once at the
+ * call, kept in the op's attrs so the backward rule reuses the same mask).
+ *
+ * Mask layout (random.h's notation; what a GPU kernel reproduces). key = (lo(seed), hi(seed))
+ * for seed != 0, else the ctx's next stream key exactly as random.h derives it (rate 0 takes
+ * no stream). With D = 0x44524F50 ("DROP", so a mask never repeats a random_uniform draw of
+ * the same seed), element i (row-major flat index) takes its uniform from
+ *     R = philox((lo(i/4), hi(i/4), 0, D), key);   U = u24(R[i%4])
+ * for every dtype (24 bits resolve a rate to 6e-8, and float32 and float64 tensors of one
+ * shape and seed drop the same elements), and is kept when U >= rate, compared in double, as
+ * TensorFlow keeps random_uniform >= rate. A kept element is x / (1 - rate) computed in double
+ * and rounded once to the dtype; a dropped one is 0 (even for NaN or inf x). The mask depends
+ * on (key, i) only: never on threads, chunking or the device.
+ * Gradient: dx = dropout(dy) with the same rate and key (linear and self-adjoint).
+ * Errors: INVALID_ARGUMENT "Dropout: rate must be a scalar tensor or a float in the range
+ * [0, 1), got 1" (TensorFlow's words; negative, >= 1 and NaN), "Dropout: dtype int32 is not
+ * supported; expected one of float16, bfloat16, float32, float64".
+ */
+TFL_API tfl_tensor *tfl_dropout(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t seed);
+
 /* ---- comparisons and logic (results are bool) ----------------------------------------- */
 
 /** a == b and a != b: every dtype. */

@@ -1,0 +1,168 @@
+/*
+ * framework/ops/norm.c: entry points of batch normalization (one fused op, BatchNorm, with
+ * [C] parameters along x's last axis), moments (a composition of ordinary ops, so a tape
+ * differentiates it) and dropout (one op, Dropout, whose attrs keep the resolved Philox key
+ * so that its backward rule drops dy with the same mask). Kernels: cpu/k_norm.c.
+ */
+#include "op.h"
+
+#include <math.h>
+
+/* ---- batch normalization ------------------------------------------------------------------ */
+
+/* p (named `what`) has x's dtype and shape (C,), C = x's last dimension */
+static bool check_param(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *p, const char *what)
+{
+    const char *name = tfl__op_defs[TFL_OP_BATCH_NORM].name;
+    TFL_CHECK_RET(ctx, p->ctx == ctx, false, TFL_MISUSE, "%s: %s belongs to another context",
+                  name, what);
+    TFL_CHECK_RET(ctx, p->dtype == x->dtype, false, TFL_INVALID_ARGUMENT,
+                  "%s: dtypes differ: x is %s, %s is %s (tapeflow does not promote; use tfl_cast)",
+                  name, tfl_dtype_name((tfl_dtype)x->dtype), what,
+                  tfl_dtype_name((tfl_dtype)p->dtype));
+    const int64_t c = x->shape[x->rank - 1];
+    char sx[128], sp[128], sc[32];
+    TFL_CHECK_RET(ctx, tfl__same_shape(p->rank, p->shape, 1, &c), false, TFL_INVALID_ARGUMENT,
+                  "%s: %s must have shape %s (the last dimension of x, whose shape is %s), got %s",
+                  name, what, tfl__shape_str(1, &c, sc, sizeof sc),
+                  tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
+                  tfl__shape_str(p->rank, p->shape, sp, sizeof sp));
+    if (TFL_UNLIKELY(p->flags & TFL_TENSOR_FLAG_UNINIT) && !tfl__check_readable(ctx, name, p))
+        return false;
+    return true;
+}
+
+tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *mean,
+                           const tfl_tensor *variance, const tfl_tensor *offset,
+                           const tfl_tensor *scale, double epsilon)
+{
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_BATCH_NORM;
+    const char *name = tfl__op_defs[op].name;
+    const tfl_tensor *req[3] = {x, mean, variance};
+    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+        return NULL;
+    TFL_CHECK_RET(ctx, x->rank >= 1, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: x must have rank >= 1 (channels on the last axis), got shape ()", name);
+    TFL_CHECK_RET(ctx, epsilon > 0, NULL, TFL_INVALID_ARGUMENT, "%s: epsilon must be > 0, got %g",
+                  name, epsilon);
+    if (!check_param(ctx, x, mean, "mean") || !check_param(ctx, x, variance, "variance") ||
+        (offset && !check_param(ctx, x, offset, "offset")) ||
+        (scale && !check_param(ctx, x, scale, "scale")))
+        return NULL;
+    const tfl_dtype dt = (tfl_dtype)x->dtype;
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    if (offset && scale) {
+        const tfl_tensor *in[5] = {x, mean, variance, offset, scale};
+        return tfl__op_run(ctx, op, dt, 5, in, dt, x->rank, x->shape, &attrs);
+    }
+    /* A missing offset or scale is a constant of zeros or ones (a tape gives it no gradient);
+     * it lives in a frame of its own so that only the result reaches the caller's frame. */
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    const int64_t c = x->shape[x->rank - 1];
+    const tfl_tensor *in[5] = {x, mean, variance, offset ? offset : tfl_zeros(ctx, dt, 1, &c),
+                               scale ? scale : tfl_ones(ctx, dt, 1, &c)};
+    tfl_tensor *y = in[3] && in[4] ? tfl__op_run(ctx, op, dt, 5, in, dt, x->rank, x->shape, &attrs)
+                                   : NULL;
+    tfl_keep(y);
+    tfl_frame_pop(ctx);
+    return y ? tfl__frame_adopt(ctx, y) : NULL;
+}
+
+/* ---- moments ------------------------------------------------------------------------------ */
+
+tfl_status tfl_moments(tfl_ctx *ctx, const tfl_tensor *x, int naxes, const int *axes,
+                       bool keepdims, tfl_tensor **mean, tfl_tensor **variance)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    if (mean) *mean = NULL;
+    if (variance) *variance = NULL;
+    const char *name = "Moments";
+    TFL_CHECK(ctx, mean && variance, TFL_INVALID_ARGUMENT,
+              "%s: mean and variance (where the results go) must not be NULL", name);
+    if (!x)
+        return ctx->err_code != TFL_OK
+                   ? ctx->err_code
+                   : tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: x is NULL", name);
+    TFL_CHECK(ctx, x->ctx == ctx, TFL_MISUSE, "%s: x belongs to another context", name);
+    if (TFL_UNLIKELY(x->flags & TFL_TENSOR_FLAG_UNINIT) && !tfl__check_readable(ctx, name, x))
+        return ctx->err_code;
+    const tfl_dtype dt = (tfl_dtype)x->dtype;
+    if (!(TFL_MASK_FLOAT >> dt & 1u)) {
+        char list[160];
+        return tfl__set_error(
+            ctx, TFL_INVALID_ARGUMENT, "%s: dtype %s is not supported; expected one of %s", name,
+            tfl_dtype_name(dt), tfl__dtype_list(TFL_MASK_FLOAT, list, sizeof list));
+    }
+    TFL_CHECK(ctx, naxes >= 1 && axes, TFL_INVALID_ARGUMENT,
+              "%s: axes must name at least one axis (got naxes %d%s)", name, naxes,
+              naxes >= 1 ? " and axes NULL" : "");
+    bool seen[TFL_MAX_RANK] = {false};
+    int64_t shape[TFL_MAX_RANK];
+    int rank = 0;
+    for (int i = 0; i < naxes; i++) {
+        int a = tfl__norm_axis(axes[i], x->rank);
+        TFL_CHECK(ctx, a >= 0, TFL_INVALID_ARGUMENT, "%s: axis %d is out of range for rank %d",
+                  name, axes[i], x->rank);
+        TFL_CHECK(ctx, !seen[a], TFL_INVALID_ARGUMENT, "%s: axis %d is given twice", name,
+                  axes[i]);
+        seen[a] = true;
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (!seen[d]) shape[rank++] = x->shape[d];
+
+    /* TensorFlow's nn_impl.moments: float16 in float32; the mean is kept with its axes so the
+     * difference broadcasts. TensorFlow subtracts stop_gradient(mean): the same first-order
+     * gradient (d variance / d mean = -2 mean(x - mean) = 0), but a wrong second order (the
+     * gradient 2 (x - mean) / n then ignores that mean moves with x); here mean stays
+     * connected, so Hessians through moments are right. Temporaries die with this frame. */
+    TFL_TRY(tfl_frame_push(ctx));
+    const bool half = (TFL_MASK_HALF >> dt & 1u) != 0;
+    const tfl_tensor *y = half ? tfl_cast(ctx, x, TFL_DTYPE_FLOAT32) : x;
+    tfl_tensor *m = tfl_reduce_mean(ctx, y, naxes, axes, true);
+    tfl_tensor *d = tfl_sub(ctx, y, m);
+    tfl_tensor *v = tfl_reduce_mean(ctx, tfl_mul(ctx, d, d), naxes, axes, true);
+    if (!keepdims) {
+        m = tfl_reshape(ctx, m, rank, shape);
+        v = tfl_reshape(ctx, v, rank, shape);
+    }
+    if (half) {
+        m = tfl_cast(ctx, m, dt);
+        v = tfl_cast(ctx, v, dt);
+    }
+    tfl_status st = m && v ? TFL_OK : ctx->err_code != TFL_OK ? ctx->err_code : TFL_INTERNAL;
+    if (st == TFL_OK) {
+        tfl_keep(m);
+        tfl_keep(v);
+    }
+    tfl_frame_pop(ctx);
+    if (st != TFL_OK) return st;
+    *mean = tfl__frame_adopt(ctx, m);
+    *variance = tfl__frame_adopt(ctx, v);
+    return TFL_OK;
+}
+
+/* ---- dropout ------------------------------------------------------------------------------ */
+
+tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t key)
+{
+    const tfl__op_id op = TFL_OP_DROPOUT;
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+        return NULL;
+    const tfl__dropout_attrs attrs = {rate, key};
+    return tfl__op_run(ctx, op, (tfl_dtype)x->dtype, 1, &x, (tfl_dtype)x->dtype, x->rank,
+                       x->shape, &attrs);
+}
+
+tfl_tensor *tfl_dropout(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t seed)
+{
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_DROPOUT;
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+        return NULL;
+    TFL_CHECK_RET(ctx, rate >= 0 && rate < 1, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: rate must be a scalar tensor or a float in the range [0, 1), got %g",
+                  tfl__op_defs[op].name, rate);
+    if (rate == 0) return tfl_identity(ctx, x); /* no stream taken */
+    return tfl__dropout_keyed(ctx, x, rate, tfl__rng_key(ctx, seed));
+}
