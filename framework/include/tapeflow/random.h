@@ -9,6 +9,8 @@
  * unseeded call (k = 0, 1, ... counted since tfl_ctx_new or tfl_ctx_set_seed) uses
  * (ctx seed, k), so successive unseeded calls differ, and a program that sets the context
  * seed (tfl_ctx_opts.seed or tfl_ctx_set_seed) gets the same sequence on every run.
+ * tfl_dropout (ops.h) given seed 0 takes the next stream the same way; its mask layout is
+ * documented there.
  *
  * Stream layout (what a GPU kernel reproduces). philox(ctr[4], key[2]) is one 128-bit
  * Philox4x32-10 block; lo(x) and hi(x) are the low and high 32 bits of a 64-bit x.
