@@ -5,7 +5,8 @@
  * needs a gradient (the other operand for mul and matmul, the output for exp, nothing for
  * add), so a tape saves no more than the rule reads.
  *
- * Adding an op: write its rule in rules_math.c, rules_array.c, rules_loss.c or rules_norm.c with
+ * Adding an op: write its rule in rules_math.c, rules_array.c, rules_loss.c, rules_norm.c or
+ * rules_conv.c with
  * ordinary ops (then it is differentiable again, for higher order), add its line here, and
  * its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail for an op
  * without either.
@@ -63,6 +64,14 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),
     R(DROPOUT, dropout, A(dropout), 0),
+    R(CONV2D, conv2d, A(window), IN(1), IN(0)),
+    R(CONV2D_BACKPROP_INPUT, conv2d_backprop_input, A(window), IN(1), IN(0)),
+    R(CONV2D_BACKPROP_FILTER, conv2d_backprop_filter, A(window), IN(1), IN(0)),
+    R(MAX_POOL, max_pool, A(window), IN(0)),
+    R(MAX_POOL_GRAD, max_pool_grad, A(window), 0, IN(0)),
+    R(MAX_POOL_GRAD_GRAD, max_pool_grad_grad, A(window), 0, IN(0)),
+    R(AVG_POOL, avg_pool, A(window), 0),
+    R(AVG_POOL_GRAD, avg_pool_grad, A(window), 0),
     /* not differentiable (TFL_OPF_NO_GRAD): comparisons, logic, argmax/argmin, one_hot,
        stop_gradient */
 };

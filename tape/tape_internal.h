@@ -32,6 +32,7 @@ typedef union tfl__any_attrs {
     tfl__segment_attrs segment;
     tfl__batch_norm_attrs batch_norm;
     tfl__dropout_attrs dropout;
+    tfl__window_attrs window;
 } tfl__any_attrs;
 
 /** A recorded op. */
@@ -138,5 +139,8 @@ TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
 TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent); TFL_RULE(sigmoid_xent); /* rules_loss.c */
 TFL_RULE(batch_norm); TFL_RULE(dropout);                                 /* rules_norm.c */
+TFL_RULE(conv2d); TFL_RULE(conv2d_backprop_input); TFL_RULE(conv2d_backprop_filter);
+TFL_RULE(max_pool); TFL_RULE(max_pool_grad); TFL_RULE(max_pool_grad_grad); TFL_RULE(avg_pool);
+TFL_RULE(avg_pool_grad);                                                  /* rules_conv.c */
 
 #endif /* TFL_TAPE_INTERNAL_H */

@@ -54,6 +54,16 @@ size_t tfl__cpu_gemm_bytes(void);
 /** Fills state; false when BLIS's own choice is to be used. */
 bool tfl__cpu_gemm_init(void *state);
 
+/**
+ * C = A B + beta C for float32 or float64 (dt) matrices with any element strides: A (m, k)
+ * at a with row stride rsa and column stride csa, B (k, n), C (m, n); beta 0 ignores C's
+ * old values. BLIS's gemm with dev's contexts (k_matmul.c) on `threads` threads, or a plain
+ * loop for products too small to pay BLIS's set-up. k may be 0 (C = beta C).
+ */
+void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m, int64_t n,
+                   int64_t k, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                   int64_t csb, double beta, void *c, int64_t rsc, int64_t csc);
+
 /** A new CPU device for ctx (host memory, the CPU kernel table). */
 tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);
 

@@ -40,6 +40,8 @@ static const tfl__kernel *const families[] = {
     tfl__cpu_shape_kernels,
     tfl__cpu_loss_kernels,
     tfl__cpu_norm_kernels,
+    tfl__cpu_conv_kernels,
+    tfl__cpu_pool_kernels,
 };
 
 tfl__device *tfl__cpu_device_new(tfl_ctx *ctx)

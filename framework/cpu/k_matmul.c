@@ -211,6 +211,62 @@ static tfl_status k_matmul(const tfl__kcall *k)
     return TFL_OK;
 }
 
+/* ---- the GEMM other kernels share (conv) --------------------------------------------------- */
+
+/* A stride BLIS accepts for a dim of size 1: it must span the other dim. */
+static void fix_strides(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (rows == 1 && cols == 1) *rs = *cs = 1;
+    else if (rows == 1) *rs = cols * *cs;
+    else if (cols == 1) *cs = rows * *rs;
+}
+
+#define LOOP_GEMM_STRIDED(name, T)                                                          \
+    static void name(int64_t m, int64_t n, int64_t k, const T *a, int64_t rsa, int64_t csa, \
+                     const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc,       \
+                     int64_t csc)                                                           \
+    {                                                                                       \
+        for (int64_t i = 0; i < m; i++)                                                     \
+            for (int64_t j = 0; j < n; j++) {                                               \
+                T acc = 0;                                                                  \
+                for (int64_t l = 0; l < k; l++) acc += a[i * rsa + l * csa] * b[l * rsb + j * csb]; \
+                T *cij = c + i * rsc + j * csc;                                             \
+                *cij = beta == 0 ? acc : beta * *cij + acc;                                 \
+            }                                                                               \
+    }
+LOOP_GEMM_STRIDED(loop_sgemm, float)
+LOOP_GEMM_STRIDED(loop_dgemm, double)
+
+void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m, int64_t n,
+                   int64_t k, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                   int64_t csb, double beta, void *c, int64_t rsc, int64_t csc)
+{
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+    if (m == 0 || n == 0) return;
+    if (m * n * k <= SMALL_GEMM_MACS) {
+        if (f32)
+            loop_sgemm(m, n, k, a, rsa, csa, b, rsb, csb, (float)beta, c, rsc, csc);
+        else
+            loop_dgemm(m, n, k, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);
+        return;
+    }
+    fix_strides(m, k, &rsa, &csa);
+    fix_strides(k, n, &rsb, &csb);
+    fix_strides(m, n, &rsc, &csc);
+    gemm_state *gs = ((const tfl__cpu_device *)dev)->gemm;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads, &rntm);
+    if (f32) {
+        float one = 1.0f, fb = (float)beta;
+        bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (float *)a, rsa, csa,
+                     (float *)b, rsb, csb, &fb, c, rsc, csc, gs ? &gs->real : NULL, &rntm);
+    } else {
+        double one = 1.0;
+        bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (double *)a, rsa, csa,
+                     (double *)b, rsb, csb, &beta, c, rsc, csc, gs ? &gs->real : NULL, &rntm);
+    }
+}
+
 const tfl__kernel tfl__cpu_matmul_kernels[TFL_OP_COUNT] = {
     [TFL_OP_MATMUL] = {k_matmul, TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64) | TFL_MASK_COMPLEX,
                        NULL},

@@ -13,5 +13,7 @@ extern const tfl__kernel tfl__cpu_matmul_kernels[TFL_OP_COUNT];      /* k_matmul
 extern const tfl__kernel tfl__cpu_shape_kernels[TFL_OP_COUNT];       /* k_shape.c */
 extern const tfl__kernel tfl__cpu_loss_kernels[TFL_OP_COUNT];        /* k_loss.c */
 extern const tfl__kernel tfl__cpu_norm_kernels[TFL_OP_COUNT];        /* k_norm.c */
+extern const tfl__kernel tfl__cpu_conv_kernels[TFL_OP_COUNT];        /* k_conv.c */
+extern const tfl__kernel tfl__cpu_pool_kernels[TFL_OP_COUNT];        /* k_pool.c */
 
 #endif /* TFL_CPU_KERNELS_H */

@@ -58,6 +58,18 @@ typedef struct tfl__dropout_attrs {
     double rate;                   /* probability of dropping an element, in (0, 1) */
     uint64_t key;                  /* the resolved Philox key (lo: key[0], hi: key[1]) */
 } tfl__dropout_attrs;
+/* Conv2D, its two backprops and the pooling ops (ops/conv.c): the window's geometry, checked
+ * and resolved by the entry point, so kernels and backward rules only read it. */
+typedef struct tfl__window_attrs {
+    int64_t shape[4];              /* Conv2DBackpropInput, AvgPoolGrad: the input's shape;
+                                      Conv2DBackpropFilter: the filter's; others: unused */
+    int64_t ksize[2];              /* the window (rows, columns): the filter's KH, KW or the
+                                      pooling ksize */
+    int64_t strides[2];            /* >= 1 */
+    int64_t dilations[2];          /* >= 1 (pooling: 1) */
+    int64_t pad[2];                /* padding before the first row / column (elements) */
+    int32_t padding;               /* tfl_padding, as given (rules pass it on) */
+} tfl__window_attrs;
 
 
 /**
@@ -85,6 +97,20 @@ void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev);
  * backward rule, which drops dy with the forward's mask. rate in (0, 1); x floating.
  */
 tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t key);
+/* ---- the gradient ops of pooling (ops/conv.c), for the backward rules in tape/ ---------- */
+
+/** TensorFlow's MaxPoolGrad: dy (the pooled shape) added at each window's argmax (the first
+ * in row-major window order on ties) of x; the result has x's shape. opts as max_pool2d's. */
+tfl_tensor *tfl__max_pool_grad(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *dy,
+                               const tfl_pool2d_opts *opts);
+/** TensorFlow's MaxPoolGradGrad: g (x's shape) gathered at each window's argmax of x; the
+ * result has the pooled shape. The adjoint of tfl__max_pool_grad in its dy. */
+tfl_tensor *tfl__max_pool_grad_grad(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *g,
+                                    const tfl_pool2d_opts *opts);
+/** TensorFlow's AvgPoolGrad: dy (the pooled shape) / count spread over each window of an
+ * input of input_shape; the adjoint of average pooling. */
+tfl_tensor *tfl__avg_pool_grad(tfl_ctx *ctx, const int64_t input_shape[4], const tfl_tensor *dy,
+                               const tfl_pool2d_opts *opts);
 
 /** Chooses the device for op on key dtype (scopes, soft placement); NULL with the error kept. */
 tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key);

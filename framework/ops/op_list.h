@@ -69,7 +69,15 @@
       TFL_OPF_HALF_VIA_F32)                                                                \
     X(SIGMOID_XENT, "SigmoidCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
     X(BATCH_NORM, "BatchNorm", 5, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                     \
-    X(DROPOUT, "Dropout", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
+    X(DROPOUT, "Dropout", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                         \
+    X(CONV2D, "Conv2D", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                           \
+    X(CONV2D_BACKPROP_INPUT, "Conv2DBackpropInput", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
+    X(CONV2D_BACKPROP_FILTER, "Conv2DBackpropFilter", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
+    X(MAX_POOL, "MaxPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                        \
+    X(MAX_POOL_GRAD, "MaxPoolGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)               \
+    X(MAX_POOL_GRAD_GRAD, "MaxPoolGradGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)      \
+    X(AVG_POOL, "AvgPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                        \
+    X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

@@ -119,6 +119,76 @@ B(b_bn_training) /* mean and variance from the batch itself (training mode) */
 B(b_dropout) { return tfl_dropout(ctx, x[0], 0.4, 1234); }
 B(b_dropout_rate0) { return tfl_dropout(ctx, x[0], 0.0, 99); }
 
+/* convolutions (NHWC input, HWIO filter) */
+static const tfl_conv2d_opts k_conv_strided_same = {{2, 2}, {1, 1}, TFL_PADDING_SAME};
+static const tfl_conv2d_opts k_conv_dilated = {{1, 1}, {2, 2}, TFL_PADDING_VALID};
+static const tfl_conv2d_opts k_conv_mixed = {{1, 2}, {2, 1}, TFL_PADDING_SAME};
+B(b_conv_valid) { return tfl_conv2d(ctx, x[0], x[1], NULL); }
+B(b_conv_strided_same) { return tfl_conv2d(ctx, x[0], x[1], &k_conv_strided_same); }
+B(b_conv_dilated) { return tfl_conv2d(ctx, x[0], x[1], &k_conv_dilated); }
+B(b_conv_mixed) { return tfl_conv2d(ctx, x[0], x[1], &k_conv_mixed); }
+B(b_conv_in_strided_same) /* x[0] filter (3, 3, 2, 2), x[1] dy (1, 3, 2, 2) */
+{
+    return tfl_conv2d_backprop_input(ctx, (int64_t[]){1, 5, 4, 2}, x[0], x[1], &k_conv_strided_same);
+}
+B(b_conv_in_dilated) /* x[0] filter (2, 2, 1, 2), x[1] dy (1, 3, 3, 2) */
+{
+    return tfl_conv2d_backprop_input(ctx, (int64_t[]){1, 5, 5, 1}, x[0], x[1], &k_conv_dilated);
+}
+B(b_conv_filter_strided_same) /* x[0] input (1, 5, 4, 2), x[1] dy (1, 3, 2, 2) */
+{
+    return tfl_conv2d_backprop_filter(ctx, x[0], (int64_t[]){3, 3, 2, 2}, x[1], &k_conv_strided_same);
+}
+B(b_conv_filter_dilated) /* x[0] input (2, 5, 5, 1), x[1] dy (2, 3, 3, 2) */
+{
+    return tfl_conv2d_backprop_filter(ctx, x[0], (int64_t[]){2, 2, 1, 2}, x[1], &k_conv_dilated);
+}
+/* pooling; the gradient ops have no public entry point: they come from a tape inside */
+static const tfl_pool2d_opts k_pool2 = {{2, 2}, {0, 0}, TFL_PADDING_VALID};
+static const tfl_pool2d_opts k_pool3_s2_same = {{3, 3}, {2, 2}, TFL_PADDING_SAME};
+static const tfl_pool2d_opts k_pool_overlap = {{2, 3}, {1, 2}, TFL_PADDING_VALID};
+B(b_max_pool2) { return tfl_max_pool2d(ctx, x[0], &k_pool2); }
+B(b_max_pool_same) { return tfl_max_pool2d(ctx, x[0], &k_pool3_s2_same); }
+B(b_avg_pool2) { return tfl_avg_pool2d(ctx, x[0], &k_pool2); }
+B(b_avg_pool_same) { return tfl_avg_pool2d(ctx, x[0], &k_pool3_s2_same); }
+B(b_avg_pool_overlap) { return tfl_avg_pool2d(ctx, x[0], &k_pool_overlap); }
+/* d pool(a)/da against w, a vjp on a tape of its own: MaxPoolGrad(a, w) or AvgPoolGrad(w) */
+static tfl_tensor *pool_vjp(tfl_ctx *ctx, bool max, tfl_tensor *a, const tfl_tensor *w,
+                            const tfl_pool2d_opts *o)
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, a), TFL_OK);
+    tfl_tensor *y = max ? tfl_max_pool2d(ctx, a, o) : tfl_avg_pool2d(ctx, a, o);
+    tfl_tensor *g = NULL;
+    assert_int_equal(tfl_tape_vjp(tape, y, w, 1, (const tfl_tensor *const *)&a, &g, 0), TFL_OK);
+    tfl_tape_free(tape);
+    return g;
+}
+B(b_max_pool_grad) { return pool_vjp(ctx, true, x[0], x[1], &k_pool_overlap); }
+B(b_max_pool_grad_same) { return pool_vjp(ctx, true, x[0], x[1], &k_pool3_s2_same); }
+B(b_avg_pool_grad) /* AvgPoolGrad(x[0]) for a (1, 5, 5, 2) input */
+{
+    tfl_tensor *a = tfl_zeros(ctx, DT(x[0]), 4, (int64_t[]){1, 5, 5, 2});
+    return pool_vjp(ctx, false, a, x[0], &k_pool3_s2_same);
+}
+/* MaxPoolGradGrad(x[0], x[1]): the vjp of MaxPoolGrad(x[0], v) with respect to v against x[1] */
+static tfl_tensor *max_pool_grad_grad(tfl_ctx *ctx, tfl_tensor *const *x, const tfl_pool2d_opts *o,
+                                      int rank, const int64_t *pooled)
+{
+    tfl_tensor *v = tfl_zeros(ctx, DT(x[0]), rank, pooled);
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, v), TFL_OK);
+    tfl_tensor *dx = pool_vjp(ctx, true, x[0], v, o), *g = NULL;
+    assert_int_equal(tfl_tape_vjp(tape, dx, x[1], 1, (const tfl_tensor *const *)&v, &g, 0), TFL_OK);
+    tfl_tape_free(tape);
+    return g;
+}
+B(b_max_pool_grad_grad) { return max_pool_grad_grad(ctx, x, &k_pool_overlap, 4, (int64_t[]){1, 3, 2, 2}); }
+B(b_max_pool_grad_grad_same)
+{
+    return max_pool_grad_grad(ctx, x, &k_pool3_s2_same, 4, (int64_t[]){1, 3, 3, 2});
+}
+
 /* non-differentiable ops, fed from x */
 B(b_equal) { return tfl_equal(ctx, x[0], x[0]); }
 B(b_not_equal) { return tfl_not_equal(ctx, x[0], cst(ctx, x[0], 0)); }
@@ -233,6 +303,34 @@ static const gc_case cases[] = {
      {ANY, ANY, ANY}, GC_F64, false},
     C1("Dropout", "fixed_seed", b_dropout, SH(5, 7), ANY, GC_F64),
     C1("Dropout", "rate0_identity", b_dropout_rate0, SH(2, 3), ANY, GC_F64),
+    C2("Conv2D", "valid", b_conv_valid, SH(1, 4, 4, 2), SH(2, 2, 2, 3), ANY, ANY, GC_F64),
+    C2("Conv2D", "strided_same", b_conv_strided_same, SH(2, 5, 4, 1), SH(3, 3, 1, 2), ANY, ANY,
+       GC_F64),
+    C2("Conv2D", "dilated", b_conv_dilated, SH(1, 5, 5, 2), SH(2, 2, 2, 2), ANY, ANY, GC_F64),
+    C2("Conv2D", "stride_w_dilation_h_same", b_conv_mixed, SH(1, 5, 4, 2), SH(2, 3, 2, 2), ANY,
+       ANY, GC_F64),
+    C2("Conv2DBackpropInput", "strided_same", b_conv_in_strided_same, SH(3, 3, 2, 2),
+       SH(1, 3, 2, 2), ANY, ANY, GC_F64),
+    C2("Conv2DBackpropInput", "dilated", b_conv_in_dilated, SH(2, 2, 1, 2), SH(1, 3, 3, 2), ANY,
+       ANY, GC_F64),
+    C2("Conv2DBackpropFilter", "strided_same", b_conv_filter_strided_same, SH(1, 5, 4, 2),
+       SH(1, 3, 2, 2), ANY, ANY, GC_F64),
+    C2("Conv2DBackpropFilter", "dilated", b_conv_filter_dilated, SH(2, 5, 5, 1), SH(2, 3, 3, 2),
+       ANY, ANY, GC_F64),
+    C1("MaxPool", "2x2", b_max_pool2, SH(1, 4, 4, 2), ANY, GC_F64),
+    C1("MaxPool", "3x3_stride2_same", b_max_pool_same, SH(1, 5, 5, 2), ANY, GC_F64),
+    C2("MaxPoolGrad", "overlapping", b_max_pool_grad, SH(1, 4, 5, 2), SH(1, 3, 2, 2), ANY, ANY,
+       GC_F64),
+    C2("MaxPoolGrad", "3x3_stride2_same", b_max_pool_grad_same, SH(1, 5, 5, 2), SH(1, 3, 3, 2),
+       ANY, ANY, GC_F64),
+    C2("MaxPoolGradGrad", "overlapping", b_max_pool_grad_grad, SH(1, 4, 5, 2), SH(1, 4, 5, 2), ANY,
+       ANY, GC_F64),
+    C2("MaxPoolGradGrad", "3x3_stride2_same", b_max_pool_grad_grad_same, SH(1, 5, 5, 2),
+       SH(1, 5, 5, 2), ANY, ANY, GC_F64),
+    C1("AvgPool", "2x2", b_avg_pool2, SH(2, 4, 4, 1), ANY, GC_F64),
+    C1("AvgPool", "3x3_stride2_same", b_avg_pool_same, SH(1, 5, 5, 2), ANY, GC_F64),
+    C1("AvgPool", "overlapping", b_avg_pool_overlap, SH(1, 4, 5, 2), ANY, GC_F64),
+    C1("AvgPoolGrad", "3x3_stride2_same", b_avg_pool_grad, SH(1, 3, 3, 2), ANY, GC_F64),
     NODIFF("Equal", b_equal),
     NODIFF("NotEqual", b_not_equal),
     NODIFF("Less", b_less),

@@ -254,6 +254,118 @@ TFL_API tfl_tensor *tfl_argmin(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 TFL_API tfl_tensor *tfl_matmul(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b,
                                unsigned flags);
 
+/* ---- convolution and pooling (2-D, TensorFlow/Keras layouts) -------------------------- */
+/*
+ * Images are NHWC, input (N, H, W, C); filters are HWIO, (KH, KW, Cin, Cout); results are
+ * NHWC. Floating dtypes only (float16 and bfloat16 compute in float32); operands of one op
+ * share one dtype. An empty batch (N = 0) or zero channels give an empty or zero result.
+ *
+ * Output size along one spatial axis, for input size `in`, window k (the filter's KH or KW,
+ * or the pooling ksize), stride s and dilation d (pooling: d = 1), with the effective window
+ * ke = (k - 1) d + 1 (TensorFlow's rules, kernel_shape_util.cc):
+ *   VALID: out = floor((in - ke) / s) + 1, no padding; the window must fit (in >= ke);
+ *   SAME:  out = ceil(in / s); pad_total = max((out - 1) s + ke - in, 0) elements are
+ *          added, pad_before = floor(pad_total / 2) before the first row (column) and the
+ *          rest after it, so an odd total puts the extra element at the end.
+ * An output size <= 0 (a window that does not fit under VALID, or an empty image) is an
+ * error; output element (oh, ow) reads input rows oh s - pad_before + i d, i < k (columns
+ * alike), and padded positions read 0 in a convolution and nothing in pooling.
+ */
+
+/** Padding of the spatial axes (see the rules above). */
+typedef enum tfl_padding { TFL_PADDING_VALID = 0, TFL_PADDING_SAME = 1 } tfl_padding;
+
+/** Options of the convolutions; NULL options: strides 1, dilations 1, VALID. */
+typedef struct tfl_conv2d_opts {
+    int strides[2];    /* (height, width), >= 0; 0 means 1 */
+    int dilations[2];  /* (height, width), >= 0; 0 means 1 (1: no holes in the filter) */
+    tfl_padding padding;
+} tfl_conv2d_opts;    /* NULL opts: strides 1, dilations 1, VALID */
+
+/**
+ * 2-D convolution, TensorFlow's Conv2D (a cross-correlation, as in every framework):
+ *   y[n, oh, ow, co] = sum over i < KH, j < KW, ci < Cin of
+ *       x[n, oh sh - pt + i dh, ow sw - pl + j dw, ci] * filter[i, j, ci, co]
+ * with x read as 0 outside the image (pt, pl: the padding before, rules above). input
+ * (N, H, W, Cin), filter (KH, KW, Cin, Cout) give (N, OH, OW, Cout). On the CPU: im2col and
+ * one BLIS gemm per chunk of images (1x1, stride 1, VALID: one gemm on the input itself).
+ * Gradients: d/dinput = tfl_conv2d_backprop_input(input's shape, filter, dy),
+ * d/dfilter = tfl_conv2d_backprop_filter(input, filter's shape, dy); both differentiable.
+ * Errors (INVALID_ARGUMENT): "Conv2D: input must be 4-dimensional (N, H, W, C), got shape
+ * (5, 5, 3)", the same for the filter (KH, KW, Cin, Cout); "Conv2D: input depth 3 does not
+ * match the filter's input depth 2: input shape (1, 5, 5, 3), filter shape (3, 3, 2, 4)";
+ * "Conv2D: strides must be >= 0 (0 means 1), got (-1, 1)", the same for dilations; an
+ * unknown padding; "Conv2D: computed output height would be 0 [input height 2, effective
+ * filter height 3 (filter 3, dilation 1), stride 1, VALID padding]: the window does not fit
+ * in the input" (width alike); dtypes that differ or are not floating.
+ */
+TFL_API tfl_tensor *tfl_conv2d(tfl_ctx *ctx, const tfl_tensor *input, const tfl_tensor *filter,
+                               const tfl_conv2d_opts *opts);
+/**
+ * The gradient of tfl_conv2d with respect to its input, TensorFlow's Conv2DBackpropInput
+ * (and, read forwards, a transposed convolution): for an input of input_shape (N, H, W,
+ * Cin), filter (KH, KW, Cin, Cout) and dy of the convolution's output shape (N, OH, OW,
+ * Cout) under the same opts,
+ *   dx[n, h, w, ci] = sum of dy[n, oh, ow, co] * filter[i, j, ci, co] over every (oh, ow,
+ *       i, j, co) with oh sh - pt + i dh = h and ow sw - pl + j dw = w.
+ * The result has input_shape. On the CPU: one gemm dy filter^T per chunk, then col2im.
+ * Gradients: d/dfilter = tfl_conv2d_backprop_filter(ddx, filter's shape, dy),
+ * d/ddy = tfl_conv2d(ddx, filter).
+ * Errors (INVALID_ARGUMENT): input_shape NULL or with a negative dimension; "Conv2DBackprop
+ * Input: dy shape (1, 4, 4, 4) does not match the output shape (1, 3, 3, 4) of input shape
+ * (1, 5, 5, 2), filter shape (3, 3, 2, 4) and these options"; and those of tfl_conv2d for
+ * the filter, depths, strides, dilations, padding, output size and dtypes.
+ */
+TFL_API tfl_tensor *tfl_conv2d_backprop_input(tfl_ctx *ctx, const int64_t input_shape[4],
+                                              const tfl_tensor *filter, const tfl_tensor *dy,
+                                              const tfl_conv2d_opts *opts);
+/**
+ * The gradient of tfl_conv2d with respect to its filter, TensorFlow's Conv2DBackpropFilter:
+ * for input (N, H, W, Cin), a filter of filter_shape (KH, KW, Cin, Cout) and dy of the
+ * convolution's output shape (N, OH, OW, Cout) under the same opts,
+ *   dfilter[i, j, ci, co] = sum over n, oh, ow of
+ *       x[n, oh sh - pt + i dh, ow sw - pl + j dw, ci] * dy[n, oh, ow, co]
+ * (x read as 0 outside the image). The result has filter_shape. On the CPU: im2col(x)^T dy,
+ * one gemm per chunk of images, summed. Gradients: d/dinput = tfl_conv2d_backprop_input(
+ * input's shape, ddw, dy), d/ddy = tfl_conv2d(input, ddw).
+ * Errors: as tfl_conv2d_backprop_input, with filter_shape in place of the filter.
+ */
+TFL_API tfl_tensor *tfl_conv2d_backprop_filter(tfl_ctx *ctx, const tfl_tensor *input,
+                                               const int64_t filter_shape[4], const tfl_tensor *dy,
+                                               const tfl_conv2d_opts *opts);
+
+/** Options of the pooling ops (no NULL: the window has no default). */
+typedef struct tfl_pool2d_opts {
+    int ksize[2];      /* window (height, width), >= 1 */
+    int strides[2];    /* >= 0; 0 means the window size (Keras's default) */
+    tfl_padding padding;
+} tfl_pool2d_opts;
+
+/**
+ * 2-D max pooling, TensorFlow's MaxPool: input (N, H, W, C) gives (N, OH, OW, C) with
+ *   y[n, oh, ow, c] = max of x[n, oh sh - pt + i, ow sw - pl + j, c], i < KH, j < KW,
+ * over the positions inside the image (SAME padding is never a candidate, so it never wins).
+ * Gradient: dy goes to the window's maximum (the first in row-major window order on ties,
+ * as TensorFlow's CPU kernel): TensorFlow's MaxPoolGrad, differentiable again (MaxPoolGrad-
+ * Grad gathers at the same positions).
+ * Errors (INVALID_ARGUMENT): "MaxPool: input must be 4-dimensional (N, H, W, C), got shape
+ * (4, 4)"; opts NULL; "MaxPool: ksize must be >= 1, got (0, 2)"; "MaxPool: strides must be
+ * >= 0 (0 means the window size), got (-1, 2)"; an unknown padding; "MaxPool: computed
+ * output height would be 0 [input height 2, window height 3, stride 3, VALID padding]: the
+ * window does not fit in the input"; a dtype that is not floating.
+ */
+TFL_API tfl_tensor *tfl_max_pool2d(tfl_ctx *ctx, const tfl_tensor *input,
+                                   const tfl_pool2d_opts *opts);
+/**
+ * 2-D average pooling, TensorFlow's AvgPool: as tfl_max_pool2d with the mean of the window's
+ * positions inside the image in place of the max; under SAME padding the divisor is the count
+ * of those positions, not KH KW (TensorFlow's rule; padded zeros do not dilute the mean).
+ * Gradient: each window's dy / count spread over its positions (AvgPoolGrad, linear, whose
+ * own gradient is average pooling again). Errors: as tfl_max_pool2d, named "AvgPool".
+ */
+TFL_API tfl_tensor *tfl_avg_pool2d(tfl_ctx *ctx, const tfl_tensor *input,
+                                   const tfl_pool2d_opts *opts);
+
 /* ---- shape and indexing ---------------------------------------------------------------- */
 
 /**

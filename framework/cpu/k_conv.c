@@ -1,0 +1,374 @@
+/*
+ * framework/cpu/k_conv.c: CPU kernels of Conv2D, Conv2DBackpropInput and
+ * Conv2DBackpropFilter (float32, float64; NHWC images, HWIO filters) as im2col + BLIS gemm:
+ *   forward          y (M, Cout)   = col(x) (M, K) * w (K, Cout)
+ *   backprop filter  dw (K, Cout)  = sum over chunks of col(x)^T dy
+ *   backprop input   dx            = col2im(dy (M, Cout) * w^T (Cout, K))
+ * with M = N OH OW output pixels and K = KH KW Cin taps (conv_loops.h lays col out). A 1x1
+ * filter with stride 1 and no padding needs no im2col: x itself is col.
+ *
+ * Two ways to split the work (plan()):
+ *  - tasks: with threads to spare and at least two images per thread, each thread takes
+ *    whole images a task at a time, with its own im2col buffer of about TASK_BYTES (so col
+ *    is still in its cache when its gemm reads it) and a one-thread gemm; the backprop
+ *    filter sums per-thread partial dw at the end, and backprop input's col2im stays in the
+ *    task's images, so no two threads write one element;
+ *  - chunks: otherwise (one thread, a small batch, huge images), chunks of whole output rows
+ *    run one after the other, each with a threaded im2col / col2im and a threaded gemm.
+ * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds
+ * COL_CAP bytes of im2col memory.
+ */
+#include "../ops/op.h"
+#include "cpu.h"
+#include "kernels.h"
+
+#include <omp.h>
+
+#define COL_CAP ((int64_t)32 << 20)    /* bytes of im2col memory an op may hold */
+#define TASK_BYTES ((int64_t)512 << 10) /* im2col bytes a task aims at */
+
+/* The shapes of one convolution (elements) and its window. */
+typedef struct geom {
+    int64_t n, h, w, c;    /* input (N, H, W, Cin) */
+    int64_t kh, kw, f;     /* filter (KH, KW, Cin, Cout): KH, KW, Cout */
+    int64_t oh, ow;        /* output (N, OH, OW, Cout) */
+    int64_t sh, sw, dh, dw; /* strides, dilations */
+    int64_t pt, pl;        /* padding before the first row, column */
+    int64_t kdim;          /* KH KW Cin: the taps, a row of col */
+} geom;
+
+#define T float
+#define FN(name) name##_f32
+#include "conv_loops.h"
+#undef T
+#undef FN
+#define T double
+#define FN(name) name##_f64
+#include "conv_loops.h"
+#undef T
+#undef FN
+
+static geom make_geom(const int64_t *xs, const int64_t *fs, const int64_t *ys,
+                      const tfl__window_attrs *a)
+{
+    geom g = {xs[0], xs[1], xs[2], xs[3], fs[0], fs[1], fs[3], ys[1], ys[2],
+              a->strides[0], a->strides[1], a->dilations[0], a->dilations[1], a->pad[0],
+              a->pad[1], fs[0] * fs[1] * fs[2]};
+    return g;
+}
+
+/* How the work is split (see the top of the file). */
+typedef struct plan {
+    int threads;       /* for the whole op; 1 for small ones */
+    bool tasks;        /* threads take tasks of whole images (else: chunks in turn) */
+    bool direct;       /* 1x1, stride 1, no padding: x is its own im2col */
+    int64_t count;     /* tasks or chunks */
+    int64_t per;       /* chunks: output pixels per chunk (whole output rows) */
+    int64_t col_bytes; /* the im2col buffer of a thread (tasks) or of a chunk */
+} plan;
+
+static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
+{
+    plan p = {1, false, false, 0, 0, 0};
+    int64_t ohw = g->oh * g->ow, m = g->n * ohw;
+    double flops = 2.0 * (double)m * (double)g->kdim * (double)g->f;
+    p.threads = flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1;
+    p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
+    int64_t img = ohw * g->kdim * (int64_t)es; /* one image's im2col bytes */
+    if (p.threads > 1 && g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
+        p.tasks = true;
+        int64_t per = TASK_BYTES / (img ? img : 1);
+        if (per < 1) per = 1;
+        int64_t count = (g->n + per - 1) / per;
+        count = (count + p.threads - 1) / p.threads * p.threads; /* each thread as many */
+        if (count > g->n) count = g->n;
+        p.count = count;
+        p.col_bytes = (g->n + count - 1) / count * img; /* the largest task */
+    } else {
+        int64_t row = g->ow * g->kdim * (int64_t)es; /* one output row's im2col bytes */
+        int64_t rows = COL_CAP / (row ? row : 1);
+        if (rows < 1) rows = 1;
+        if (rows > g->n * g->oh) rows = g->n * g->oh;
+        p.per = rows * g->ow;
+        p.count = p.per ? (m + p.per - 1) / p.per : 0;
+        p.col_bytes = p.per * g->kdim * (int64_t)es;
+    }
+    return p;
+}
+
+/* The images [n0, n1) of task t of count over n images (sizes differ by at most one). */
+static void task_images(int64_t t, int64_t count, int64_t n, int64_t *n0, int64_t *n1)
+{
+    *n0 = t * n / count;
+    *n1 = (t + 1) * n / count;
+}
+
+static void im2col(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1, void *col)
+{
+    if (f32) im2col_f32(g, x, m0, m1, col);
+    else im2col_f64(g, x, m0, m1, col);
+}
+
+/* im2col of the pixels [m0, m1) shared among `threads` */
+static void im2col_par(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1,
+                       char *col, size_t es, int threads)
+{
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int t = 0; t < threads; t++) {
+        int64_t a = m0 + (m1 - m0) * t / threads, b = m0 + (m1 - m0) * (t + 1) / threads;
+        im2col(g, f32, x, a, b, col + (size_t)((a - m0) * g->kdim) * es);
+    }
+}
+
+/* col2im of the pixels [m0, m1) (dcol) into the dx rows r0..r1 - 1 (r = n H + ih) */
+static void col2im_rows(const geom *g, bool f32, const void *dcol, int64_t m0, int64_t m1,
+                        int64_t r0, int64_t r1, char *dx, size_t es, int threads)
+{
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t r = r0; r < r1; r++) {
+        char *row = dx + (size_t)(r * g->w * g->c) * es;
+        if (f32) col2im_row_f32(g, dcol, m0, m1, r / g->h, r % g->h, (float *)row);
+        else col2im_row_f64(g, dcol, m0, m1, r / g->h, r % g->h, (double *)row);
+    }
+}
+
+/* Contiguous copies of the kernel's two inputs where they are views; false (error kept)
+ * when out of memory. */
+static bool inputs(const tfl__kcall *k, const tfl_tensor **a, const tfl_tensor **b,
+                   tfl_tensor **ta, tfl_tensor **tb)
+{
+    *a = tfl__cpu_contiguous(k->ctx, k->in[0], ta);
+    *b = *a ? tfl__cpu_contiguous(k->ctx, k->in[1], tb) : NULL;
+    return *b != NULL;
+}
+
+static void *scratch_get(const tfl__kcall *k, int64_t bytes, size_t *got)
+{
+    return tfl__allocator_get(&k->dev->alloc, (size_t)(bytes > 0 ? bytes : 1), got);
+}
+
+/* ---- Conv2D: y = col(x) w ------------------------------------------------------------------- */
+
+static tfl_status k_conv2d(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    const tfl_tensor *x, *w;
+    tfl_tensor *tx = NULL, *tw = NULL;
+    tfl_status st = TFL_OK;
+    char *scratch = NULL;
+    size_t got = 0;
+    if (!inputs(k, &x, &w, &tx, &tw)) {
+        st = ctx->err_code;
+        goto done;
+    }
+    geom g = make_geom(x->shape, w->shape, k->out->shape, k->attrs);
+    tfl_dtype dt = (tfl_dtype)k->out->dtype;
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+    size_t es = tfl_dtype_size(dt);
+    const int64_t ohw = g.oh * g.ow, m = g.n * ohw, K = g.kdim, F = g.f;
+    const char *xd = tfl__data(x), *wd = tfl__data(w);
+    char *yd = tfl__data(k->out);
+    if (k->out->numel == 0) goto done;
+    plan p = make_plan(k, &g, es);
+    if (p.direct) {
+        tfl__cpu_gemm(k->dev, dt, p.threads, m, F, K, xd, K, 1, wd, F, 1, 0, yd, F, 1);
+        goto done;
+    }
+    scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
+    if (!scratch) {
+        st = ctx->err_code;
+        goto done;
+    }
+    if (p.tasks) {
+#pragma omp parallel num_threads(p.threads)
+        {
+            char *col = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < p.count; t++) {
+                int64_t n0, n1;
+                task_images(t, p.count, g.n, &n0, &n1);
+                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
+                im2col(&g, f32, xd, m0, m0 + rows, col);
+                tfl__cpu_gemm(k->dev, dt, 1, rows, F, K, col, K, 1, wd, F, 1, 0,
+                              yd + (size_t)(m0 * F) * es, F, 1);
+            }
+        }
+    } else {
+        for (int64_t c = 0; c < p.count; c++) {
+            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
+            im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
+            tfl__cpu_gemm(k->dev, dt, p.threads, m1 - m0, F, K, scratch, K, 1, wd, F, 1, 0,
+                          yd + (size_t)(m0 * F) * es, F, 1);
+        }
+    }
+done:
+    if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, got);
+    tfl_tensor_release(tx);
+    tfl_tensor_release(tw);
+    return st;
+}
+
+/* ---- Conv2DBackpropFilter: dw = sum col(x)^T dy ----------------------------------------- */
+
+static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    const tfl_tensor *x, *dy;
+    tfl_tensor *tx = NULL, *tdy = NULL;
+    tfl_status st = TFL_OK;
+    char *scratch = NULL;
+    size_t got = 0;
+    if (!inputs(k, &x, &dy, &tx, &tdy)) {
+        st = ctx->err_code;
+        goto done;
+    }
+    const tfl__window_attrs *a = k->attrs;
+    geom g = make_geom(x->shape, a->shape, dy->shape, a);
+    tfl_dtype dt = (tfl_dtype)k->out->dtype;
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+    size_t es = tfl_dtype_size(dt);
+    const int64_t ohw = g.oh * g.ow, m = g.n * ohw, K = g.kdim, F = g.f;
+    const char *xd = tfl__data(x), *dyd = tfl__data(dy);
+    char *dw = tfl__data(k->out);
+    if (k->out->numel == 0) goto done;
+    if (m == 0) { /* an empty batch: no pixel adds anything */
+        memset(dw, 0, (size_t)k->out->numel * es);
+        goto done;
+    }
+    plan p = make_plan(k, &g, es);
+    if (p.direct) {
+        tfl__cpu_gemm(k->dev, dt, p.threads, K, F, m, xd, 1, K, dyd, F, 1, 0, dw, F, 1);
+        goto done;
+    }
+    /* tasks: per thread its im2col buffer, its partial dw (K F) and a used flag */
+    int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
+    int64_t per_thread = p.tasks ? p.col_bytes + part : p.col_bytes;
+    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + 64, &got);
+    if (!scratch) {
+        st = ctx->err_code;
+        goto done;
+    }
+    if (p.tasks) {
+        unsigned char *used = (unsigned char *)scratch + per_thread * p.threads;
+        memset(used, 0, (size_t)p.threads);
+#pragma omp parallel num_threads(p.threads)
+        {
+            int id = omp_get_thread_num(), team = omp_get_num_threads();
+            char *col = scratch + (size_t)(id * per_thread), *dwp = col + p.col_bytes;
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < p.count; t++) {
+                int64_t n0, n1;
+                task_images(t, p.count, g.n, &n0, &n1);
+                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
+                im2col(&g, f32, xd, m0, m0 + rows, col);
+                tfl__cpu_gemm(k->dev, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es,
+                              F, 1, used[id] ? 1.0 : 0.0, dwp, F, 1);
+                used[id] = 1;
+            }
+            /* dw = the sum of the partials (the loop's end is a barrier) */
+#pragma omp for schedule(static)
+            for (int64_t e = 0; e < K * F; e++) {
+                double s = 0;
+                for (int i = 0; i < team; i++) {
+                    if (!used[i]) continue;
+                    const char *pi = scratch + (size_t)(i * per_thread + p.col_bytes);
+                    s += f32 ? (double)((const float *)pi)[e] : ((const double *)pi)[e];
+                }
+                if (f32) ((float *)dw)[e] = (float)s;
+                else ((double *)dw)[e] = s;
+            }
+        }
+    } else {
+        for (int64_t c = 0; c < p.count; c++) {
+            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
+            im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
+            tfl__cpu_gemm(k->dev, dt, p.threads, K, F, m1 - m0, scratch, 1, K,
+                          dyd + (size_t)(m0 * F) * es, F, 1, c ? 1.0 : 0.0, dw, F, 1);
+        }
+    }
+done:
+    if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, got);
+    tfl_tensor_release(tx);
+    tfl_tensor_release(tdy);
+    return st;
+}
+
+/* ---- Conv2DBackpropInput: dx = col2im(dy w^T) ------------------------------------------- */
+
+static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    const tfl_tensor *w, *dy;
+    tfl_tensor *tw = NULL, *tdy = NULL;
+    tfl_status st = TFL_OK;
+    char *scratch = NULL;
+    size_t got = 0;
+    if (!inputs(k, &w, &dy, &tw, &tdy)) {
+        st = ctx->err_code;
+        goto done;
+    }
+    const tfl__window_attrs *a = k->attrs;
+    geom g = make_geom(a->shape, w->shape, dy->shape, a);
+    tfl_dtype dt = (tfl_dtype)k->out->dtype;
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+    size_t es = tfl_dtype_size(dt);
+    const int64_t ohw = g.oh * g.ow, m = g.n * ohw, K = g.kdim, F = g.f;
+    const int64_t img = g.h * g.w * g.c; /* elements of one dx image */
+    const char *wd = tfl__data(w), *dyd = tfl__data(dy);
+    char *dx = tfl__data(k->out);
+    if (k->out->numel == 0) goto done;
+    plan p = make_plan(k, &g, es);
+    if (p.direct) { /* dx (M, Cin) = dy (M, Cout) w^T */
+        tfl__cpu_gemm(k->dev, dt, p.threads, m, K, F, dyd, F, 1, wd, 1, F, 0, dx, K, 1);
+        goto done;
+    }
+    scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
+    if (!scratch) {
+        st = ctx->err_code;
+        goto done;
+    }
+    if (p.tasks) {
+#pragma omp parallel num_threads(p.threads)
+        {
+            char *dcol = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < p.count; t++) {
+                int64_t n0, n1;
+                task_images(t, p.count, g.n, &n0, &n1);
+                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
+                memset(dx + (size_t)(n0 * img) * es, 0, (size_t)((n1 - n0) * img) * es);
+                tfl__cpu_gemm(k->dev, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wd,
+                              1, F, 0, dcol, K, 1);
+                col2im_rows(&g, f32, dcol, m0, m0 + rows, n0 * g.h, n1 * g.h, dx, es, 1);
+            }
+        }
+    } else {
+        memset(dx, 0, (size_t)k->out->numel * es);
+        for (int64_t c = 0; c < p.count; c++) {
+            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
+            tfl__cpu_gemm(k->dev, dt, p.threads, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F,
+                          1, wd, 1, F, 0, scratch, K, 1);
+            /* the dx rows the chunk's windows reach: from its first output row's first input
+               row to its last output row's last, clipped to the image */
+            int64_t na = m0 / ohw, oha = m0 / g.ow % g.oh;
+            int64_t nb = (m1 - 1) / ohw, ohb = (m1 - 1) / g.ow % g.oh;
+            int64_t lo = oha * g.sh - g.pt, hi = ohb * g.sh - g.pt + (g.kh - 1) * g.dh;
+            int64_t r0 = na * g.h + (lo > 0 ? lo : 0);
+            int64_t r1 = nb * g.h + (hi < g.h - 1 ? hi : g.h - 1) + 1;
+            col2im_rows(&g, f32, scratch, m0, m1, r0, r1, dx, es, p.threads);
+        }
+    }
+done:
+    if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, got);
+    tfl_tensor_release(tw);
+    tfl_tensor_release(tdy);
+    return st;
+}
+
+#define M_FLOAT (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
+
+const tfl__kernel tfl__cpu_conv_kernels[TFL_OP_COUNT] = {
+    [TFL_OP_CONV2D] = {k_conv2d, M_FLOAT, NULL},
+    [TFL_OP_CONV2D_BACKPROP_INPUT] = {k_conv2d_backprop_input, M_FLOAT, NULL},
+    [TFL_OP_CONV2D_BACKPROP_FILTER] = {k_conv2d_backprop_filter, M_FLOAT, NULL},
+};
