@@ -17,5 +17,7 @@
 #include <tapeflow/tape.h>
 #include <tapeflow/optim.h>
 #include <tapeflow/data.h>
+#include <tapeflow/layers.h>
+#include <tapeflow/model.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */

@@ -1,0 +1,315 @@
+/*
+ * layers/fit.c: the training loop (tfl_model_fit), evaluate and predict, the metrics of a
+ * batch, and the progress output (a redrawn bar on a terminal, a line per epoch otherwise).
+ */
+#include "layers_internal.h"
+
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- one batch ---------------------------------------------------------------------------------- */
+
+/* Examples of the batch the model got right (see TFL_METRIC_ACCURACY); -1 on error. */
+static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tensor *y)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_tensor *eq;
+    if (m->loss == TFL_LOSS_BINARY_CROSSENTROPY) {
+        tfl_tensor *zero = tfl_zeros(ctx, tfl_tensor_dtype(pred), 0, NULL);
+        tfl_tensor *yf = tfl_cast(ctx, y, tfl_tensor_dtype(pred));
+        tfl_tensor *half = tfl_fill(ctx, tfl_tensor_dtype(pred), 0, NULL, 0.5);
+        tfl_tensor *p = tfl_greater(ctx, pred, zero), *t = tfl_greater(ctx, yf, half);
+        if (t && tfl_tensor_rank(t) < tfl_tensor_rank(p))
+            t = tfl_reshape(ctx, t, tfl_tensor_rank(p), tfl_tensor_shape(p));
+        eq = tfl_equal(ctx, p, t);
+    } else {
+        tfl_tensor *guess = tfl_argmax(ctx, pred, -1);
+        tfl_tensor *truth = tfl_dtype_is_integer(tfl_tensor_dtype(y)) &&
+                                    tfl_tensor_rank(y) == tfl_tensor_rank(pred) - 1
+                                ? tfl_cast(ctx, y, TFL_DTYPE_INT64)
+                                : tfl_argmax(ctx, y, -1);
+        eq = tfl_equal(ctx, guess, truth);
+    }
+    tfl_tensor *n = tfl_reduce_sum(ctx, tfl_cast(ctx, eq, TFL_DTYPE_FLOAT64), 0, NULL, false);
+    double v;
+    return n && tfl_tensor_get(n, 0, &v) == TFL_OK ? v : -1;
+}
+
+/* The trainable variables into m->train_vars (they exist once the model was called). */
+static bool gather_vars(tfl_model *m)
+{
+    int n = tfl_model_variables(m, TFL_VARS_TRAINABLE, NULL, 0);
+    if (n > m->n_train_vars || !m->train_vars) {
+        tfl__host_free(m->ctx, m->train_vars);
+        tfl__host_free(m->ctx, m->grads);
+        m->train_vars = tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1));
+        m->grads = tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1));
+        if (!m->train_vars || !m->grads) return false;
+    }
+    m->n_train_vars = tfl_model_variables(m, TFL_VARS_TRAINABLE, m->train_vars, n);
+    return true;
+}
+
+/* One training step on (x, y), in the caller's frame: adds the batch's loss sum and correct
+ * count. */
+static tfl_status train_step(tfl_model *m, const tfl_tensor *x, const tfl_tensor *y,
+                             double *loss_sum, double *correct)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    if (!tape) return tfl_ctx_status(ctx);
+    tfl_tensor *pred = tfl_model_call(m, x, true);
+    tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
+    tfl_tensor *loss = per ? tfl_reduce_mean(ctx, per, 0, NULL, false) : NULL;
+    tfl_tape_end(tape);
+    tfl_status st = loss && gather_vars(m) ? TFL_OK : tfl_ctx_status(ctx);
+    if (st == TFL_OK)
+        st = tfl_tape_gradient(tape, loss, m->n_train_vars, (const tfl_tensor *const *)m->train_vars,
+                               m->grads, 0);
+    tfl_tape_free(tape);
+    if (st == TFL_OK) st = tfl_optimizer_apply(m->optimizer, m->n_train_vars, m->train_vars, m->grads);
+    if (st != TFL_OK) return st;
+    double v;
+    if ((st = tfl_tensor_get(loss, 0, &v)) != TFL_OK) return st;
+    int64_t b = tfl_tensor_dim(per, 0);
+    *loss_sum += v * (double)b;
+    if (m->metrics & TFL_METRIC_ACCURACY) {
+        double c = count_correct(m, pred, y);
+        if (c < 0) return tfl_ctx_status(ctx);
+        *correct += c;
+    }
+    return TFL_OK;
+}
+
+/* ---- evaluate, predict ------------------------------------------------------------------------- */
+
+static tfl_status check_ready(tfl_model *m, tfl_dataset *data, const char *who, bool train)
+{
+    tfl_ctx *ctx = m->ctx;
+    TFL_CHECK_RET(ctx, data, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "%s: %s: the dataset is "
+                  "NULL", who, m->name);
+    TFL_CHECK_RET(ctx, m->n_layers > 0, TFL_FAILED_PRECONDITION, TFL_FAILED_PRECONDITION,
+                  "%s: %s has no layers", who, m->name);
+    TFL_CHECK_RET(ctx, m->loss != TFL_LOSS_NONE, TFL_FAILED_PRECONDITION,
+                  TFL_FAILED_PRECONDITION, "%s: %s has no loss: call tfl_model_compile first",
+                  who, m->name);
+    TFL_CHECK_RET(ctx, !train || m->optimizer, TFL_FAILED_PRECONDITION, TFL_FAILED_PRECONDITION,
+                  "%s: %s has no optimizer: compile it with one", who, m->name);
+    TFL_CHECK_RET(ctx, tfl_dataset_has_labels(data), TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "%s: %s: the dataset has no labels", who, m->name);
+    return TFL_OK;
+}
+
+tfl_status tfl_model_evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size, double *loss,
+                              double *accuracy)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = m->ctx;
+    tfl_status st = check_ready(m, data, "tfl_model_evaluate", false);
+    if (st == TFL_OK) st = tfl_dataset_batch(data, batch_size ? batch_size : 32, NULL);
+    if (st != TFL_OK) return st;
+    double sum = 0, correct = 0;
+    int64_t n = 0;
+    for (;;) {
+        if ((st = tfl_frame_push(ctx)) != TFL_OK) return st;
+        tfl_tensor *x, *y;
+        st = tfl_dataset_next(data, &x, &y);
+        if (st == TFL_OK) {
+            tfl_tensor *pred = tfl_model_call(m, x, false);
+            tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
+            tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
+            double v = 0, c = 0;
+            st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
+            if (st == TFL_OK && (m->metrics & TFL_METRIC_ACCURACY) &&
+                (c = count_correct(m, pred, y)) < 0)
+                st = tfl_ctx_status(ctx);
+            sum += v;
+            correct += c;
+            n += per ? tfl_tensor_dim(per, 0) : 0;
+        }
+        tfl_frame_pop(ctx);
+        if (st == TFL_OUT_OF_RANGE) break;
+        if (st != TFL_OK) return st;
+    }
+    if (loss) *loss = n ? sum / (double)n : NAN;
+    if (accuracy) *accuracy = n && (m->metrics & TFL_METRIC_ACCURACY) ? correct / (double)n : NAN;
+    return TFL_OK;
+}
+
+tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_size)
+{
+    if (!m) return NULL;
+    tfl_ctx *ctx = m->ctx;
+    TFL_CHECK_RET(ctx, data, NULL, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
+                  "NULL", m->name);
+    if (tfl_dataset_batch(data, batch_size ? batch_size : 32, NULL) != TFL_OK) return NULL;
+    int64_t nb = tfl_dataset_num_batches(data);
+    tfl_tensor **outs = tfl__calloc(ctx, sizeof(*outs) * (size_t)(nb > 0 ? nb : 1));
+    if (!outs) return NULL;
+    int64_t got = 0;
+    tfl_status st = TFL_OK;
+    while (st == TFL_OK && got < nb) {
+        if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
+        tfl_tensor *x, *y;
+        st = tfl_dataset_next(data, &x, &y);
+        if (st == TFL_OK) {
+            outs[got] = tfl_keep(tfl_model_call(m, x, false));
+            st = outs[got] ? TFL_OK : tfl_ctx_status(ctx);
+            got += outs[got] != NULL;
+        }
+        tfl_frame_pop(ctx);
+    }
+    tfl_tensor *all = NULL;
+    if (st == TFL_OK || st == TFL_OUT_OF_RANGE) {
+        if (got == 1) all = tfl__frame_adopt(ctx, tfl_tensor_retain(outs[0]));
+        else all = tfl_concat(ctx, (int)got, (const tfl_tensor *const *)outs, 0);
+        if (!got) TFL_CHECK_RET(ctx, false, NULL, TFL_INVALID_ARGUMENT,
+                                "tfl_model_predict: %s: the dataset is empty", m->name);
+    }
+    for (int64_t i = 0; i < got; i++) tfl_tensor_release(outs[i]);
+    tfl__host_free(ctx, outs);
+    return all;
+}
+
+/* ---- progress --------------------------------------------------------------------------------- */
+
+typedef struct progress {
+    FILE *out;
+    bool tty;
+    double last_draw;
+} progress;
+
+static void draw_bar(progress *p, const tfl_epoch_logs *lg, int64_t batch, int64_t batches,
+                     double elapsed, double loss)
+{
+    if (!p->out || !p->tty) return;
+    double t = now_s();
+    if (batch < batches && t - p->last_draw < 0.1) return;
+    p->last_draw = t;
+    char bar[31];
+    int fill = batches > 0 ? (int)(30 * batch / batches) : 30;
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : '.';
+    bar[30] = 0;
+    double rate = elapsed > 0 ? (double)lg->samples / elapsed : 0;
+    double eta = batch > 0 ? elapsed * (double)(batches - batch) / (double)batch : 0;
+    fprintf(p->out, "\r%lld/%lld [%s] - ETA %.0fs - %.0f samples/s - loss: %.4f\033[K",
+            (long long)batch, (long long)batches, bar, eta, rate, loss);
+    fflush(p->out);
+}
+
+static void print_epoch(progress *p, const tfl_epoch_logs *lg)
+{
+    if (!p->out) return;
+    char extra[256] = "";
+    size_t n = 0;
+    if (!isnan(lg->accuracy)) n += (size_t)snprintf(extra + n, sizeof extra - n, " - accuracy: %.4f", lg->accuracy);
+    if (!isnan(lg->val_loss)) n += (size_t)snprintf(extra + n, sizeof extra - n, " - val_loss: %.4f", lg->val_loss);
+    if (!isnan(lg->val_accuracy)) snprintf(extra + n, sizeof extra - n, " - val_accuracy: %.4f", lg->val_accuracy);
+    double rate = lg->seconds > 0 ? (double)lg->samples / lg->seconds : 0;
+    if (p->tty) fprintf(p->out, "\r\033[K");
+    fprintf(p->out, "epoch %d/%d - %.1fs - %.0f samples/s - loss: %.4f%s\n", lg->epoch + 1,
+            lg->epochs, lg->seconds, rate, lg->loss, extra);
+    fflush(p->out);
+}
+
+/* ---- fit -------------------------------------------------------------------------------------- */
+
+static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, progress *p, tfl_epoch_logs *lg)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_status st = tfl_dataset_reset(train, (uint64_t)lg->epoch);
+    if (st != TFL_OK) return st;
+    int64_t batches = tfl_dataset_num_batches(train), batch = 0;
+    double sum = 0, correct = 0, t0 = now_s();
+    for (;;) {
+        if ((st = tfl_frame_push(ctx)) != TFL_OK) return st;
+        tfl_tensor *x, *y;
+        st = tfl_dataset_next(train, &x, &y);
+        if (st == TFL_OK) {
+            int64_t b = tfl_tensor_dim(x, 0);
+            st = train_step(m, x, y, &sum, &correct);
+            lg->samples += b;
+            batch++;
+        }
+        tfl_frame_pop(ctx);
+        if (st == TFL_OUT_OF_RANGE) break;
+        if (st != TFL_OK) return st;
+        draw_bar(p, lg, batch, batches, now_s() - t0, sum / (double)lg->samples);
+    }
+    lg->seconds = now_s() - t0;
+    lg->loss = lg->samples ? sum / (double)lg->samples : NAN;
+    lg->accuracy = lg->samples && (m->metrics & TFL_METRIC_ACCURACY) ? correct / (double)lg->samples
+                                                                      : NAN;
+    return TFL_OK;
+}
+
+static tfl_status check_fit_opts(tfl_model *m, const tfl_fit_opts *o)
+{
+    tfl_ctx *ctx = m->ctx;
+    int epochs = o->epochs ? o->epochs : 1;
+    TFL_CHECK_RET(ctx, o->epochs >= 0 && o->initial_epoch >= 0 && o->initial_epoch < epochs,
+                  TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: epochs must "
+                  "be >= 1 and initial_epoch in [0, epochs), got epochs %d, initial_epoch %d",
+                  m->name, o->epochs, o->initial_epoch);
+    TFL_CHECK_RET(ctx, o->batch_size >= 0, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "tfl_model_fit: %s: batch_size must be >= 1 (0: 32), got %lld", m->name,
+                  (long long)o->batch_size);
+    TFL_CHECK_RET(ctx, o->n_callbacks >= 0 && (o->callbacks || !o->n_callbacks),
+                  TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: %d callbacks "
+                  "given without an array", m->name, o->n_callbacks);
+    return TFL_OK;
+}
+
+tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *opts,
+                         tfl_history *history)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    tfl_fit_opts o = opts ? *opts : (tfl_fit_opts){0};
+    tfl_status st = check_ready(m, train, "tfl_model_fit", true);
+    if (st == TFL_OK) st = check_fit_opts(m, &o);
+    if (st != TFL_OK) return st;
+    if (history) history->count = 0;
+    int epochs = o.epochs ? o.epochs : 1;
+    st = tfl_dataset_batch(train, o.batch_size ? o.batch_size : 32,
+                           &(tfl_batch_opts){o.shuffle, o.seed, o.drop_remainder});
+    if (st != TFL_OK) return st;
+    progress p = {o.progress, o.progress && isatty(fileno(o.progress)), 0};
+    for (int i = 0; i < o.n_callbacks && st == TFL_OK; i++)
+        if (o.callbacks[i].on_train_begin) st = o.callbacks[i].on_train_begin(m, o.callbacks[i].user);
+    tfl_epoch_logs lg = {0};
+    bool stop = false, any = false;
+    for (int e = o.initial_epoch; e < epochs && st == TFL_OK && !stop; e++) {
+        lg = (tfl_epoch_logs){e, epochs, NAN, NAN, NAN, NAN, 0, 0};
+        if (p.out && p.tty) fprintf(p.out, "epoch %d/%d\n", e + 1, epochs);
+        if ((st = run_epoch(m, train, &p, &lg)) != TFL_OK) break;
+        if (o.validation) {
+            st = tfl_model_evaluate(m, o.validation, o.batch_size ? o.batch_size : 32,
+                                    &lg.val_loss, &lg.val_accuracy);
+            if (st != TFL_OK) break;
+        }
+        any = true;
+        print_epoch(&p, &lg);
+        if (history) {
+            if (history->count < history->cap && history->logs) history->logs[history->count] = lg;
+            history->count++;
+        }
+        for (int i = 0; i < o.n_callbacks && st == TFL_OK; i++)
+            if (o.callbacks[i].on_epoch_end)
+                st = o.callbacks[i].on_epoch_end(m, &lg, o.callbacks[i].user, &stop);
+    }
+    /* train_end runs for every callback (they release what they hold), even after an error */
+    for (int i = 0; i < o.n_callbacks; i++)
+        if (o.callbacks[i].on_train_end) {
+            tfl_status s = o.callbacks[i].on_train_end(m, any ? &lg : NULL, o.callbacks[i].user);
+            if (st == TFL_OK) st = s;
+        }
+    return st;
+}

@@ -1,0 +1,247 @@
+/*
+ * tapeflow/model.h: the sequential model (Keras's Sequential), its losses and metrics, and
+ * the training loop: tfl_model_fit / tfl_model_evaluate / tfl_model_predict with callbacks
+ * (early stopping, a CSV log of the epochs, a checkpoint hook) and progress output.
+ *
+ *     tfl_model *m = tfl_model_new(ctx, "mlp");
+ *     tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
+ *     tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 256,
+ *                                        .activation = TFL_ACT_RELU});
+ *     tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 10});
+ *     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
+ *     tfl_model_compile(m, tfl_optimizer_new(ctx, &o), TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+ *                       TFL_METRIC_ACCURACY);
+ *     tfl_model_fit(m, train, &(tfl_fit_opts){.epochs = 5, .batch_size = 128,
+ *                                             .shuffle = true, .seed = 1,
+ *                                             .validation = test, .progress = stdout}, NULL);
+ *
+ * A training step (what fit runs per batch, and what examples/custom_loop.c writes by
+ * hand): in a frame, a non-persistent tape records logits = call(x, training = true) and
+ * loss = mean over the batch of the loss per example; the gradients of loss with respect
+ * to the trainable variables go to tfl_optimizer_apply, which updates them in place. The
+ * frame is popped, so a step keeps nothing. Metrics are means over the examples seen in
+ * the epoch (the last, smaller batch weighs by its size).
+ *
+ * Reproducibility: the same ctx seed, model, data and fit options give the same losses on
+ * every run (datasets shuffle with their own seeded Philox order; initializers and dropout
+ * take the context's streams or their own seeds; kernels do not depend on timing).
+ *
+ * Models belong to their context: those still alive at tfl_ctx_free are freed with it.
+ */
+#ifndef TAPEFLOW_MODEL_H
+#define TAPEFLOW_MODEL_H
+
+#include <stdio.h>
+
+#include <tapeflow/base.h>
+#include <tapeflow/data.h>
+#include <tapeflow/layers.h>
+#include <tapeflow/optim.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfl_model tfl_model;
+
+/** Losses per example, then averaged over the batch (Keras's default reduction). */
+typedef enum tfl_loss_kind {
+    TFL_LOSS_NONE = 0,
+    /* -log softmax(logits)[label]: integer labels, logits (batch, classes) */
+    TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+    /* -sum(y log softmax(logits)): one-hot or soft labels of the logits' shape */
+    TFL_LOSS_CATEGORICAL_CROSSENTROPY,
+    /* mean over the last axis of sigmoid cross-entropy from logits (labels in [0, 1]) */
+    TFL_LOSS_BINARY_CROSSENTROPY,
+    /* mean over the last axis of (y - pred)^2 */
+    TFL_LOSS_MEAN_SQUARED_ERROR,
+    TFL_LOSS_END
+} tfl_loss_kind;
+
+/** Keras's name of a loss ("sparse_categorical_crossentropy"); "?" out of range. */
+TFL_API const char *tfl_loss_name(tfl_loss_kind kind);
+
+/**
+ * The loss per example (shape: the batch axis) of `pred` against `labels`; labels are
+ * integer class ids for SPARSE_CATEGORICAL_CROSSENTROPY (int32 or int64, shape of pred
+ * without its last axis) and of pred's dtype and shape otherwise (an int32 or int64 label
+ * vector is one-hot encoded for CATEGORICAL_CROSSENTROPY, converted for the other two).
+ * Returns: frame-owned, or NULL with the error kept (shape and dtype errors name both).
+ */
+TFL_API tfl_tensor *tfl_loss_per_example(tfl_ctx *ctx, tfl_loss_kind kind,
+                                         const tfl_tensor *pred, const tfl_tensor *labels);
+
+/** tfl_model_compile's metrics (flags) */
+#define TFL_METRIC_ACCURACY 1u /* argmax(pred) == label (binary: (pred > 0) == (label > 0.5)) */
+
+/** Makes an empty sequential model. name NULL: "sequential" (made unique as layers are).
+ * Errors: INVALID_ARGUMENT (a bad or taken name), RESOURCE_EXHAUSTED. */
+TFL_API tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name);
+
+/** Appends a new layer made from spec (see tfl_layer_new); the model owns it. Returns the
+ * layer (borrowed) or NULL; on error the model is unchanged. */
+TFL_API tfl_layer *tfl_model_add(tfl_model *model, const tfl_layer_spec *spec);
+
+/** Appends an existing layer, which the model then owns (and frees). A layer in another
+ * model or context is an error (INVALID_ARGUMENT); a NULL layer keeps the earlier error. */
+TFL_API tfl_status tfl_model_add_layer(tfl_model *model, tfl_layer *layer);
+
+/** Number of layers; the i-th (borrowed), NULL out of range. */
+TFL_API int tfl_model_num_layers(const tfl_model *model);
+TFL_API tfl_layer *tfl_model_layer(const tfl_model *model, int i);
+TFL_API const char *tfl_model_name(const tfl_model *model);
+
+/**
+ * Makes every layer's variables for inputs of shape (rank, shape), batch axis first (it
+ * may be -1): Keras's build / Input(shape). Needed before a summary shows shapes and before
+ * restoring a checkpoint. Errors: a layer's shape error, naming the layer.
+ */
+TFL_API tfl_status tfl_model_build(tfl_model *model, int rank, const int64_t *shape);
+
+/** Runs the layers in order. Returns a frame-owned tensor or NULL (the failing layer is
+ * named in the message). */
+TFL_API tfl_tensor *tfl_model_call(tfl_model *model, const tfl_tensor *x, bool training);
+
+/** The model's variables, layer after layer (see tfl_layer_variables); returns the count. */
+TFL_API int tfl_model_variables(const tfl_model *model, tfl_var_filter filter, tfl_tensor **out,
+                                int cap);
+TFL_API int64_t tfl_model_param_count(const tfl_model *model, tfl_var_filter filter);
+
+/**
+ * The summary table (layer name and type, output shape, parameters; then total, trainable
+ * and non-trainable parameters), as Keras prints it. Unbuilt layers show "?".
+ * Returns a string owned by the model, valid until the next summary call or the free;
+ * NULL on RESOURCE_EXHAUSTED.
+ */
+TFL_API const char *tfl_model_summary(tfl_model *model);
+
+/**
+ * Sets what fit and evaluate train and measure. The optimizer is borrowed (the caller
+ * frees it after the model, or the context does); NULL leaves evaluate/predict only.
+ * Errors: INVALID_ARGUMENT (unknown loss, unknown metric flags, an optimizer of another ctx).
+ */
+TFL_API tfl_status tfl_model_compile(tfl_model *model, tfl_optimizer *optimizer,
+                                     tfl_loss_kind loss, unsigned metrics);
+
+/** One epoch's figures, as callbacks and the history see them. NaN where not measured. */
+typedef struct tfl_epoch_logs {
+    int epoch;             /* 0-based */
+    int epochs;            /* of this fit */
+    double loss, accuracy;
+    double val_loss, val_accuracy;
+    double seconds;        /* the epoch's training time (validation not included) */
+    int64_t samples;       /* examples trained on in the epoch */
+} tfl_epoch_logs;
+
+/** A callback: any function may be NULL. Return TFL_OK to go on; any other status stops fit
+ * with that status (the message kept in ctx is the callback's to set). Set *stop to end
+ * training after this epoch (early stopping). */
+typedef struct tfl_callback {
+    tfl_status (*on_train_begin)(tfl_model *model, void *user);
+    tfl_status (*on_epoch_end)(tfl_model *model, const tfl_epoch_logs *logs, void *user,
+                               bool *stop);
+    tfl_status (*on_train_end)(tfl_model *model, const tfl_epoch_logs *last, void *user);
+    void *user;
+} tfl_callback;
+
+/** Options of tfl_model_fit; all-zero means defaults. */
+typedef struct tfl_fit_opts {
+    int epochs;                    /* 0 means 1 */
+    int initial_epoch;             /* the first epoch's number (resuming); < epochs */
+    int64_t batch_size;            /* 0: 32 */
+    bool shuffle;                  /* a new order every epoch */
+    uint64_t seed;                 /* the shuffle's seed; 0: the context's */
+    bool drop_remainder;
+    tfl_dataset *validation;       /* evaluated after each epoch when set */
+    /* Progress: NULL prints nothing (the library never prints by itself). On a terminal a
+     * bar with ETA, samples/s and the running loss, redrawn at most 10 times a second;
+     * otherwise one line per epoch. */
+    FILE *progress;
+    const tfl_callback *callbacks;
+    int n_callbacks;
+} tfl_fit_opts;
+
+/** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
+typedef struct tfl_history {
+    tfl_epoch_logs *logs;          /* room for `cap` epochs (may be NULL with cap 0) */
+    int cap;
+    int count;                     /* epochs run (also those beyond cap, which are not kept) */
+} tfl_history;
+
+/**
+ * Trains the model on `train` (its batches: x float, y labels), epoch after epoch. The
+ * dataset's batch size and order are set from opts. The trainable variables are built on
+ * the first batch.
+ * Returns: TFL_OK (also when early stopping ends it), or the first error: a step's
+ * (INVALID_ARGUMENT for labels that do not fit the loss, ...), a callback's status, or
+ * FAILED_PRECONDITION when the model has no optimizer or loss, or INVALID_ARGUMENT for
+ * bad options. A failure leaves the variables as the last complete step left them.
+ */
+TFL_API tfl_status tfl_model_fit(tfl_model *model, tfl_dataset *train, const tfl_fit_opts *opts,
+                                 tfl_history *history);
+
+/**
+ * Mean loss and accuracy over `data` in inference mode (batches of batch_size, 0: 32, in
+ * order). loss/accuracy may be NULL; accuracy is NaN without TFL_METRIC_ACCURACY.
+ * Errors: FAILED_PRECONDITION (no loss compiled), the steps' errors.
+ */
+TFL_API tfl_status tfl_model_evaluate(tfl_model *model, tfl_dataset *data, int64_t batch_size,
+                                      double *loss, double *accuracy);
+
+/**
+ * The model's outputs for every example of `data`, in order, in inference mode: a tensor
+ * (examples, outputs...) owned by the innermost frame (or the caller without one).
+ */
+TFL_API tfl_tensor *tfl_model_predict(tfl_model *model, tfl_dataset *data, int64_t batch_size);
+
+/** Frees the model and its layers (their variables are released). NULL is a no-op. */
+TFL_API void tfl_model_free(tfl_model *model);
+
+/* ---- callbacks ------------------------------------------------------------------------------ */
+
+/** Keras's EarlyStopping: stops when `monitor` has not improved by more than min_delta for
+ * `patience` epochs. Fill the settings, zero the rest, then pass tfl_early_stopping(&es). */
+typedef struct tfl_early_stopping {
+    const char *monitor;           /* "loss", "accuracy", "val_loss" (NULL), "val_accuracy" */
+    double min_delta;              /* >= 0 */
+    int patience;                  /* epochs without improvement to wait; >= 0 */
+    bool restore_best_weights;     /* copy back the best epoch's trainable variables */
+    /* state, set by fit */
+    double best;
+    int best_epoch, wait, stopped_epoch; /* stopped_epoch: -1 when it did not stop */
+    void *saved;                   /* the best weights' copies (freed at train end) */
+} tfl_early_stopping;
+TFL_API tfl_callback tfl_early_stopping_callback(tfl_early_stopping *es);
+
+/** Keras's CSVLogger: a header "epoch,loss,accuracy,val_loss,val_accuracy,seconds" and one
+ * line per epoch (empty fields for what is not measured); flushed every epoch. */
+typedef struct tfl_csv_logger {
+    const char *path;
+    bool append;                   /* keep existing lines (no second header) */
+    FILE *file;                    /* state, set by fit */
+} tfl_csv_logger;
+TFL_API tfl_callback tfl_csv_logger_callback(tfl_csv_logger *log);
+
+/**
+ * The checkpoint hook (Keras's ModelCheckpoint): after every `every` epochs (0 means 1),
+ * and only when `monitor` improved if save_best_only, calls save(model, path, user) with
+ * path = the template with "{epoch}" replaced by the 1-based epoch number. The saver is
+ * what the checkpoint module provides (or the caller's own); a non-OK status stops fit.
+ */
+typedef struct tfl_checkpoint_hook {
+    const char *path_template;     /* e.g. "ckpt/epoch-{epoch}.safetensors" */
+    int every;
+    bool save_best_only;
+    const char *monitor;           /* as early stopping's; NULL: "val_loss" */
+    tfl_status (*save)(tfl_model *model, const char *path, void *user);
+    void *user;
+    double best;                   /* state, set by fit */
+    int saved;                     /* how many saves ran */
+} tfl_checkpoint_hook;
+TFL_API tfl_callback tfl_checkpoint_callback(tfl_checkpoint_hook *hook);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TAPEFLOW_MODEL_H */

@@ -1,0 +1,302 @@
+/*
+ * layers/layer.c: what every layer shares: specs checked and completed with Keras's
+ * defaults, unique names per context, the variables' bookkeeping (lists, counts, release)
+ * and the public entry points. Each kind's shapes, variables and forward pass are in
+ * layer_call.c.
+ */
+#include "layers_internal.h"
+
+#include <math.h>
+
+static const struct {
+    const char *cls;  /* Keras's class name */
+    const char *base; /* the default layer name */
+} kinds[TFL_LAYER_KIND_END] = {
+    [TFL_LAYER_DENSE] = {"Dense", "dense"},
+    [TFL_LAYER_CONV2D] = {"Conv2D", "conv2d"},
+    [TFL_LAYER_MAX_POOL2D] = {"MaxPooling2D", "max_pooling2d"},
+    [TFL_LAYER_AVG_POOL2D] = {"AveragePooling2D", "average_pooling2d"},
+    [TFL_LAYER_FLATTEN] = {"Flatten", "flatten"},
+    [TFL_LAYER_RESHAPE] = {"Reshape", "reshape"},
+    [TFL_LAYER_DROPOUT] = {"Dropout", "dropout"},
+    [TFL_LAYER_BATCH_NORM] = {"BatchNormalization", "batch_normalization"},
+    [TFL_LAYER_ACTIVATION] = {"Activation", "activation"},
+    [TFL_LAYER_EMBEDDING] = {"Embedding", "embedding"},
+};
+
+static const char *const act_names[TFL_ACT_END] = {"linear", "relu", "sigmoid", "tanh",
+                                                   "softmax", "gelu"};
+
+const char *tfl_layer_kind_name(tfl_layer_kind kind)
+{
+    return kind > 0 && kind < TFL_LAYER_KIND_END ? kinds[kind].cls : "?";
+}
+
+const char *tfl_activation_name(tfl_activation act)
+{
+    return (unsigned)act < TFL_ACT_END ? act_names[act] : "?";
+}
+
+/* ---- names -------------------------------------------------------------------------------------- */
+
+static void layer_free_obj(tfl__ctx_obj *obj);
+
+bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers)
+{
+    for (const tfl__ctx_obj *o = ctx->objects; o; o = o->next) {
+        if (layers && o->free == layer_free_obj &&
+            !strcmp(((const tfl_layer *)o)->name, name))
+            return true;
+        if (!layers && o->free == tfl__model_free_obj &&
+            !strcmp(((const tfl_model *)o)->name, name))
+            return true;
+    }
+    return false;
+}
+
+void tfl__unique_name(tfl_ctx *ctx, const char *base, bool layers, char out[TFL__NAME_MAX])
+{
+    snprintf(out, TFL__NAME_MAX, "%s", base);
+    for (long k = 1; tfl__layer_name_taken(ctx, out, layers); k++)
+        snprintf(out, TFL__NAME_MAX, "%s_%ld", base, k);
+}
+
+bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layers)
+{
+    size_t n = strlen(name);
+    TFL_CHECK_RET(ctx, n > 0 && n < TFL__NAME_MAX && !strpbrk(name, "/:"), false,
+                  TFL_INVALID_ARGUMENT, "%s: '%.128s' is not a valid name (non-empty, under %d "
+                  "bytes, without '/' or ':')", who, name, TFL__NAME_MAX);
+    TFL_CHECK_RET(ctx, !tfl__layer_name_taken(ctx, name, layers), false, TFL_INVALID_ARGUMENT,
+                  "%s: the name '%s' is taken by another %s of this context", who, name,
+                  layers ? "layer" : "model");
+    return true;
+}
+
+/* ---- specs -------------------------------------------------------------------------------------- */
+
+static bool pair_ok(const int v[2], int least) { return v[0] >= least && v[1] >= least; }
+
+/* Checks spec and fills the defaults into *s. */
+static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_spec *s)
+{
+    const char *who = "tfl_layer_new";
+    *s = *spec;
+    TFL_CHECK_RET(ctx, s->kind > 0 && s->kind < TFL_LAYER_KIND_END, false, TFL_INVALID_ARGUMENT,
+                  "%s: unknown layer kind %d", who, (int)s->kind);
+    const char *k = kinds[s->kind].cls;
+    TFL_CHECK_RET(ctx, (unsigned)s->activation < TFL_ACT_END, false, TFL_INVALID_ARGUMENT,
+                  "%s: %s: unknown activation %d", who, k, (int)s->activation);
+    TFL_CHECK_RET(ctx, s->padding == TFL_PADDING_VALID || s->padding == TFL_PADDING_SAME, false,
+                  TFL_INVALID_ARGUMENT, "%s: %s: unknown padding %d (VALID or SAME)", who, k,
+                  (int)s->padding);
+    switch (s->kind) {
+    case TFL_LAYER_DENSE:
+    case TFL_LAYER_EMBEDDING:
+        TFL_CHECK_RET(ctx, s->units >= 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: %s needs units >= 1, got %lld", who, k, (long long)s->units);
+        TFL_CHECK_RET(ctx, s->kind != TFL_LAYER_EMBEDDING || s->input_dim >= 1, false,
+                      TFL_INVALID_ARGUMENT, "%s: Embedding needs input_dim >= 1, got %lld", who,
+                      (long long)s->input_dim);
+        break;
+    case TFL_LAYER_CONV2D:
+        TFL_CHECK_RET(ctx, s->units >= 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: Conv2D needs filters (units) >= 1, got %lld", who, (long long)s->units);
+        TFL_CHECK_RET(ctx, pair_ok(s->kernel_size, 1), false, TFL_INVALID_ARGUMENT,
+                      "%s: Conv2D needs kernel_size >= 1, got (%d, %d)", who, s->kernel_size[0],
+                      s->kernel_size[1]);
+        TFL_CHECK_RET(ctx, pair_ok(s->strides, 0) && pair_ok(s->dilations, 0), false,
+                      TFL_INVALID_ARGUMENT, "%s: Conv2D strides and dilations must be >= 1 "
+                      "(0 means 1), got strides (%d, %d), dilations (%d, %d)", who,
+                      s->strides[0], s->strides[1], s->dilations[0], s->dilations[1]);
+        for (int i = 0; i < 2; i++) {
+            if (!s->strides[i]) s->strides[i] = 1;
+            if (!s->dilations[i]) s->dilations[i] = 1;
+        }
+        break;
+    case TFL_LAYER_MAX_POOL2D:
+    case TFL_LAYER_AVG_POOL2D:
+        TFL_CHECK_RET(ctx, pair_ok(s->kernel_size, 0) && pair_ok(s->strides, 0), false,
+                      TFL_INVALID_ARGUMENT, "%s: %s pool size and strides must be >= 1 (0: "
+                      "default), got pool (%d, %d), strides (%d, %d)", who, k, s->kernel_size[0],
+                      s->kernel_size[1], s->strides[0], s->strides[1]);
+        for (int i = 0; i < 2; i++) {
+            if (!s->kernel_size[i]) s->kernel_size[i] = 2;
+            if (!s->strides[i]) s->strides[i] = s->kernel_size[i];
+        }
+        break;
+    case TFL_LAYER_RESHAPE: {
+        TFL_CHECK_RET(ctx, s->target_rank >= 0 && s->target_rank < TFL_MAX_RANK, false,
+                      TFL_INVALID_ARGUMENT, "%s: Reshape's target_rank must be in [0, %d], "
+                      "got %d", who, TFL_MAX_RANK - 1, s->target_rank);
+        int unknown = 0;
+        for (int i = 0; i < s->target_rank; i++) {
+            int64_t d = s->target_shape[i];
+            TFL_CHECK_RET(ctx, d >= 1 || d == -1, false, TFL_INVALID_ARGUMENT,
+                          "%s: Reshape's target_shape[%d] must be >= 1 or -1, got %lld", who, i,
+                          (long long)d);
+            unknown += d == -1;
+        }
+        TFL_CHECK_RET(ctx, unknown <= 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: Reshape's target_shape may hold one -1, got %d", who, unknown);
+        break;
+    }
+    case TFL_LAYER_DROPOUT:
+        TFL_CHECK_RET(ctx, s->rate >= 0 && s->rate < 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: Dropout's rate must be in [0, 1), got %g", who, s->rate);
+        break;
+    case TFL_LAYER_BATCH_NORM:
+        TFL_CHECK_RET(ctx, s->momentum >= 0 && s->momentum < 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: BatchNormalization's momentum must be in [0, 1) (0: 0.99), got %g",
+                      who, s->momentum);
+        TFL_CHECK_RET(ctx, s->epsilon >= 0 && isfinite(s->epsilon), false, TFL_INVALID_ARGUMENT,
+                      "%s: BatchNormalization's epsilon must be > 0 (0: 1e-3), got %g", who,
+                      s->epsilon);
+        if (s->momentum == 0) s->momentum = 0.99;
+        if (s->epsilon == 0) s->epsilon = 1e-3;
+        break;
+    default:
+        break;
+    }
+    return true;
+}
+
+/* ---- create, free ---------------------------------------------------------------------------- */
+
+static void layer_free_obj(tfl__ctx_obj *obj)
+{
+    tfl_layer *l = (tfl_layer *)obj;
+    if (l->owner) tfl_model_free(l->owner); /* frees l with its siblings */
+    else tfl_layer_free(l);
+}
+
+tfl_layer *tfl_layer_new(tfl_ctx *ctx, const tfl_layer_spec *spec)
+{
+    if (!ctx) return NULL;
+    TFL_CHECK_RET(ctx, spec, NULL, TFL_INVALID_ARGUMENT, "tfl_layer_new: the spec is NULL");
+    tfl_layer_spec s;
+    if (!complete_spec(ctx, spec, &s)) return NULL;
+    char name[TFL__NAME_MAX];
+    if (s.name) {
+        if (!tfl__check_name(ctx, "tfl_layer_new", s.name, true)) return NULL;
+        snprintf(name, sizeof name, "%s", s.name);
+    } else {
+        tfl__unique_name(ctx, kinds[s.kind].base, true, name);
+    }
+    tfl_layer *l = tfl__calloc(ctx, sizeof *l);
+    if (!l) return NULL;
+    l->ctx = ctx;
+    l->spec = s;
+    memcpy(l->name, name, sizeof name);
+    l->spec.name = l->name;
+    l->in_feature = -1;
+    tfl__ctx_link(ctx, &l->obj, layer_free_obj);
+    return l;
+}
+
+void tfl_layer_free(tfl_layer *l)
+{
+    if (!l) return;
+    tfl_model *m = l->owner;
+    if (m) /* taken out of its model's list */
+        for (int i = 0; i < m->n_layers; i++)
+            if (m->layers[i] == l) {
+                memmove(m->layers + i, m->layers + i + 1, sizeof(*m->layers) * (m->n_layers - i - 1));
+                m->n_layers--;
+                break;
+            }
+    for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);
+    tfl__ctx_unlink(l->ctx, &l->obj);
+    tfl__host_free(l->ctx, l);
+}
+
+/* ---- accessors ------------------------------------------------------------------------------- */
+
+const char *tfl_layer_name(const tfl_layer *l) { return l ? l->name : NULL; }
+tfl_layer_kind tfl_layer_kind_of(const tfl_layer *l) { return l ? l->spec.kind : 0; }
+
+static bool keep(const tfl_tensor *v, tfl_var_filter f)
+{
+    if (f == TFL_VARS_ALL) return true;
+    return tfl_variable_trainable(v) == (f == TFL_VARS_TRAINABLE);
+}
+
+int tfl_layer_variables(const tfl_layer *l, tfl_var_filter filter, tfl_tensor **out, int cap)
+{
+    if (!l) return 0;
+    int n = 0;
+    for (int i = 0; i < l->n_vars; i++) {
+        if (!keep(l->vars[i], filter)) continue;
+        if (n < cap && out) out[n] = l->vars[i];
+        n++;
+    }
+    return n;
+}
+
+int64_t tfl_layer_param_count(const tfl_layer *l, tfl_var_filter filter)
+{
+    if (!l) return 0;
+    int64_t n = 0;
+    for (int i = 0; i < l->n_vars; i++)
+        if (keep(l->vars[i], filter)) n += tfl_tensor_numel(l->vars[i]);
+    return n;
+}
+
+/* ---- build, call ------------------------------------------------------------------------------ */
+
+int tfl_layer_output_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
+{
+    if (!l) return -1;
+    TFL_CHECK_RET(l->ctx, rank >= 0 && rank <= TFL_MAX_RANK && (shape || rank == 0) && out, -1,
+                  TFL_INVALID_ARGUMENT, "%s: a shape of rank %d (0..%d) and an output array "
+                  "are needed", l->name, rank, TFL_MAX_RANK);
+    return tfl__layer_shape(l, rank, shape, out);
+}
+
+tfl_status tfl_layer_build(tfl_layer *l, int rank, const int64_t *shape)
+{
+    if (!l) return TFL_INVALID_ARGUMENT;
+    int64_t out[TFL_MAX_RANK];
+    if (tfl_layer_output_shape(l, rank, shape, out) < 0) return tfl_ctx_status(l->ctx);
+    if (l->built) return TFL_OK;
+    tfl_status st = tfl__layer_make_vars(l, rank, shape);
+    if (st != TFL_OK) {
+        for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);
+        l->n_vars = 0;
+        memset(l->vars, 0, sizeof l->vars);
+        return st;
+    }
+    l->built = true;
+    return TFL_OK;
+}
+
+tfl_tensor *tfl_layer_call(tfl_layer *l, const tfl_tensor *x, bool training)
+{
+    if (!l) return NULL;
+    tfl_ctx *ctx = l->ctx;
+    if (!x) {
+        TFL_CHECK_RET(ctx, tfl_ctx_status(ctx) != TFL_OK, NULL, TFL_INVALID_ARGUMENT,
+                      "%s: the input is NULL", l->name);
+        return NULL;
+    }
+    TFL_CHECK_RET(ctx, tfl_tensor_ctx(x) == ctx, NULL, TFL_MISUSE,
+                  "%s: the input belongs to another context", l->name);
+    int rank = tfl_tensor_rank(x);
+    int64_t out[TFL_MAX_RANK];
+    if (!l->built) {
+        if (tfl_layer_build(l, rank, tfl_tensor_shape(x)) != TFL_OK) return NULL;
+    } else if (tfl__layer_shape(l, rank, tfl_tensor_shape(x), out) < 0) {
+        return NULL;
+    }
+    return tfl__in_frame_forward(l, x, training);
+}
+
+/* Runs the forward pass in a frame of its own, so that its temporaries go when it returns
+ * even without a frame open; the result moves to the caller's frame (or to the caller). */
+tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool training)
+{
+    if (tfl_frame_push(l->ctx) != TFL_OK) return NULL;
+    tfl_tensor *y = tfl_keep(tfl__layer_forward(l, x, training));
+    tfl_frame_pop(l->ctx);
+    return y ? tfl__frame_adopt(l->ctx, y) : NULL;
+}

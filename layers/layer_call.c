@@ -1,0 +1,250 @@
+/*
+ * layers/layer_call.c: each layer kind's output shape, variables and forward pass. Shapes
+ * are batch first; the batch may be -1 (unknown) when only shapes are asked for. Variables
+ * are float32, named "<layer>/<kernel|bias|...>", in this order per kind:
+ *   Dense, Conv2D        kernel, bias (unless no_bias)
+ *   BatchNormalization   gamma (unless no_scale), beta (unless no_center), moving_mean,
+ *                        moving_variance
+ *   Embedding            embeddings
+ */
+#include "layers_internal.h"
+
+#define NAME (l->name)
+#define CTX (l->ctx)
+
+/* TensorFlow's output size of a window op along one axis. */
+static int64_t window_out(int64_t in, int k, int stride, int dilation, tfl_padding pad)
+{
+    if (in < 0) return -1;
+    int64_t span = (int64_t)(k - 1) * dilation + 1;
+    if (pad == TFL_PADDING_SAME) return (in + stride - 1) / stride;
+    return in >= span ? (in - span) / stride + 1 : 0;
+}
+
+/* The last input dimension, checked against what the layer was built for. */
+static bool check_feature(tfl_layer *l, int rank, const int64_t *shape, int least_rank,
+                          const char *what)
+{
+    char sb[128];
+    TFL_CHECK_RET(CTX, rank >= least_rank, false, TFL_INVALID_ARGUMENT,
+                  "%s: %s expects an input of rank %s%d (%s), got shape %s", NAME,
+                  tfl_layer_kind_name(l->spec.kind), least_rank == 4 ? "" : ">= ", least_rank,
+                  what, tfl__shape_str(rank, shape, sb, sizeof sb));
+    int64_t f = shape[rank - 1];
+    TFL_CHECK_RET(CTX, f >= 1, false, TFL_INVALID_ARGUMENT,
+                  "%s: the input's last dimension must be known and >= 1, got shape %s", NAME,
+                  tfl__shape_str(rank, shape, sb, sizeof sb));
+    TFL_CHECK_RET(CTX, l->in_feature < 0 || f == l->in_feature, false, TFL_INVALID_ARGUMENT,
+                  "%s: expected the input's last dimension %lld (the layer was built for it), "
+                  "got %lld", NAME, (long long)l->in_feature, (long long)f);
+    return true;
+}
+
+int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
+{
+    const tfl_layer_spec *s = &l->spec;
+    char sb[128];
+    switch (s->kind) {
+    case TFL_LAYER_DENSE:
+        if (!check_feature(l, rank, shape, 2, "batch, ..., features")) return -1;
+        memcpy(out, shape, sizeof(int64_t) * rank);
+        out[rank - 1] = s->units;
+        return rank;
+    case TFL_LAYER_CONV2D:
+    case TFL_LAYER_MAX_POOL2D:
+    case TFL_LAYER_AVG_POOL2D: {
+        bool conv = s->kind == TFL_LAYER_CONV2D;
+        TFL_CHECK_RET(CTX, rank == 4, -1, TFL_INVALID_ARGUMENT,
+                      "%s: %s expects an input of rank 4 (batch, height, width, channels), got "
+                      "shape %s", NAME, tfl_layer_kind_name(s->kind),
+                      tfl__shape_str(rank, shape, sb, sizeof sb));
+        if (conv && !check_feature(l, rank, shape, 4, "batch, height, width, channels"))
+            return -1;
+        out[0] = shape[0];
+        for (int i = 0; i < 2; i++) {
+            out[1 + i] = window_out(shape[1 + i], s->kernel_size[i], s->strides[i],
+                                    conv ? s->dilations[i] : 1, s->padding);
+            TFL_CHECK_RET(CTX, out[1 + i] != 0, -1, TFL_INVALID_ARGUMENT,
+                          "%s: the %s window (%d, %d) does not fit the input %s with VALID "
+                          "padding", NAME, tfl_layer_kind_name(s->kind), s->kernel_size[0],
+                          s->kernel_size[1], tfl__shape_str(rank, shape, sb, sizeof sb));
+        }
+        out[3] = conv ? s->units : shape[3];
+        return 4;
+    }
+    case TFL_LAYER_FLATTEN: {
+        TFL_CHECK_RET(CTX, rank >= 1, -1, TFL_INVALID_ARGUMENT,
+                      "%s: Flatten expects an input with a batch axis, got shape ()", NAME);
+        int64_t n = 1;
+        for (int d = 1; d < rank; d++) n = shape[d] < 0 || n < 0 ? -1 : n * shape[d];
+        out[0] = shape[0];
+        out[1] = n;
+        return 2;
+    }
+    case TFL_LAYER_RESHAPE: {
+        TFL_CHECK_RET(CTX, rank >= 1, -1, TFL_INVALID_ARGUMENT,
+                      "%s: Reshape expects an input with a batch axis, got shape ()", NAME);
+        int64_t have = 1, want = 1;
+        int unknown = -1;
+        for (int d = 1; d < rank; d++) have *= shape[d];
+        for (int i = 0; i < s->target_rank; i++) {
+            if (s->target_shape[i] == -1) unknown = i;
+            else want *= s->target_shape[i];
+        }
+        out[0] = shape[0];
+        memcpy(out + 1, s->target_shape, sizeof(int64_t) * s->target_rank);
+        if (unknown >= 0 && want > 0 && have % want == 0) out[1 + unknown] = have / want;
+        TFL_CHECK_RET(CTX, (unknown >= 0 && want > 0 && have % want == 0) ||
+                               (unknown < 0 && want == have), -1, TFL_INVALID_ARGUMENT,
+                      "%s: cannot reshape an input of shape %s (%lld per example) to the target "
+                      "shape", NAME, tfl__shape_str(rank, shape, sb, sizeof sb), (long long)have);
+        return s->target_rank + 1;
+    }
+    case TFL_LAYER_BATCH_NORM:
+        if (!check_feature(l, rank, shape, 2, "batch, ..., channels")) return -1;
+        /* fall through */
+    case TFL_LAYER_DROPOUT:
+    case TFL_LAYER_ACTIVATION:
+        memcpy(out, shape, sizeof(int64_t) * rank);
+        return rank;
+    case TFL_LAYER_EMBEDDING:
+        TFL_CHECK_RET(CTX, rank < TFL_MAX_RANK, -1, TFL_INVALID_ARGUMENT,
+                      "%s: Embedding's input rank must be below %d, got %d", NAME, TFL_MAX_RANK,
+                      rank);
+        memcpy(out, shape, sizeof(int64_t) * rank);
+        out[rank] = s->units;
+        return rank + 1;
+    default:
+        return -1;
+    }
+}
+
+/* ---- variables ------------------------------------------------------------------------------ */
+
+/* Makes "<layer>/<what>" and appends it. */
+static bool add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
+                    const tfl_initializer *init, bool trainable)
+{
+    char name[TFL__NAME_MAX + 32];
+    snprintf(name, sizeof name, "%s/%s", NAME, what);
+    tfl_variable_opts vo = {.name = name, .flags = trainable ? 0 : TFL_VAR_NOT_TRAINABLE};
+    tfl_tensor *v = tfl_variable_new_init(CTX, TFL_DTYPE_FLOAT32, rank, shape, init, &vo);
+    if (!v) return false;
+    l->vars[l->n_vars++] = v;
+    return true;
+}
+
+tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
+{
+    const tfl_layer_spec *s = &l->spec;
+    tfl_initializer glorot = tfl_init_glorot_uniform(0), zeros = tfl_init_zeros(),
+                    ones = tfl_init_ones(), emb = tfl_init_random_uniform(-0.05, 0.05, 0);
+    const tfl_initializer *kinit = s->kernel_init ? s->kernel_init : &glorot;
+    const tfl_initializer *binit = s->bias_init ? s->bias_init : &zeros;
+    int64_t f = rank > 0 ? shape[rank - 1] : 0;
+    bool ok = true;
+    switch (s->kind) {
+    case TFL_LAYER_DENSE:
+        ok = add_var(l, "kernel", 2, (int64_t[]){f, s->units}, kinit, true) &&
+             (s->no_bias || add_var(l, "bias", 1, &s->units, binit, true));
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_CONV2D:
+        ok = add_var(l, "kernel", 4,
+                     (int64_t[]){s->kernel_size[0], s->kernel_size[1], f, s->units}, kinit,
+                     true) &&
+             (s->no_bias || add_var(l, "bias", 1, &s->units, binit, true));
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_BATCH_NORM:
+        ok = (s->no_scale || add_var(l, "gamma", 1, &f, &ones, true)) &&
+             (s->no_center || add_var(l, "beta", 1, &f, &zeros, true)) &&
+             add_var(l, "moving_mean", 1, &f, &zeros, false) &&
+             add_var(l, "moving_variance", 1, &f, &ones, false);
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_EMBEDDING:
+        ok = add_var(l, "embeddings", 2, (int64_t[]){s->input_dim, s->units},
+                     s->kernel_init ? s->kernel_init : &emb, true);
+        break;
+    default:
+        break;
+    }
+    if (!ok) l->in_feature = -1;
+    return ok ? TFL_OK : tfl_ctx_status(CTX);
+}
+
+/* ---- forward ------------------------------------------------------------------------------------ */
+
+tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x)
+{
+    switch (act) {
+    case TFL_ACT_RELU: return tfl_relu(ctx, x);
+    case TFL_ACT_SIGMOID: return tfl_sigmoid(ctx, x);
+    case TFL_ACT_TANH: return tfl_tanh(ctx, x);
+    case TFL_ACT_SOFTMAX: return tfl_softmax(ctx, x, -1);
+    case TFL_ACT_GELU: return tfl_gelu(ctx, x, false);
+    default: return (tfl_tensor *)x;
+    }
+}
+
+static tfl_tensor *dense(tfl_layer *l, const tfl_tensor *x)
+{
+    int rank = tfl_tensor_rank(x);
+    const int64_t *shape = tfl_tensor_shape(x);
+    const tfl_tensor *x2 = x;
+    if (rank > 2) x2 = tfl_reshape(CTX, x, 2, (int64_t[]){-1, shape[rank - 1]});
+    tfl_tensor *y = tfl_matmul(CTX, x2, l->vars[0], 0);
+    if (!l->spec.no_bias) y = tfl_add(CTX, y, l->vars[1]);
+    if (y && rank > 2) {
+        int64_t out[TFL_MAX_RANK];
+        memcpy(out, shape, sizeof(int64_t) * rank);
+        out[rank - 1] = l->spec.units;
+        y = tfl_reshape(CTX, y, rank, out);
+    }
+    return y;
+}
+
+static tfl_tensor *embedding(tfl_layer *l, const tfl_tensor *x)
+{
+    tfl_dtype dt = tfl_tensor_dtype(x);
+    TFL_CHECK_RET(CTX, dt == TFL_DTYPE_INT32 || dt == TFL_DTYPE_INT64, NULL,
+                  TFL_INVALID_ARGUMENT, "%s: Embedding expects int32 or int64 ids, got %s", NAME,
+                  tfl_dtype_name(dt));
+    return tfl_gather(CTX, l->vars[0], x, 0);
+}
+
+tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
+{
+    const tfl_layer_spec *s = &l->spec;
+    if (s->kind == TFL_LAYER_EMBEDDING) return embedding(l, x);
+    tfl_dtype dt = tfl_tensor_dtype(x);
+    TFL_CHECK_RET(CTX, tfl_dtype_is_floating(dt) || s->kind == TFL_LAYER_FLATTEN ||
+                           s->kind == TFL_LAYER_RESHAPE, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: %s expects a floating input, got %s", NAME, tfl_layer_kind_name(s->kind),
+                  tfl_dtype_name(dt));
+    int rank = tfl_tensor_rank(x);
+    int64_t out[TFL_MAX_RANK];
+    switch (s->kind) {
+    case TFL_LAYER_DENSE:
+        return tfl__activate(CTX, s->activation, dense(l, x));
+    case TFL_LAYER_CONV2D:
+        return tfl__activate(CTX, s->activation, tfl__conv_forward(l, x));
+    case TFL_LAYER_MAX_POOL2D:
+    case TFL_LAYER_AVG_POOL2D:
+        return tfl__pool_forward(l, x);
+    case TFL_LAYER_FLATTEN:
+    case TFL_LAYER_RESHAPE: {
+        int r = tfl__layer_shape(l, rank, tfl_tensor_shape(x), out);
+        return r < 0 ? NULL : tfl_reshape(CTX, x, r, out);
+    }
+    case TFL_LAYER_DROPOUT:
+        return training ? tfl__dropout_forward(l, x) : (tfl_tensor *)x;
+    case TFL_LAYER_BATCH_NORM:
+        return tfl__batch_norm_forward(l, x, training);
+    case TFL_LAYER_ACTIVATION:
+        return tfl__activate(CTX, s->activation, x);
+    default:
+        return NULL;
+    }
+}

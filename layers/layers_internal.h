@@ -1,0 +1,77 @@
+/*
+ * layers/layers_internal.h: the layer and model records shared by layer.c (specs, names,
+ * variables), layer_call.c (each kind's shapes and forward pass), model.c (the sequential
+ * model, summary, losses) and fit.c (training loop, callbacks, progress). Never installed.
+ */
+#ifndef TFL_LAYERS_INTERNAL_H
+#define TFL_LAYERS_INTERNAL_H
+
+#include "../framework/internal.h"
+
+#include <tapeflow/model.h>
+#include <tapeflow/tape.h>
+
+#define TFL__NAME_MAX 128
+#define TFL__LAYER_VARS 4
+
+struct tfl_layer {
+    tfl__ctx_obj obj;              /* linked to ctx while alive */
+    tfl_ctx *ctx;
+    tfl_layer_spec spec;           /* defaults filled in; spec.name points at name */
+    char name[TFL__NAME_MAX];
+    tfl_model *owner;              /* the model that frees it, or NULL */
+    bool built;
+    int64_t in_feature;            /* the last input dimension it was built for (Dense, Conv2D,
+                                      BatchNormalization); -1 when not checked */
+    tfl_tensor *vars[TFL__LAYER_VARS]; /* by the kind's order (see layer.c) */
+    int n_vars;
+    uint64_t calls;                /* Dropout: calls in training mode (mixed into the seed) */
+};
+
+struct tfl_model {
+    tfl__ctx_obj obj;
+    tfl_ctx *ctx;
+    char name[TFL__NAME_MAX];
+    tfl_layer **layers;
+    int n_layers, cap_layers;
+    tfl_optimizer *optimizer;      /* borrowed */
+    tfl_loss_kind loss;
+    unsigned metrics;
+    int in_rank;                   /* the input shape of the build or first call (0: none) */
+    int64_t in_shape[TFL_MAX_RANK];
+    char *summary;                 /* the last tfl_model_summary's text */
+    tfl_tensor **train_vars;       /* scratch of fit: trainable variables and their grads */
+    tfl_tensor **grads;
+    int n_train_vars;
+};
+
+/* layer.c */
+/** Whether name is taken by a live layer (kind_layers true) or model of ctx. */
+bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers);
+/** Writes a unique name base, base_1, base_2, ... into out. */
+void tfl__unique_name(tfl_ctx *ctx, const char *base, bool layers, char out[TFL__NAME_MAX]);
+/** Checks a user-given name: non-empty, < 128 bytes, no '/' or ':', not taken. */
+bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layers);
+/** The ctx object free of a model (so layer.c can tell models from layers). */
+void tfl__model_free_obj(tfl__ctx_obj *obj);
+
+/** tfl__layer_forward in a frame of its own; the result goes to the caller's frame. */
+tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+
+/* layer_call.c */
+/** Output shape of the layer's kind for an input shape (batch first, may be -1); -1 with the
+ * error kept. Checks the input against a built layer. */
+int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out);
+/** Makes the kind's variables for an input shape already checked by tfl__layer_shape. */
+tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape);
+/** The forward pass of a built layer. */
+tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+/* layer_spatial.c: the kinds built on conv2d, pooling, batch_norm and dropout */
+tfl_tensor *tfl__conv_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__pool_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+/** act(x) */
+tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x);
+
+#endif /* TFL_LAYERS_INTERNAL_H */

@@ -1,0 +1,333 @@
+/*
+ * layers/model.c: the sequential model (layers in order, owned), its build, call,
+ * variable lists and summary table; compile and the losses per example.
+ */
+#include "layers_internal.h"
+#include "../optim/optim_internal.h"
+
+#include <stdarg.h>
+
+/* ---- create, free ------------------------------------------------------------------------------ */
+
+void tfl__model_free_obj(tfl__ctx_obj *obj) { tfl_model_free((tfl_model *)obj); }
+
+tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name)
+{
+    if (!ctx) return NULL;
+    char nm[TFL__NAME_MAX];
+    if (name) {
+        if (!tfl__check_name(ctx, "tfl_model_new", name, false)) return NULL;
+        snprintf(nm, sizeof nm, "%s", name);
+    } else {
+        tfl__unique_name(ctx, "sequential", false, nm);
+    }
+    tfl_model *m = tfl__calloc(ctx, sizeof *m);
+    if (!m) return NULL;
+    m->ctx = ctx;
+    memcpy(m->name, nm, sizeof nm);
+    tfl__ctx_link(ctx, &m->obj, tfl__model_free_obj);
+    return m;
+}
+
+void tfl_model_free(tfl_model *m)
+{
+    if (!m) return;
+    tfl_ctx *ctx = m->ctx;
+    tfl__ctx_unlink(ctx, &m->obj);
+    while (m->n_layers > 0) tfl_layer_free(m->layers[m->n_layers - 1]);
+    tfl__host_free(ctx, m->layers);
+    tfl__host_free(ctx, m->summary);
+    tfl__host_free(ctx, m->train_vars);
+    tfl__host_free(ctx, m->grads);
+    tfl__host_free(ctx, m);
+}
+
+tfl_status tfl_model_add_layer(tfl_model *m, tfl_layer *l)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    tfl_ctx *ctx = m->ctx;
+    if (!l) {
+        TFL_CHECK_RET(ctx, tfl_ctx_status(ctx) != TFL_OK, TFL_INVALID_ARGUMENT,
+                      TFL_INVALID_ARGUMENT, "%s: the layer is NULL", m->name);
+        return tfl_ctx_status(ctx);
+    }
+    TFL_CHECK_RET(ctx, l->ctx == ctx, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "%s: layer '%s' belongs to another context", m->name, l->name);
+    TFL_CHECK_RET(ctx, !l->owner, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "%s: layer '%s' already belongs to model '%s'", m->name, l->name,
+                  l->owner->name);
+    if (m->n_layers == m->cap_layers) {
+        int cap = m->cap_layers ? 2 * m->cap_layers : 8;
+        tfl_layer **grown = tfl__grow(ctx, m->layers, sizeof(*grown) * m->n_layers,
+                                      sizeof(*grown) * cap);
+        TFL_CHECK_RET(ctx, grown, TFL_RESOURCE_EXHAUSTED, TFL_RESOURCE_EXHAUSTED,
+                      "%s: out of memory adding a layer", m->name);
+        m->layers = grown;
+        m->cap_layers = cap;
+    }
+    m->layers[m->n_layers++] = l;
+    l->owner = m;
+    return TFL_OK;
+}
+
+tfl_layer *tfl_model_add(tfl_model *m, const tfl_layer_spec *spec)
+{
+    if (!m) return NULL;
+    tfl_layer *l = tfl_layer_new(m->ctx, spec);
+    if (!l) return NULL;
+    if (tfl_model_add_layer(m, l) != TFL_OK) {
+        tfl_layer_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+int tfl_model_num_layers(const tfl_model *m) { return m ? m->n_layers : 0; }
+const char *tfl_model_name(const tfl_model *m) { return m ? m->name : NULL; }
+tfl_layer *tfl_model_layer(const tfl_model *m, int i)
+{
+    return m && i >= 0 && i < m->n_layers ? m->layers[i] : NULL;
+}
+
+/* ---- build, call, variables --------------------------------------------------------------------- */
+
+tfl_status tfl_model_build(tfl_model *m, int rank, const int64_t *shape)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK_RET(m->ctx, rank >= 1 && rank <= TFL_MAX_RANK && shape, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: build needs an input shape of rank 1..%d with the "
+                  "batch axis first, got rank %d", m->name, TFL_MAX_RANK, rank);
+    int64_t cur[TFL_MAX_RANK + 1], next[TFL_MAX_RANK + 1];
+    memcpy(cur, shape, sizeof(int64_t) * rank);
+    m->in_rank = rank;
+    memcpy(m->in_shape, shape, sizeof(int64_t) * rank);
+    for (int i = 0; i < m->n_layers; i++) {
+        tfl_status st = tfl_layer_build(m->layers[i], rank, cur);
+        if (st != TFL_OK) return st;
+        rank = tfl__layer_shape(m->layers[i], rank, cur, next);
+        if (rank < 0) return tfl_ctx_status(m->ctx);
+        memcpy(cur, next, sizeof(int64_t) * rank);
+    }
+    return TFL_OK;
+}
+
+tfl_tensor *tfl_model_call(tfl_model *m, const tfl_tensor *x, bool training)
+{
+    if (!m) return NULL;
+    TFL_CHECK_RET(m->ctx, m->n_layers > 0, NULL, TFL_FAILED_PRECONDITION,
+                  "%s: the model has no layers", m->name);
+    if (x && m->in_rank == 0) {
+        m->in_rank = tfl_tensor_rank(x);
+        memcpy(m->in_shape, tfl_tensor_shape(x), sizeof(int64_t) * m->in_rank);
+    }
+    if (tfl_frame_push(m->ctx) != TFL_OK) return NULL;
+    const tfl_tensor *y = x;
+    for (int i = 0; i < m->n_layers && y; i++) y = tfl_layer_call(m->layers[i], y, training);
+    tfl_tensor *out = tfl_keep((tfl_tensor *)y);
+    tfl_frame_pop(m->ctx);
+    return out ? tfl__frame_adopt(m->ctx, out) : NULL;
+}
+
+int tfl_model_variables(const tfl_model *m, tfl_var_filter filter, tfl_tensor **out, int cap)
+{
+    if (!m) return 0;
+    int n = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        int room = cap > n ? cap - n : 0;
+        n += tfl_layer_variables(m->layers[i], filter, room ? out + n : NULL, room);
+    }
+    return n;
+}
+
+int64_t tfl_model_param_count(const tfl_model *m, tfl_var_filter filter)
+{
+    int64_t n = 0;
+    for (int i = 0; m && i < m->n_layers; i++) n += tfl_layer_param_count(m->layers[i], filter);
+    return n;
+}
+
+/* ---- summary ------------------------------------------------------------------------------------ */
+
+typedef struct text {
+    tfl_ctx *ctx;
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || t->failed) return;
+    size_t need = t->len + (size_t)n + 1;
+    if (need > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        while (cap < need) cap *= 2;
+        char *g = tfl__grow(t->ctx, t->buf, t->len, cap);
+        if (!g) {
+            t->failed = true;
+            return;
+        }
+        t->buf = g;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->buf + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* "(None, 26, 26, 32)" as Keras prints it; "?" when unknown */
+static void shape_text(int rank, const int64_t *shape, char *out, size_t size)
+{
+    if (rank < 0) {
+        snprintf(out, size, "?");
+        return;
+    }
+    size_t n = (size_t)snprintf(out, size, "(");
+    for (int d = 0; d < rank && n < size; d++)
+        n += (size_t)(shape[d] < 0 ? snprintf(out + n, size - n, "%sNone", d ? ", " : "")
+                                   : snprintf(out + n, size - n, "%s%lld", d ? ", " : "",
+                                              (long long)shape[d]));
+    if (n < size) snprintf(out + n, size - n, ")");
+}
+
+const char *tfl_model_summary(tfl_model *m)
+{
+    if (!m) return NULL;
+    text t = {m->ctx, NULL, 0, 0, false};
+    const char *rule = "─────────────────────────────────────────────────────────────────────────";
+    put(&t, "Model: \"%s\"\n", m->name);
+    put(&t, "%s\n%-40s %-22s %10s\n%s\n", rule, "Layer (type)", "Output Shape", "Param #", rule);
+    /* output shapes follow from the input shape of the build or first call, when known */
+    int rank = m->in_rank;
+    int64_t cur[TFL_MAX_RANK + 1];
+    if (rank > 0) {
+        memcpy(cur, m->in_shape, sizeof(int64_t) * rank);
+        cur[0] = -1;
+    }
+    tfl_error kept = tfl_ctx_error(m->ctx);
+    for (int i = 0; i < m->n_layers; i++) {
+        tfl_layer *l = m->layers[i];
+        char label[TFL__NAME_MAX + 40], shape[96];
+        snprintf(label, sizeof label, "%s (%s)", l->name, tfl_layer_kind_name(l->spec.kind));
+        int64_t next[TFL_MAX_RANK + 1];
+        int r = rank > 0 ? tfl__layer_shape(l, rank, cur, next) : -1;
+        if (r < 0 && kept.code == TFL_OK) tfl_ctx_clear_error(m->ctx); /* never fails on shapes */
+        shape_text(r, next, shape, sizeof shape);
+        put(&t, "%-40s %-22s %10lld\n", label, shape,
+            (long long)tfl_layer_param_count(l, TFL_VARS_ALL));
+        rank = r;
+        if (r > 0) memcpy(cur, next, sizeof(int64_t) * r);
+    }
+    int64_t all = tfl_model_param_count(m, TFL_VARS_ALL);
+    int64_t tr = tfl_model_param_count(m, TFL_VARS_TRAINABLE);
+    put(&t, "%s\n Total params: %lld (%.2f KB)\n Trainable params: %lld\n Non-trainable "
+        "params: %lld\n%s\n", rule, (long long)all, all * 4 / 1024.0, (long long)tr,
+        (long long)(all - tr), rule);
+    if (t.failed) {
+        tfl__host_free(m->ctx, t.buf);
+        tfl__set_error(m->ctx, TFL_RESOURCE_EXHAUSTED, "%s: out of memory for the summary",
+                       m->name);
+        return NULL;
+    }
+    tfl__host_free(m->ctx, m->summary);
+    m->summary = t.buf;
+    return m->summary;
+}
+
+/* ---- compile, losses ---------------------------------------------------------------------------- */
+
+static const char *const loss_names[TFL_LOSS_END] = {
+    [TFL_LOSS_NONE] = "none",
+    [TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY] = "sparse_categorical_crossentropy",
+    [TFL_LOSS_CATEGORICAL_CROSSENTROPY] = "categorical_crossentropy",
+    [TFL_LOSS_BINARY_CROSSENTROPY] = "binary_crossentropy",
+    [TFL_LOSS_MEAN_SQUARED_ERROR] = "mean_squared_error",
+};
+
+const char *tfl_loss_name(tfl_loss_kind kind)
+{
+    return (unsigned)kind < TFL_LOSS_END ? loss_names[kind] : "?";
+}
+
+tfl_status tfl_model_compile(tfl_model *m, tfl_optimizer *opt, tfl_loss_kind loss,
+                             unsigned metrics)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK_RET(m->ctx, loss > TFL_LOSS_NONE && loss < TFL_LOSS_END, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: unknown loss %d", m->name, (int)loss);
+    TFL_CHECK_RET(m->ctx, !(metrics & ~TFL_METRIC_ACCURACY), TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: unknown metric flags 0x%x", m->name,
+                  metrics & ~TFL_METRIC_ACCURACY);
+    TFL_CHECK_RET(m->ctx, !(metrics & TFL_METRIC_ACCURACY) || loss != TFL_LOSS_MEAN_SQUARED_ERROR,
+                  TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "%s: accuracy needs a classification loss, not mean_squared_error", m->name);
+    TFL_CHECK_RET(m->ctx, !opt || opt->ctx == m->ctx, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: the optimizer belongs to another context", m->name);
+    m->optimizer = opt;
+    m->loss = loss;
+    m->metrics = metrics;
+    return TFL_OK;
+}
+
+/* labels as pred's dtype and shape (an integer vector for (batch, 1) predictions too) */
+static const tfl_tensor *dense_labels(tfl_ctx *ctx, const tfl_tensor *pred, const tfl_tensor *y)
+{
+    int pr = tfl_tensor_rank(pred), yr = tfl_tensor_rank(y);
+    const int64_t *ps = tfl_tensor_shape(pred);
+    if (yr == pr - 1 && ps[pr - 1] == 1) y = tfl_reshape(ctx, y, pr, ps);
+    if (y && tfl_tensor_dtype(y) != tfl_tensor_dtype(pred)) y = tfl_cast(ctx, y, tfl_tensor_dtype(pred));
+    return y;
+}
+
+tfl_tensor *tfl_loss_per_example(tfl_ctx *ctx, tfl_loss_kind kind, const tfl_tensor *pred,
+                                 const tfl_tensor *labels)
+{
+    if (!ctx) return NULL;
+    if (!pred || !labels) {
+        TFL_CHECK_RET(ctx, tfl_ctx_status(ctx) != TFL_OK, NULL, TFL_INVALID_ARGUMENT,
+                      "tfl_loss_per_example: %s is NULL", pred ? "labels" : "pred");
+        return NULL;
+    }
+    TFL_CHECK_RET(ctx, tfl_tensor_rank(pred) >= 1, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: predictions must have rank >= 1, got a scalar", tfl_loss_name(kind));
+    bool int_labels = tfl_dtype_is_integer(tfl_tensor_dtype(labels));
+    switch (kind) {
+    case TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+        return tfl_sparse_softmax_cross_entropy(ctx, pred, labels);
+    case TFL_LOSS_CATEGORICAL_CROSSENTROPY: {
+        const tfl_tensor *y = labels;
+        if (int_labels)
+            y = tfl_one_hot(ctx, labels, tfl_tensor_dim(pred, -1), 1.0, 0.0, tfl_tensor_dtype(pred));
+        return tfl_softmax_cross_entropy(ctx, pred, y, -1);
+    }
+    case TFL_LOSS_BINARY_CROSSENTROPY:
+    case TFL_LOSS_MEAN_SQUARED_ERROR: {
+        const tfl_tensor *y = dense_labels(ctx, pred, labels);
+        tfl_tensor *e;
+        if (kind == TFL_LOSS_BINARY_CROSSENTROPY) {
+            e = tfl_sigmoid_cross_entropy(ctx, pred, y);
+        } else {
+            char sa[128], sb[128];
+            TFL_CHECK_RET(ctx, !y || tfl__same_shape(tfl_tensor_rank(pred), tfl_tensor_shape(pred),
+                                                     tfl_tensor_rank(y), tfl_tensor_shape(y)),
+                          NULL, TFL_INVALID_ARGUMENT,
+                          "mean_squared_error: predictions %s and labels %s differ in shape",
+                          tfl__shape_str(tfl_tensor_rank(pred), tfl_tensor_shape(pred), sa, sizeof sa),
+                          tfl__shape_str(tfl_tensor_rank(y), tfl_tensor_shape(y), sb, sizeof sb));
+            tfl_tensor *d = tfl_sub(ctx, pred, y);
+            e = tfl_mul(ctx, d, d);
+        }
+        if (tfl_tensor_rank(pred) < 2) return e;
+        return tfl_reduce_mean(ctx, e, 1, (int[]){-1}, false);
+    }
+    default:
+        TFL_CHECK_RET(ctx, false, NULL, TFL_INVALID_ARGUMENT, "tfl_loss_per_example: unknown "
+                      "loss %d", (int)kind);
+    }
+    return NULL;
+}

@@ -1,0 +1,105 @@
+/*
+ * bench_train.c: training throughput of the Fashion-MNIST models of examples/fashion_mnist.c
+ * (mlp: 784-256-256-10 ReLU; cnn: conv3x3 32, maxpool 2, conv3x3 64, maxpool 2, dense 128,
+ * dense 10), Adam lr 1e-3, sparse softmax cross-entropy, batches of 128 shuffled, through
+ * tfl_model_fit: the whole loop (batches converted from bytes, forward, tape, backward,
+ * optimizer, metrics) as a user runs it. Twins: torch_train.py and keras_train.py.
+ *
+ * Prints:
+ *   bench train_<model>_samples_per_s  training examples per second over the timed steps
+ *   bench train_<model>_cpu_util       process CPU time / wall time over them (2 threads: ~2)
+ *   bench train_<model>_peak_rss       the process's peak resident set, dataset included
+ * Usage: bench_train [--model mlp|cnn] [--threads T] [--steps N] [--quick] [--data DIR]
+ */
+#define BENCH_NAME "bench_train"
+#include "bench_util.h"
+
+#include <string.h>
+#include <sys/resource.h>
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static void add_model(tfl_model *m, bool cnn)
+{
+    if (cnn) {
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_RESHAPE, .target_rank = 3,
+                                           .target_shape = {28, 28, 1}});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 32,
+                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 64,
+                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 128,
+                                           .activation = TFL_ACT_RELU});
+    } else {
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
+        for (int i = 0; i < 2; i++)
+            tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 256,
+                                               .activation = TFL_ACT_RELU});
+    }
+    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 10});
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "mlp", *dir = "/usr/share/datasets/fashion-mnist";
+    int threads = 2, steps = 0;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (i + 1 < argc && !strcmp(argv[i], "--model")) model = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--steps")) steps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
+        else die(NULL, "arguments", "usage: bench_train [--model mlp|cnn] [--threads T] "
+                                    "[--steps N] [--quick] [--data DIR]");
+    }
+    bool cnn = !strcmp(model, "cnn");
+    if (!cnn && strcmp(model, "mlp")) die(NULL, "arguments", "--model is mlp or cnn");
+    const int64_t batch = 128, warm = quick ? 3 : 20;
+    if (!steps) steps = quick ? 5 : cnn ? 60 : 200;
+
+    tfl_status st;
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.num_threads = threads, .seed = 1}, &st);
+    if (!ctx) die(NULL, "context", tfl_status_name(st));
+    char images[1024], labels[1024];
+    snprintf(images, sizeof images, "%s/train-images-idx3-ubyte.gz", dir);
+    snprintf(labels, sizeof labels, "%s/train-labels-idx1-ubyte.gz", dir);
+    tfl_dataset *all = tfl_dataset_from_idx(ctx, images, labels, NULL);
+    check_ptr(ctx, all, "load", "tfl_dataset_from_idx");
+    if ((warm + steps) * batch > tfl_dataset_size(all)) die(ctx, "arguments", "too many steps");
+    tfl_dataset *warm_ds, *rest, *timed, *unused;
+    check_status(ctx, tfl_dataset_split(all, warm * batch, &warm_ds, &rest), "split");
+    check_status(ctx, tfl_dataset_split(rest, steps * batch, &timed, &unused), "split");
+
+    tfl_model *m = tfl_model_new(ctx, model);
+    add_model(m, cnn);
+    tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
+    tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);
+    check_status(ctx, tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                        TFL_METRIC_ACCURACY), "compile");
+    tfl_fit_opts fo = {.epochs = 1, .batch_size = batch, .shuffle = true, .seed = 1};
+    check_status(ctx, tfl_model_fit(m, warm_ds, &fo, NULL), "warm-up");
+
+    tfl_epoch_logs lg;
+    tfl_history h = {&lg, 1, 0};
+    double c0 = cpu_s(), t0 = now_ns();
+    check_status(ctx, tfl_model_fit(m, timed, &fo, &h), "timed fit");
+    double wall = (now_ns() - t0) * 1e-9, cpu = cpu_s() - c0;
+    if (!(lg.loss > 0 && lg.loss < 3)) die(ctx, "timed fit", "the loss is not finite and falling");
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("bench train_%s_samples_per_s %.0f samples/s\n", model, (double)lg.samples / wall);
+    printf("bench train_%s_cpu_util %.2f ratio\n", model, cpu / wall);
+    printf("bench train_%s_peak_rss %.1f MiB\n", model, (double)ru.ru_maxrss / 1024.0);
+    tfl_ctx_free(ctx);
+    return 0;
+}
