@@ -37,40 +37,72 @@ static inline void FN(add)(T *restrict d, const T *restrict s, int64_t n)
     for (int64_t e = 0; e < n; e++) d[e] += s[e];
 }
 
-/* im2col rows of the output pixels [m0, m1) into col (row m - m0 at (m - m0) KH KW C). */
-static void FN(im2col)(const geom *g, const T *x, int64_t m0, int64_t m1, T *col)
+/* count runs of len elements: d + p dstride = s + p sstride, p < count; len is a window
+ * row (KW C), often tiny: constant lengths get a loop of their own, unrolled */
+static inline void FN(copy_runs)(T *restrict d, int64_t dstride, const T *restrict s,
+                                 int64_t sstride, int64_t len, int64_t count)
 {
-    const int64_t K = g->kdim, rowlen = g->kw * g->c, wc = g->w * g->c;
-    int64_t ow = m0 % g->ow, oh = m0 / g->ow % g->oh, n = m0 / g->ow / g->oh;
-    for (int64_t m = m0; m < m1; m++) {
-        T *dst = col + (m - m0) * K;
-        const T *xn = x + n * g->h * wc;
-        int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
-        bool inside = g->dw == 1 && iw0 >= 0 && iw0 + g->kw <= g->w;
-        for (int64_t i = 0; i < g->kh; i++, dst += rowlen) {
-            int64_t ih = ih0 + i * g->dh;
-            if (ih < 0 || ih >= g->h) {
-                FN(zero)(dst, rowlen);
+#define RUNS_(L)                                                                            \
+    case L:                                                                                 \
+        for (int64_t p = 0; p < count; p++)                                                 \
+            for (int e = 0; e < L; e++) d[p * dstride + e] = s[p * sstride + e];            \
+        return;
+    switch (len) {
+        RUNS_(1) RUNS_(2) RUNS_(3) RUNS_(4) RUNS_(5) RUNS_(6) RUNS_(7) RUNS_(8) RUNS_(9)
+    default:
+        for (int64_t p = 0; p < count; p++) FN(copy)(d + p * dstride, s + p * sstride, len);
+    }
+#undef RUNS_
+}
+
+/* im2col rows of the pixels [ow0, ow1) of output row (n, oh) of image xn, from dst on */
+static void FN(im2col_row)(const geom *g, const T *xn, int64_t oh, int64_t ow0, int64_t ow1,
+                           T *dst)
+{
+    const int64_t K = g->kdim, C = g->c, rowlen = g->kw * C, wc = g->w * C;
+    /* the pixels whose window is inside the image across: [lo, hi) */
+    int64_t lo = (g->pl + g->sw - 1) / g->sw;
+    int64_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pl; /* ow sw <= last */
+    int64_t hi = last >= 0 ? last / g->sw + 1 : 0;
+    lo = lo > ow0 ? lo : ow0;
+    hi = hi < ow1 ? hi : ow1;
+    if (hi < lo) hi = lo;
+    for (int64_t i = 0; i < g->kh; i++) {
+        T *d = dst + i * rowlen;
+        int64_t ih = oh * g->sh - g->pt + i * g->dh;
+        if (ih < 0 || ih >= g->h) {
+            for (int64_t ow = ow0; ow < ow1; ow++) FN(zero)(d + (ow - ow0) * K, rowlen);
+            continue;
+        }
+        const T *xr = xn + ih * wc;
+        for (int64_t ow = ow0; ow < ow1; ow++) {
+            if (ow == lo && g->dw == 1 && hi > lo) { /* the inside run in one go */
+                FN(copy_runs)(d + (lo - ow0) * K, K, xr + (lo * g->sw - g->pl) * C, g->sw * C,
+                              rowlen, hi - lo);
+                ow = hi - 1;
                 continue;
             }
-            const T *xr = xn + ih * wc;
-            if (inside) {
-                FN(copy)(dst, xr + iw0 * g->c, rowlen);
-                continue;
-            }
+            T *dp = d + (ow - ow0) * K;
+            int64_t iw0 = ow * g->sw - g->pl;
             for (int64_t j = 0; j < g->kw; j++) {
                 int64_t iw = iw0 + j * g->dw;
-                if (iw < 0 || iw >= g->w) FN(zero)(dst + j * g->c, g->c);
-                else FN(copy)(dst + j * g->c, xr + iw * g->c, g->c);
+                if (iw < 0 || iw >= g->w) FN(zero)(dp + j * C, C);
+                else FN(copy)(dp + j * C, xr + iw * C, C);
             }
         }
-        if (++ow == g->ow) {
-            ow = 0;
-            if (++oh == g->oh) {
-                oh = 0;
-                n++;
-            }
-        }
+    }
+}
+
+/* im2col rows of the output pixels [m0, m1) into col (row m - m0 at (m - m0) KH KW C) */
+TFL_WIDE_LOOPS static void FN(im2col)(const geom *g, const T *x, int64_t m0, int64_t m1, T *col)
+{
+    const int64_t ohw = g->oh * g->ow;
+    for (int64_t m = m0; m < m1;) {
+        int64_t n = m / ohw, oh = m / g->ow % g->oh, ow = m % g->ow;
+        int64_t end = m - ow + g->ow < m1 ? m - ow + g->ow : m1; /* this output row's end */
+        FN(im2col_row)(g, x + n * g->h * g->w * g->c, oh, ow, ow + (end - m),
+                       col + (m - m0) * g->kdim);
+        m = end;
     }
 }
 
@@ -79,7 +111,7 @@ static void FN(im2col)(const geom *g, const T *x, int64_t m0, int64_t m1, T *col
  * of the pixels [m0, m1), laid out as im2col's) that im2col would have read from that row.
  * Rows are independent, so threads may share the rows of one chunk.
  */
-static void FN(col2im_row)(const geom *g, const T *dcol, int64_t m0, int64_t m1, int64_t n,
+TFL_WIDE_LOOPS static void FN(col2im_row)(const geom *g, const T *dcol, int64_t m0, int64_t m1, int64_t n,
                            int64_t ih, T *dxr)
 {
     const int64_t K = g->kdim, rowlen = g->kw * g->c;

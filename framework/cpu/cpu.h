@@ -15,6 +15,16 @@
 #include <math.h>
 
 #define TFL_ITER_MAX_OPS (TFL_MAX_INPUTS + 1)
+
+/* Marks a loop function that gains from vectors wider than the baseline x86-64 build's SSE2:
+ * GCC compiles an AVX-512 and an AVX2 copy beside the baseline one and picks one when the
+ * library loads (ifunc). Off under the sanitizers and other compilers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define TFL_WIDE_LOOPS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TFL_WIDE_LOOPS
+#endif
 #define TFL_CPU_PARALLEL_MIN 32768 /* elements below which a kernel runs on one thread */
 
 /**
@@ -63,6 +73,17 @@ bool tfl__cpu_gemm_init(void *state);
 void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m, int64_t n,
                    int64_t k, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                    int64_t csb, double beta, void *c, int64_t rsc, int64_t csc);
+
+/**
+ * C (m x n, row stride ldc) = A B, or C + A B when accumulate, float32 or float64 (dt), for
+ * the narrow products of convolutions (gemm_narrow.c): A (m x k) has element (i, l) at
+ * a[i rsa + l csa], B (k x n) is row-major with row stride ldb. No packing, so it beats
+ * BLIS when n is small (up to a few hundred) and m or k is tall. threads > 1 share the rows.
+ * Returns false, doing nothing, on a CPU without AVX-512 (use tfl__cpu_gemm then).
+ */
+bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
+                          const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+                          void *c, int64_t ldc, bool accumulate);
 
 /** A new CPU device for ctx (host memory, the CPU kernel table). */
 tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);

@@ -1,20 +1,23 @@
 /*
  * framework/cpu/k_conv.c: CPU kernels of Conv2D, Conv2DBackpropInput and
- * Conv2DBackpropFilter (float32, float64; NHWC images, HWIO filters) as im2col + BLIS gemm:
+ * Conv2DBackpropFilter (float32, float64; NHWC images, HWIO filters) as im2col + GEMM:
  *   forward          y (M, Cout)   = col(x) (M, K) * w (K, Cout)
  *   backprop filter  dw (K, Cout)  = sum over chunks of col(x)^T dy
  *   backprop input   dx            = col2im(dy (M, Cout) * w^T (Cout, K))
  * with M = N OH OW output pixels and K = KH KW Cin taps (conv_loops.h lays col out). A 1x1
- * filter with stride 1 and no padding needs no im2col: x itself is col.
+ * filter with stride 1 and no padding needs no im2col: x itself is col. The GEMMs are
+ * narrow (n is Cout or K): gemm_narrow.c's kernel runs them where the CPU has AVX-512, since
+ * BLIS would spend as long packing col as multiplying; BLIS (the device's contexts) runs
+ * them elsewhere and for wide n.
  *
- * Two ways to split the work (plan()):
- *  - tasks: with threads to spare and at least two images per thread, each thread takes
- *    whole images a task at a time, with its own im2col buffer of about TASK_BYTES (so col
- *    is still in its cache when its gemm reads it) and a one-thread gemm; the backprop
- *    filter sums per-thread partial dw at the end, and backprop input's col2im stays in the
- *    task's images, so no two threads write one element;
- *  - chunks: otherwise (one thread, a small batch, huge images), chunks of whole output rows
- *    run one after the other, each with a threaded im2col / col2im and a threaded gemm.
+ * Two ways to split the work (make_plan()):
+ *  - tasks: with at least two images per thread, each thread takes whole images a task at a
+ *    time, with its own im2col buffer of about TASK_BYTES (so col is still in its cache when
+ *    its gemm reads it) and a one-thread gemm; the backprop filter sums per-thread partial
+ *    dw at the end, and backprop input's col2im stays in the task's images, so no two
+ *    threads write one element;
+ *  - chunks: otherwise (a small batch, huge images), chunks of whole output rows run one
+ *    after the other, each with a threaded im2col / col2im and a threaded gemm.
  * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds
  * COL_CAP bytes of im2col memory.
  */
@@ -75,7 +78,7 @@ static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
     p.threads = flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1;
     p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
     int64_t img = ohw * g->kdim * (int64_t)es; /* one image's im2col bytes */
-    if (p.threads > 1 && g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
+    if (g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
         p.tasks = true;
         int64_t per = TASK_BYTES / (img ? img : 1);
         if (per < 1) per = 1;
@@ -142,9 +145,35 @@ static bool inputs(const tfl__kcall *k, const tfl_tensor **a, const tfl_tensor *
     return *b != NULL;
 }
 
+/* The widest n the narrow kernel takes; wider products go to BLIS, whose packing pays. */
+#define NARROW_MAX 512
+
+/* C (m x n, row-major) = A B, or C + A B (accumulate): A (i, l) at a[i rsa + l csa], B
+ * row-major (ldb); the narrow kernel where it runs, else BLIS */
+static void gemm(const tfl__kcall *k, tfl_dtype dt, int threads, int64_t m, int64_t n,
+                 int64_t kk, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+                 bool accumulate, void *c, int64_t ldc)
+{
+    if (n <= NARROW_MAX &&
+        tfl__cpu_gemm_narrow(dt, threads, m, n, kk, a, rsa, csa, b, ldb, c, ldc, accumulate))
+        return;
+    tfl__cpu_gemm(k->dev, dt, threads, m, n, kk, a, rsa, csa, b, ldb, 1, accumulate ? 1.0 : 0.0,
+                  c, ldc, 1);
+}
+
 static void *scratch_get(const tfl__kcall *k, int64_t bytes, size_t *got)
 {
     return tfl__allocator_get(&k->dev->alloc, (size_t)(bytes > 0 ? bytes : 1), got);
+}
+
+/* t (cols, rows) = the transpose of the row-major (rows, cols) matrix s */
+static void transpose(bool f32, const void *s, int64_t rows, int64_t cols, void *t)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            if (f32) ((float *)t)[j * rows + i] = ((const float *)s)[i * cols + j];
+            else ((double *)t)[j * rows + i] = ((const double *)s)[i * cols + j];
+        }
 }
 
 /* ---- Conv2D: y = col(x) w ------------------------------------------------------------------- */
@@ -171,7 +200,7 @@ static tfl_status k_conv2d(const tfl__kcall *k)
     if (k->out->numel == 0) goto done;
     plan p = make_plan(k, &g, es);
     if (p.direct) {
-        tfl__cpu_gemm(k->dev, dt, p.threads, m, F, K, xd, K, 1, wd, F, 1, 0, yd, F, 1);
+        gemm(k, dt, p.threads, m, F, K, xd, K, 1, wd, F, false, yd, F);
         goto done;
     }
     scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
@@ -189,16 +218,15 @@ static tfl_status k_conv2d(const tfl__kcall *k)
                 task_images(t, p.count, g.n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
                 im2col(&g, f32, xd, m0, m0 + rows, col);
-                tfl__cpu_gemm(k->dev, dt, 1, rows, F, K, col, K, 1, wd, F, 1, 0,
-                              yd + (size_t)(m0 * F) * es, F, 1);
+                gemm(k, dt, 1, rows, F, K, col, K, 1, wd, F, false, yd + (size_t)(m0 * F) * es, F);
             }
         }
     } else {
         for (int64_t c = 0; c < p.count; c++) {
             int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
             im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
-            tfl__cpu_gemm(k->dev, dt, p.threads, m1 - m0, F, K, scratch, K, 1, wd, F, 1, 0,
-                          yd + (size_t)(m0 * F) * es, F, 1);
+            gemm(k, dt, p.threads, m1 - m0, F, K, scratch, K, 1, wd, F, false,
+                 yd + (size_t)(m0 * F) * es, F);
         }
     }
 done:
@@ -237,7 +265,7 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
     }
     plan p = make_plan(k, &g, es);
     if (p.direct) {
-        tfl__cpu_gemm(k->dev, dt, p.threads, K, F, m, xd, 1, K, dyd, F, 1, 0, dw, F, 1);
+        gemm(k, dt, p.threads, K, F, m, xd, 1, K, dyd, F, false, dw, F);
         goto done;
     }
     /* tasks: per thread its im2col buffer, its partial dw (K F) and a used flag */
@@ -261,8 +289,8 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
                 task_images(t, p.count, g.n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
                 im2col(&g, f32, xd, m0, m0 + rows, col);
-                tfl__cpu_gemm(k->dev, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es,
-                              F, 1, used[id] ? 1.0 : 0.0, dwp, F, 1);
+                gemm(k, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, used[id],
+                     dwp, F);
                 used[id] = 1;
             }
             /* dw = the sum of the partials (the loop's end is a barrier) */
@@ -282,8 +310,8 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
         for (int64_t c = 0; c < p.count; c++) {
             int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
             im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
-            tfl__cpu_gemm(k->dev, dt, p.threads, K, F, m1 - m0, scratch, 1, K,
-                          dyd + (size_t)(m0 * F) * es, F, 1, c ? 1.0 : 0.0, dw, F, 1);
+            gemm(k, dt, p.threads, K, F, m1 - m0, scratch, 1, K, dyd + (size_t)(m0 * F) * es, F,
+                 c > 0, dw, F);
         }
     }
 done:
@@ -318,27 +346,31 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
     char *dx = tfl__data(k->out);
     if (k->out->numel == 0) goto done;
     plan p = make_plan(k, &g, es);
-    if (p.direct) { /* dx (M, Cin) = dy (M, Cout) w^T */
-        tfl__cpu_gemm(k->dev, dt, p.threads, m, K, F, dyd, F, 1, wd, 1, F, 0, dx, K, 1);
-        goto done;
-    }
-    scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
+    /* scratch: w^T (Cout, K) row-major for the gemms' B, then the dcol buffers */
+    int64_t wt_bytes = (K * F * (int64_t)es + 63) / 64 * 64;
+    scratch = scratch_get(k, wt_bytes + (p.direct ? 0 : p.col_bytes * (p.tasks ? p.threads : 1)),
+                          &got);
     if (!scratch) {
         st = ctx->err_code;
+        goto done;
+    }
+    char *wt = scratch, *cols = scratch + wt_bytes;
+    transpose(f32, wd, K, F, wt);
+    if (p.direct) { /* dx (M, Cin) = dy (M, Cout) w^T */
+        gemm(k, dt, p.threads, m, K, F, dyd, F, 1, wt, K, false, dx, K);
         goto done;
     }
     if (p.tasks) {
 #pragma omp parallel num_threads(p.threads)
         {
-            char *dcol = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
+            char *dcol = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < p.count; t++) {
                 int64_t n0, n1;
                 task_images(t, p.count, g.n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
                 memset(dx + (size_t)(n0 * img) * es, 0, (size_t)((n1 - n0) * img) * es);
-                tfl__cpu_gemm(k->dev, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wd,
-                              1, F, 0, dcol, K, 1);
+                gemm(k, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false, dcol, K);
                 col2im_rows(&g, f32, dcol, m0, m0 + rows, n0 * g.h, n1 * g.h, dx, es, 1);
             }
         }
@@ -346,8 +378,8 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
         memset(dx, 0, (size_t)k->out->numel * es);
         for (int64_t c = 0; c < p.count; c++) {
             int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
-            tfl__cpu_gemm(k->dev, dt, p.threads, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F,
-                          1, wd, 1, F, 0, scratch, K, 1);
+            gemm(k, dt, p.threads, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false,
+                 cols, K);
             /* the dx rows the chunk's windows reach: from its first output row's first input
                row to its last output row's last, clipped to the image */
             int64_t na = m0 / ohw, oha = m0 / g.ow % g.oh;
@@ -355,7 +387,7 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
             int64_t lo = oha * g.sh - g.pt, hi = ohb * g.sh - g.pt + (g.kh - 1) * g.dh;
             int64_t r0 = na * g.h + (lo > 0 ? lo : 0);
             int64_t r1 = nb * g.h + (hi < g.h - 1 ? hi : g.h - 1) + 1;
-            col2im_rows(&g, f32, scratch, m0, m1, r0, r1, dx, es, p.threads);
+            col2im_rows(&g, f32, cols, m0, m1, r0, r1, dx, es, p.threads);
         }
     }
 done:

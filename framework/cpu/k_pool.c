@@ -9,7 +9,11 @@
 #include "cpu.h"
 #include "kernels.h"
 
-#define POOL_CB 64 /* channels whose argmax is tracked at once (stack arrays) */
+/* 64-byte vectors of channels (GCC vector extensions; pool_loops.h), and their masks */
+typedef float vf32 __attribute__((vector_size(64)));
+typedef int32_t vi32 __attribute__((vector_size(64)));
+typedef double vf64 __attribute__((vector_size(64)));
+typedef int64_t vi64 __attribute__((vector_size(64)));
 
 /* The shapes of one pooling (elements) and its window. */
 typedef struct pgeom {
@@ -29,14 +33,26 @@ static inline void window(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t 
 }
 
 #define T float
+#define VT vf32
+#define VI vi32
+#define VW 16
 #define FN(name) name##_f32
 #include "pool_loops.h"
 #undef T
+#undef VT
+#undef VI
+#undef VW
 #undef FN
 #define T double
+#define VT vf64
+#define VI vi64
+#define VW 8
 #define FN(name) name##_f64
 #include "pool_loops.h"
 #undef T
+#undef VT
+#undef VI
+#undef VW
 #undef FN
 
 static pgeom make_pgeom(const int64_t *xs, const int64_t *ys, const tfl__window_attrs *a)

@@ -1,0 +1,169 @@
+/*
+ * framework/cpu/gemm_narrow.c: a GEMM for the narrow products of convolutions, C (m x n) =
+ * A (m x k) B (k x n) with n small (Cout, or KH KW Cin) and m or k tall (pixels). BLIS packs
+ * the tall operand before it multiplies, which with n = 32..64 costs about as much as the
+ * multiplication itself (an im2col element is used for only 2 n flops); this kernel packs
+ * nothing: it keeps an MR x NV-vector tile of C in registers, broadcasts A's elements and
+ * loads B's rows as vectors ("rv" tiling, as oneDNN's direct convolutions do for NHWC).
+ * AVX-512 only (the functions carry a target attribute and run after a CPU check); on other
+ * CPUs tfl__cpu_gemm_narrow returns false and the caller uses BLIS.
+ */
+#include "cpu.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define HAVE_NARROW 1
+#include <immintrin.h>
+#include <omp.h>
+
+#define AVX512 __attribute__((target("avx512f,fma")))
+
+/* one element type: vector, width, and the intrinsics the kernels use */
+#define S_VEC __m512
+#define S_MASK __mmask16
+#define S_VL 16
+#define S_ZERO() _mm512_setzero_ps()
+#define S_LOAD(p) _mm512_loadu_ps(p)
+#define S_MLOAD(mk, p) _mm512_maskz_loadu_ps(mk, p)
+#define S_BCAST(x) _mm512_set1_ps(x)
+#define S_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define S_ADD(a, b) _mm512_add_ps(a, b)
+#define S_MSTORE(p, mk, v) _mm512_mask_storeu_ps(p, mk, v)
+
+#define D_VEC __m512d
+#define D_MASK __mmask8
+#define D_VL 8
+#define D_ZERO() _mm512_setzero_pd()
+#define D_LOAD(p) _mm512_loadu_pd(p)
+#define D_MLOAD(mk, p) _mm512_maskz_loadu_pd(mk, p)
+#define D_BCAST(x) _mm512_set1_pd(x)
+#define D_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define D_ADD(a, b) _mm512_add_pd(a, b)
+#define D_MSTORE(p, mk, v) _mm512_mask_storeu_pd(p, mk, v)
+
+#define UNROLL _Pragma("GCC unroll 32")
+
+/*
+ * The micro-kernel: rows [0, MR) of C by NV vectors (the last one masked by mk) over the
+ * whole k: r = sum_l A[i, l] B[l, :]; then C = r, or C + r when accumulate. Loops have
+ * constant trip counts and are unrolled, so r lives in registers (MR NV <= 24 of 32).
+ */
+#define UKR(P, T, MR, NV)                                                                   \
+    AVX512 static void ukr_##P##_##MR##x##NV(int64_t k, const T *a, int64_t rsa, int64_t csa, \
+                                               const T *b, int64_t ldb, T *c, int64_t ldc,  \
+                                               P##_MASK mk, bool accumulate)                \
+    {                                                                                       \
+        P##_VEC r[MR][NV];                                                                  \
+        UNROLL for (int i = 0; i < MR; i++)                                                 \
+            UNROLL for (int v = 0; v < NV; v++) r[i][v] = P##_ZERO();                       \
+        for (int64_t l = 0; l < k; l++) {                                                   \
+            const T *bl = b + l * ldb, *al = a + l * csa;                                   \
+            P##_VEC bv[NV];                                                                 \
+            UNROLL for (int v = 0; v < NV - 1; v++) bv[v] = P##_LOAD(bl + v * P##_VL);      \
+            bv[NV - 1] = P##_MLOAD(mk, bl + (NV - 1) * P##_VL);                             \
+            UNROLL for (int i = 0; i < MR; i++) {                                           \
+                P##_VEC av = P##_BCAST(al[i * rsa]);                                        \
+                UNROLL for (int v = 0; v < NV; v++) r[i][v] = P##_FMA(av, bv[v], r[i][v]);  \
+            }                                                                               \
+        }                                                                                   \
+        UNROLL for (int i = 0; i < MR; i++) {                                               \
+            T *ci = c + i * ldc;                                                            \
+            UNROLL for (int v = 0; v < NV; v++) {                                           \
+                P##_MASK m = v == NV - 1 ? mk : (P##_MASK)-1;                               \
+                P##_VEC x = r[i][v];                                                        \
+                if (accumulate) x = P##_ADD(x, P##_MLOAD(m, ci + v * P##_VL));              \
+                P##_MSTORE(ci + v * P##_VL, m, x);                                          \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+/* tiles of 24 accumulators (MR rows by NV vectors), and halves of them for the last rows */
+#define UKRS(P, T)                                                                          \
+    UKR(P, T, 6, 4) UKR(P, T, 3, 4) UKR(P, T, 1, 4)                                         \
+    UKR(P, T, 8, 3) UKR(P, T, 4, 3) UKR(P, T, 2, 3) UKR(P, T, 1, 3)                         \
+    UKR(P, T, 12, 2) UKR(P, T, 6, 2) UKR(P, T, 3, 2) UKR(P, T, 1, 2)                        \
+    UKR(P, T, 12, 1) UKR(P, T, 6, 1) UKR(P, T, 3, 1) UKR(P, T, 1, 1)
+UKRS(S, float)
+UKRS(D, double)
+
+/* rows [i, i1) with tiles of MR rows while they fit, then halves of MR (h2, h3), then one */
+#define ROWS(P, NV, MR, H2, H3)                                                             \
+    do {                                                                                    \
+        for (; i + MR <= i1; i += MR)                                                       \
+            ukr_##P##_##MR##x##NV(kb, a + i * rsa, rsa, csa, bj, ldb, cj + i * ldc, ldc, mk, acc); \
+        for (; i + H2 <= i1; i += H2)                                                       \
+            ukr_##P##_##H2##x##NV(kb, a + i * rsa, rsa, csa, bj, ldb, cj + i * ldc, ldc, mk, acc); \
+        for (; i + H3 <= i1; i += H3)                                                       \
+            ukr_##P##_##H3##x##NV(kb, a + i * rsa, rsa, csa, bj, ldb, cj + i * ldc, ldc, mk, acc); \
+        for (; i < i1; i++)                                                                 \
+            ukr_##P##_1x##NV(kb, a + i * rsa, rsa, csa, bj, ldb, cj + i * ldc, ldc, mk, acc); \
+    } while (0)
+
+/*
+ * Rows [i0, i1) of C: blocks of k whose rows of a B panel (up to 4 vectors wide) fit in L1
+ * (KB_BYTES), and in each block the panels, and in each panel the row tiles, so a B block
+ * is read from L1 by every tile; C is accumulated from the second block on.
+ */
+#define KB_BYTES (24 << 10)
+#define DRIVER(P, T)                                                                        \
+    AVX512 static void narrow_##P(int64_t i0, int64_t i1, int64_t n, int64_t k, const T *a0, \
+                                  int64_t rsa, int64_t csa, const T *b0, int64_t ldb, T *c, \
+                                  int64_t ldc, bool accumulate)                             \
+    {                                                                                       \
+        int64_t kstep = KB_BYTES / (int64_t)(4 * P##_VL * sizeof(T));                       \
+        for (int64_t l = 0; l == 0 || l < k; l += kstep) {                                  \
+            int64_t kb = k - l < kstep ? k - l : kstep;                                     \
+            const T *a = a0 + l * csa, *b = b0 + l * ldb;                                   \
+            bool acc = accumulate || l > 0;                                                 \
+            for (int64_t j = 0; j < n; j += 4 * P##_VL) {                                   \
+                int64_t w = n - j < 4 * P##_VL ? n - j : 4 * P##_VL;                        \
+                int nv = (int)((w + P##_VL - 1) / P##_VL);                                  \
+                P##_MASK mk = (P##_MASK)((1u << (w - (nv - 1) * P##_VL)) - 1u);             \
+                const T *bj = b + j;                                                        \
+                T *cj = c + j;                                                              \
+                int64_t i = i0;                                                             \
+                switch (nv) {                                                               \
+                case 4: ROWS(P, 4, 6, 3, 3); break;                                         \
+                case 3: ROWS(P, 3, 8, 4, 2); break;                                         \
+                case 2: ROWS(P, 2, 12, 6, 3); break;                                        \
+                default: ROWS(P, 1, 12, 6, 3); break;                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
+DRIVER(S, float)
+DRIVER(D, double)
+
+static bool has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+#endif
+
+bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
+                          const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+                          void *c, int64_t ldc, bool accumulate)
+{
+#ifdef HAVE_NARROW
+    if (!has_avx512()) return false;
+    if (m == 0 || n == 0) return true;
+    if (threads < 1 || m < 24 * (int64_t)threads) threads = 1;
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int t = 0; t < threads; t++) {
+        /* contiguous row ranges on multiples of 24 (every tile height divides 24) */
+        int64_t tiles = (m + 23) / 24;
+        int64_t i0 = tiles * t / threads * 24, i1 = tiles * (t + 1) / threads * 24;
+        if (i1 > m) i1 = m;
+        if (f32)
+            narrow_S(i0, i1, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+        else
+            narrow_D(i0, i1, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+    }
+    return true;
+#else
+    (void)dt, (void)threads, (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b;
+    (void)ldb, (void)c, (void)ldc, (void)accumulate;
+    return false;
+#endif
+}

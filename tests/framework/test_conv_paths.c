@@ -1,0 +1,270 @@
+/* test_conv_paths.c: the CPU conv and pooling kernels' code paths against naive loops in
+ * double, on shapes big enough to take them: whole-image tasks and row chunks (1 and 2
+ * threads, batches of 1 to 6), output widths that fill, mask and span several register
+ * panels (Cout 16, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
+ * padding; pooling over 37 and 70 channels (vector blocks and their tails, channel blocks
+ * shared by threads) with overlapping windows; and that a warmed-up conv training step
+ * takes no memory from the system. */
+#include "test_ops_helpers.h"
+
+#define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+typedef struct conv_case {
+    int64_t n, h, w, c, kh, kw, f;
+    tfl_conv2d_opts o;
+} conv_case;
+
+static const conv_case k_conv[] = {
+    {5, 12, 12, 8, 3, 3, 16, {{1, 1}, {1, 1}, TFL_PADDING_VALID}},
+    {1, 12, 12, 8, 3, 3, 37, {{2, 2}, {1, 1}, TFL_PADDING_SAME}},
+    {6, 9, 11, 5, 2, 3, 70, {{1, 1}, {2, 1}, TFL_PADDING_SAME}},
+    {4, 10, 10, 16, 1, 1, 24, {{1, 1}, {1, 1}, TFL_PADDING_VALID}},
+    {3, 16, 16, 3, 5, 5, 8, {{3, 3}, {1, 1}, TFL_PADDING_SAME}},
+    {2, 20, 20, 4, 3, 3, 130, {{1, 2}, {1, 1}, TFL_PADDING_VALID}},
+};
+
+/* TensorFlow's output size and padding before along one axis */
+static void axis(int64_t in, int64_t k, int s, int d, tfl_padding p, int64_t *out, int64_t *pad)
+{
+    int64_t ke = (k - 1) * d + 1;
+    if (p == TFL_PADDING_VALID) {
+        *out = (in - ke) / s + 1;
+        *pad = 0;
+    } else {
+        *out = (in + s - 1) / s;
+        int64_t t = (*out - 1) * s + ke - in;
+        *pad = t > 0 ? t / 2 : 0;
+    }
+}
+
+static double *random_values(int64_t n, uint64_t seed)
+{
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (double)(seed >> 11) / 9007199254740992.0 * 4 - 2;
+    }
+    return v;
+}
+
+/* y, dx, dw by the definitions in ops.h */
+static void naive_conv(const conv_case *k, const double *x, const double *w, const double *dy,
+                       int64_t oh, int64_t ow, int64_t pt, int64_t pl, double *y, double *dx,
+                       double *dw)
+{
+    int64_t xn = k->n * k->h * k->w * k->c, wn = k->kh * k->kw * k->c * k->f;
+    memset(dx, 0, sizeof(double) * (size_t)xn);
+    memset(dw, 0, sizeof(double) * (size_t)wn);
+    int sh = k->o.strides[0], sw = k->o.strides[1], dh = k->o.dilations[0], dwl = k->o.dilations[1];
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++)
+                for (int64_t f = 0; f < k->f; f++) {
+                    int64_t yi = ((n * oh + i) * ow + j) * k->f + f;
+                    double s = 0;
+                    for (int64_t a = 0; a < k->kh; a++)
+                        for (int64_t b = 0; b < k->kw; b++) {
+                            int64_t ih = i * sh - pt + a * dh, iw = j * sw - pl + b * dwl;
+                            if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+                            for (int64_t c = 0; c < k->c; c++) {
+                                int64_t xi = ((n * k->h + ih) * k->w + iw) * k->c + c;
+                                int64_t wi = ((a * k->kw + b) * k->c + c) * k->f + f;
+                                s += x[xi] * w[wi];
+                                dx[xi] += dy[yi] * w[wi];
+                                dw[wi] += x[xi] * dy[yi];
+                            }
+                        }
+                    y[yi] = s;
+                }
+}
+
+static void conv_paths(tfl_ctx *ctx)
+{
+    for (int ci = 0; ci < NELEMS(k_conv); ci++) {
+        const conv_case *k = &k_conv[ci];
+        int64_t oh, ow, pt, pl;
+        axis(k->h, k->kh, k->o.strides[0], k->o.dilations[0], k->o.padding, &oh, &pt);
+        axis(k->w, k->kw, k->o.strides[1], k->o.dilations[1], k->o.padding, &ow, &pl);
+        int64_t xs[4] = {k->n, k->h, k->w, k->c}, ws[4] = {k->kh, k->kw, k->c, k->f};
+        int64_t ys[4] = {k->n, oh, ow, k->f};
+        int64_t xn = th_numel(4, xs), wn = th_numel(4, ws), yn = th_numel(4, ys);
+        double *x = random_values(xn, 1 + ci), *w = random_values(wn, 100 + ci);
+        double *dy = random_values(yn, 200 + ci);
+        double *y = malloc(sizeof(double) * (size_t)yn), *dx = malloc(sizeof(double) * (size_t)xn);
+        double *dw = malloc(sizeof(double) * (size_t)wn);
+        assert_true(y && dx && dw);
+        naive_conv(k, x, w, dy, oh, ow, pt, pl, y, dx, dw);
+        const tfl_dtype dts[2] = {TH_F32, TH_F64};
+        for (int d = 0; d < 2; d++) {
+            double tol = dts[d] == TH_F64 ? 1e-12 : 3e-5;
+            assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+            tfl_tensor *tx = TH_TENSOR_N(ctx, dts[d], 4, xs, x, (size_t)xn);
+            tfl_tensor *tw = TH_TENSOR_N(ctx, dts[d], 4, ws, w, (size_t)wn);
+            tfl_tensor *tdy = TH_TENSOR_N(ctx, dts[d], 4, ys, dy, (size_t)yn);
+            print_message("case %d, %s, %d threads\n", ci, tfl_dtype_name(dts[d]),
+                          tfl_ctx_num_threads(ctx));
+            TH_EXPECT_N(ctx, tfl_conv2d(ctx, tx, tw, &k->o), dts[d], 4, ys, y, (size_t)yn, tol);
+            TH_EXPECT_N(ctx, tfl_conv2d_backprop_input(ctx, xs, tw, tdy, &k->o), dts[d], 4, xs, dx,
+                        (size_t)xn, tol);
+            TH_EXPECT_N(ctx, tfl_conv2d_backprop_filter(ctx, tx, ws, tdy, &k->o), dts[d], 4, ws, dw,
+                        (size_t)wn, tol * 10); /* sums of up to N OH OW products */
+            assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+        }
+        free(x), free(w), free(dy), free(y), free(dx), free(dw);
+    }
+}
+
+static void test_conv_paths_two_threads(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    assert_int_equal(tfl_ctx_set_num_threads(ctx, 2), TFL_OK);
+    conv_paths(ctx);
+    th_end(ctx);
+}
+
+static void test_conv_paths_one_thread(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    assert_int_equal(tfl_ctx_set_num_threads(ctx, 1), TFL_OK);
+    conv_paths(ctx);
+    th_end(ctx);
+}
+
+/* ---- pooling ----------------------------------------------------------------------------- */
+
+typedef struct pool_case {
+    int64_t n, h, w, c;
+    tfl_pool2d_opts o;
+} pool_case;
+
+static const pool_case k_pool[] = {
+    {1, 9, 10, 70, {{3, 3}, {2, 2}, TFL_PADDING_SAME}},
+    {3, 8, 7, 37, {{2, 3}, {1, 2}, TFL_PADDING_VALID}},
+    {4, 12, 12, 16, {{2, 2}, {0, 0}, TFL_PADDING_VALID}},
+};
+
+/* y, the max-pool gradient (first argmax) or the avg-pool one, by the definitions */
+static void naive_pool(const pool_case *k, bool max, const double *x, const double *dy,
+                       int64_t oh, int64_t ow, int64_t pt, int64_t pl, double *y, double *dx)
+{
+    int kh = k->o.ksize[0], kw = k->o.ksize[1];
+    int sh = k->o.strides[0] ? k->o.strides[0] : kh, sw = k->o.strides[1] ? k->o.strides[1] : kw;
+    memset(dx, 0, sizeof(double) * (size_t)(k->n * k->h * k->w * k->c));
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++)
+                for (int64_t c = 0; c < k->c; c++) {
+                    double best = -INFINITY, sum = 0;
+                    int64_t arg = -1, count = 0;
+                    for (int64_t a = 0; a < kh; a++)
+                        for (int64_t b = 0; b < kw; b++) {
+                            int64_t ih = i * sh - pt + a, iw = j * sw - pl + b;
+                            if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+                            int64_t xi = ((n * k->h + ih) * k->w + iw) * k->c + c;
+                            if (x[xi] > best) best = x[xi], arg = xi;
+                            sum += x[xi];
+                            count++;
+                        }
+                    int64_t yi = ((n * oh + i) * ow + j) * k->c + c;
+                    y[yi] = max ? best : sum / (double)count;
+                    if (max) {
+                        dx[arg] += dy[yi];
+                        continue;
+                    }
+                    for (int64_t a = 0; a < kh; a++)
+                        for (int64_t b = 0; b < kw; b++) {
+                            int64_t ih = i * sh - pt + a, iw = j * sw - pl + b;
+                            if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+                            dx[((n * k->h + ih) * k->w + iw) * k->c + c] += dy[yi] / (double)count;
+                        }
+                }
+}
+
+static void test_pool_paths(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    assert_int_equal(tfl_ctx_set_num_threads(ctx, 2), TFL_OK);
+    for (int pi = 0; pi < NELEMS(k_pool); pi++) {
+        const pool_case *k = &k_pool[pi];
+        int kh = k->o.ksize[0], kw = k->o.ksize[1];
+        int64_t oh, ow, pt, pl;
+        axis(k->h, kh, k->o.strides[0] ? k->o.strides[0] : kh, 1, k->o.padding, &oh, &pt);
+        axis(k->w, kw, k->o.strides[1] ? k->o.strides[1] : kw, 1, k->o.padding, &ow, &pl);
+        int64_t xs[4] = {k->n, k->h, k->w, k->c}, ys[4] = {k->n, oh, ow, k->c};
+        int64_t xn = th_numel(4, xs), yn = th_numel(4, ys);
+        double *x = random_values(xn, 300 + pi), *dy = random_values(yn, 400 + pi);
+        double *y = malloc(sizeof(double) * (size_t)yn), *dx = malloc(sizeof(double) * (size_t)xn);
+        assert_true(y && dx);
+        for (int max = 0; max < 2; max++) {
+            naive_pool(k, max, x, dy, oh, ow, pt, pl, y, dx);
+            const tfl_dtype dts[2] = {TH_F32, TH_F64};
+            for (int d = 0; d < 2; d++) {
+                double tol = dts[d] == TH_F64 ? 1e-13 : 1e-6;
+                assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+                tfl_tensor *tx = TH_TENSOR_N(ctx, dts[d], 4, xs, x, (size_t)xn);
+                tfl_tensor *tdy = TH_TENSOR_N(ctx, dts[d], 4, ys, dy, (size_t)yn);
+                tfl_tape *tape = tfl_tape_begin(ctx, 0);
+                assert_int_equal(tfl_tape_watch(tape, tx), TFL_OK);
+                tfl_tensor *ty = max ? tfl_max_pool2d(ctx, tx, &k->o) : tfl_avg_pool2d(ctx, tx, &k->o);
+                print_message("pool case %d, %s, %s\n", pi, max ? "max" : "avg",
+                              tfl_dtype_name(dts[d]));
+                TH_EXPECT_N(ctx, ty, dts[d], 4, ys, y, (size_t)yn, tol);
+                tfl_tensor *g = NULL;
+                assert_int_equal(tfl_tape_vjp(tape, ty, tdy, 1, (const tfl_tensor *const *)&tx, &g,
+                                              0), TFL_OK);
+                TH_EXPECT_N(ctx, g, dts[d], 4, xs, dx, (size_t)xn, tol);
+                tfl_tape_free(tape);
+                assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+            }
+        }
+        free(x), free(dy), free(y), free(dx);
+    }
+    th_end(ctx);
+}
+
+/* ---- steady state ---------------------------------------------------------------------- */
+
+/* One conv + relu + max-pool training step's forward and backward (the CNN benchmark's
+ * first layer, batch 8), warmed up once: the next steps take no memory from the system
+ * (im2col buffers and partial sums come from the device's cache) and leave nothing behind */
+static void test_no_fresh_allocations(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    assert_int_equal(tfl_ctx_set_num_threads(ctx, 2), TFL_OK);
+    tfl_tensor *x = tfl_random_normal(ctx, TH_F32, 4, TH_SHAPE(8, 28, 28, 1), 0, 1, 1);
+    tfl_tensor *w = tfl_random_normal(ctx, TH_F32, 4, TH_SHAPE(3, 3, 1, 32), 0, 0.1, 2);
+    tfl_pool2d_opts po = {{2, 2}, {0, 0}, TFL_PADDING_VALID};
+    tfl_alloc_stats s0 = {0}, s1 = {0};
+    for (int step = 0; step < 4; step++) {
+        if (step == 2) assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s0), TFL_OK);
+        assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+        tfl_tape *tape = tfl_tape_begin(ctx, 0);
+        assert_int_equal(tfl_tape_watch(tape, x), TFL_OK);
+        assert_int_equal(tfl_tape_watch(tape, w), TFL_OK);
+        tfl_tensor *p = tfl_max_pool2d(ctx, tfl_relu(ctx, tfl_conv2d(ctx, x, w, NULL)), &po);
+        tfl_tensor *loss = tfl_reduce_sum(ctx, p, 0, NULL, false), *g[2];
+        const tfl_tensor *src[2] = {x, w};
+        assert_int_equal(tfl_tape_gradient(tape, loss, 2, src, g, 0), TFL_OK);
+        assert_non_null(g[0]);
+        assert_non_null(g[1]);
+        tfl_tape_free(tape);
+        assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    }
+    assert_int_equal(tfl_alloc_stats_get(ctx, NULL, &s1), TFL_OK);
+    assert_int_equal(s1.fresh_allocs, s0.fresh_allocs);
+    assert_int_equal(s1.bytes_in_use, s0.bytes_in_use);
+    assert_int_equal(s1.live_tensors, s0.live_tensors);
+    th_end(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_conv_paths_two_threads),
+        TH_TEST(test_conv_paths_one_thread),
+        TH_TEST(test_pool_paths),
+        TH_TEST(test_no_fresh_allocations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
