@@ -169,10 +169,11 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
     }
     tfl_tensor *all = NULL;
     if (st == TFL_OK || st == TFL_OUT_OF_RANGE) {
-        if (got == 1) all = tfl__frame_adopt(ctx, tfl_tensor_retain(outs[0]));
+        if (!got)
+            tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
+                           "empty", m->name);
+        else if (got == 1) all = tfl__frame_adopt(ctx, tfl_tensor_retain(outs[0]));
         else all = tfl_concat(ctx, (int)got, (const tfl_tensor *const *)outs, 0);
-        if (!got) TFL_CHECK_RET(ctx, false, NULL, TFL_INVALID_ARGUMENT,
-                                "tfl_model_predict: %s: the dataset is empty", m->name);
     }
     for (int64_t i = 0; i < got; i++) tfl_tensor_release(outs[i]);
     tfl__host_free(ctx, outs);

@@ -281,6 +281,7 @@ tfl_tensor *tfl_layer_call(tfl_layer *l, const tfl_tensor *x, bool training)
     }
     TFL_CHECK_RET(ctx, tfl_tensor_ctx(x) == ctx, NULL, TFL_MISUSE,
                   "%s: the input belongs to another context", l->name);
+    if (!tfl__layer_check_dtype(l, x)) return NULL; /* before any variable is made */
     int rank = tfl_tensor_rank(x);
     int64_t out[TFL_MAX_RANK];
     if (!l->built) {

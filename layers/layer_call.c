@@ -47,7 +47,7 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
     switch (s->kind) {
     case TFL_LAYER_DENSE:
         if (!check_feature(l, rank, shape, 2, "batch, ..., features")) return -1;
-        memcpy(out, shape, sizeof(int64_t) * rank);
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         out[rank - 1] = s->units;
         return rank;
     case TFL_LAYER_CONV2D:
@@ -86,13 +86,18 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
                       "%s: Reshape expects an input with a batch axis, got shape ()", NAME);
         int64_t have = 1, want = 1;
         int unknown = -1;
-        for (int d = 1; d < rank; d++) have *= shape[d];
+        bool known = true; /* every input dimension after the batch is known */
+        for (int d = 1; d < rank; d++) {
+            known = known && shape[d] >= 0;
+            have *= shape[d];
+        }
         for (int i = 0; i < s->target_rank; i++) {
             if (s->target_shape[i] == -1) unknown = i;
             else want *= s->target_shape[i];
         }
         out[0] = shape[0];
         memcpy(out + 1, s->target_shape, sizeof(int64_t) * s->target_rank);
+        if (!known) return s->target_rank + 1; /* shapes only: a -1 target stays unknown */
         if (unknown >= 0 && want > 0 && have % want == 0) out[1 + unknown] = have / want;
         TFL_CHECK_RET(CTX, (unknown >= 0 && want > 0 && have % want == 0) ||
                                (unknown < 0 && want == have), -1, TFL_INVALID_ARGUMENT,
@@ -105,13 +110,13 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
         /* fall through */
     case TFL_LAYER_DROPOUT:
     case TFL_LAYER_ACTIVATION:
-        memcpy(out, shape, sizeof(int64_t) * rank);
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         return rank;
     case TFL_LAYER_EMBEDDING:
         TFL_CHECK_RET(CTX, rank < TFL_MAX_RANK, -1, TFL_INVALID_ARGUMENT,
                       "%s: Embedding's input rank must be below %d, got %d", NAME, TFL_MAX_RANK,
                       rank);
-        memcpy(out, shape, sizeof(int64_t) * rank);
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         out[rank] = s->units;
         return rank + 1;
     default:
@@ -198,31 +203,33 @@ static tfl_tensor *dense(tfl_layer *l, const tfl_tensor *x)
     if (!l->spec.no_bias) y = tfl_add(CTX, y, l->vars[1]);
     if (y && rank > 2) {
         int64_t out[TFL_MAX_RANK];
-        memcpy(out, shape, sizeof(int64_t) * rank);
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         out[rank - 1] = l->spec.units;
         y = tfl_reshape(CTX, y, rank, out);
     }
     return y;
 }
 
-static tfl_tensor *embedding(tfl_layer *l, const tfl_tensor *x)
+bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x)
 {
+    const tfl_layer_spec *s = &l->spec;
     tfl_dtype dt = tfl_tensor_dtype(x);
-    TFL_CHECK_RET(CTX, dt == TFL_DTYPE_INT32 || dt == TFL_DTYPE_INT64, NULL,
-                  TFL_INVALID_ARGUMENT, "%s: Embedding expects int32 or int64 ids, got %s", NAME,
-                  tfl_dtype_name(dt));
-    return tfl_gather(CTX, l->vars[0], x, 0);
+    if (s->kind == TFL_LAYER_EMBEDDING)
+        TFL_CHECK_RET(CTX, dt == TFL_DTYPE_INT32 || dt == TFL_DTYPE_INT64, false,
+                      TFL_INVALID_ARGUMENT, "%s: Embedding expects int32 or int64 ids, got %s",
+                      NAME, tfl_dtype_name(dt));
+    else
+        TFL_CHECK_RET(CTX, tfl_dtype_is_floating(dt) || s->kind == TFL_LAYER_FLATTEN ||
+                               s->kind == TFL_LAYER_RESHAPE, false, TFL_INVALID_ARGUMENT,
+                      "%s: %s expects a floating input, got %s", NAME,
+                      tfl_layer_kind_name(s->kind), tfl_dtype_name(dt));
+    return true;
 }
 
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
     const tfl_layer_spec *s = &l->spec;
-    if (s->kind == TFL_LAYER_EMBEDDING) return embedding(l, x);
-    tfl_dtype dt = tfl_tensor_dtype(x);
-    TFL_CHECK_RET(CTX, tfl_dtype_is_floating(dt) || s->kind == TFL_LAYER_FLATTEN ||
-                           s->kind == TFL_LAYER_RESHAPE, NULL, TFL_INVALID_ARGUMENT,
-                  "%s: %s expects a floating input, got %s", NAME, tfl_layer_kind_name(s->kind),
-                  tfl_dtype_name(dt));
+    if (s->kind == TFL_LAYER_EMBEDDING) return tfl_gather(CTX, l->vars[0], x, 0);
     int rank = tfl_tensor_rank(x);
     int64_t out[TFL_MAX_RANK];
     switch (s->kind) {

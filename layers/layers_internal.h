@@ -64,7 +64,9 @@ tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool traini
 int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out);
 /** Makes the kind's variables for an input shape already checked by tfl__layer_shape. */
 tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape);
-/** The forward pass of a built layer. */
+/** Checks x's dtype for the layer's kind (floating; integer ids for Embedding). */
+bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x);
+/** The forward pass of a built layer whose input was checked. */
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 /* layer_spatial.c: the kinds built on conv2d, pooling, batch_norm and dropout */
 tfl_tensor *tfl__conv_forward(tfl_layer *l, const tfl_tensor *x);

@@ -99,8 +99,7 @@ tfl_status tfl_model_build(tfl_model *m, int rank, const int64_t *shape)
                   "batch axis first, got rank %d", m->name, TFL_MAX_RANK, rank);
     int64_t cur[TFL_MAX_RANK + 1], next[TFL_MAX_RANK + 1];
     memcpy(cur, shape, sizeof(int64_t) * rank);
-    m->in_rank = rank;
-    memcpy(m->in_shape, shape, sizeof(int64_t) * rank);
+    const int in_rank = rank;
     for (int i = 0; i < m->n_layers; i++) {
         tfl_status st = tfl_layer_build(m->layers[i], rank, cur);
         if (st != TFL_OK) return st;
@@ -108,6 +107,8 @@ tfl_status tfl_model_build(tfl_model *m, int rank, const int64_t *shape)
         if (rank < 0) return tfl_ctx_status(m->ctx);
         memcpy(cur, next, sizeof(int64_t) * rank);
     }
+    m->in_rank = in_rank; /* the summary's shapes start here */
+    memcpy(m->in_shape, shape, sizeof(int64_t) * in_rank);
     return TFL_OK;
 }
 
@@ -122,7 +123,8 @@ tfl_tensor *tfl_model_call(tfl_model *m, const tfl_tensor *x, bool training)
     }
     if (tfl_frame_push(m->ctx) != TFL_OK) return NULL;
     const tfl_tensor *y = x;
-    for (int i = 0; i < m->n_layers && y; i++) y = tfl_layer_call(m->layers[i], y, training);
+    for (int i = 0; i < m->n_layers && (y || i == 0); i++)
+        y = tfl_layer_call(m->layers[i], y, training); /* a NULL x: the first layer says so */
     tfl_tensor *out = tfl_keep((tfl_tensor *)y);
     tfl_frame_pop(m->ctx);
     return out ? tfl__frame_adopt(m->ctx, out) : NULL;
@@ -300,25 +302,25 @@ tfl_tensor *tfl_loss_per_example(tfl_ctx *ctx, tfl_loss_kind kind, const tfl_ten
     case TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
         return tfl_sparse_softmax_cross_entropy(ctx, pred, labels);
     case TFL_LOSS_CATEGORICAL_CROSSENTROPY: {
-        const tfl_tensor *y = labels;
-        if (int_labels)
-            y = tfl_one_hot(ctx, labels, tfl_tensor_dim(pred, -1), 1.0, 0.0, tfl_tensor_dtype(pred));
-        return tfl_softmax_cross_entropy(ctx, pred, y, -1);
+        /* integer labels: the same value as one-hot labels, and out-of-range ids are errors */
+        if (int_labels) return tfl_sparse_softmax_cross_entropy(ctx, pred, labels);
+        return tfl_softmax_cross_entropy(ctx, pred, labels, -1);
     }
     case TFL_LOSS_BINARY_CROSSENTROPY:
     case TFL_LOSS_MEAN_SQUARED_ERROR: {
         const tfl_tensor *y = dense_labels(ctx, pred, labels);
+        char sa[128], sb[128];
+        TFL_CHECK_RET(ctx, !y || tfl__same_shape(tfl_tensor_rank(pred), tfl_tensor_shape(pred),
+                                                 tfl_tensor_rank(y), tfl_tensor_shape(y)),
+                      NULL, TFL_INVALID_ARGUMENT,
+                      "%s: predictions %s and labels %s differ in shape", tfl_loss_name(kind),
+                      tfl__shape_str(tfl_tensor_rank(pred), tfl_tensor_shape(pred), sa, sizeof sa),
+                      tfl__shape_str(tfl_tensor_rank(labels), tfl_tensor_shape(labels), sb,
+                                     sizeof sb));
         tfl_tensor *e;
         if (kind == TFL_LOSS_BINARY_CROSSENTROPY) {
             e = tfl_sigmoid_cross_entropy(ctx, pred, y);
         } else {
-            char sa[128], sb[128];
-            TFL_CHECK_RET(ctx, !y || tfl__same_shape(tfl_tensor_rank(pred), tfl_tensor_shape(pred),
-                                                     tfl_tensor_rank(y), tfl_tensor_shape(y)),
-                          NULL, TFL_INVALID_ARGUMENT,
-                          "mean_squared_error: predictions %s and labels %s differ in shape",
-                          tfl__shape_str(tfl_tensor_rank(pred), tfl_tensor_shape(pred), sa, sizeof sa),
-                          tfl__shape_str(tfl_tensor_rank(y), tfl_tensor_shape(y), sb, sizeof sb));
             tfl_tensor *d = tfl_sub(ctx, pred, y);
             e = tfl_mul(ctx, d, d);
         }
