@@ -5,6 +5,7 @@
 #include "test_fixture.h"
 
 #include <math.h>
+#include <pty.h>
 #include <unistd.h>
 
 /* Three well-separated blobs in 2-D: n points, labels 0..2. */
@@ -417,6 +418,40 @@ static void progress_lines_when_not_a_terminal(void **state)
     tfl_dataset_free(train);
 }
 
+/* On a terminal: a header per epoch, a bar redrawn in place with ETA, samples/s and the
+ * running loss, then the epoch's line over it. */
+static void progress_bar_on_a_terminal(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    int master, slave;
+    assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    FILE *out = fdopen(slave, "w");
+    assert_non_null(out);
+    tfl_dataset *train = blobs(ctx, 3000, 9);
+    tfl_model *m = classifier(ctx, 0.01);
+    assert_int_equal(tfl_model_fit(m, train, &(tfl_fit_opts){.epochs = 1, .batch_size = 1,
+                                                             .progress = out},
+                                   NULL),
+                     TFL_OK);
+    fclose(out);
+    static char text[1 << 16];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof text - 1 && (got = read(master, text + n, sizeof text - 1 - n)) > 0)
+        n += (size_t)got;
+    text[n] = 0;
+    close(master);
+    assert_int_equal(strncmp(text, "epoch 1/1\r\n", 11), 0); /* the tty turns \n into \r\n */
+    assert_has(text, "/3000 [");
+    assert_has(text, "] - ETA ");
+    assert_has(text, " samples/s - loss: ");
+    assert_has(text, "\033[K");                         /* each redraw clears the line's rest */
+    assert_has(text, "\r\033[Kepoch 1/1 - ");           /* the summary line replaces the bar */
+    assert_has(text, " - accuracy: ");
+    drop(m);
+    tfl_dataset_free(train);
+}
+
 static void fit_errors(void **state)
 {
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
@@ -484,6 +519,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(csv_log_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(checkpoint_hook_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(progress_lines_when_not_a_terminal, setup, teardown),
+        cmocka_unit_test_setup_teardown(progress_bar_on_a_terminal, setup, teardown),
         cmocka_unit_test_setup_teardown(fit_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
