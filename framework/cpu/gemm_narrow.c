@@ -10,7 +10,7 @@
  */
 #include "cpu.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) /* 32 vector registers: x86-64 only */
 #define HAVE_NARROW 1
 #include <immintrin.h>
 #include <omp.h>

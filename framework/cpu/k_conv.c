@@ -271,7 +271,7 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
     /* tasks: per thread its im2col buffer, its partial dw (K F) and a used flag */
     int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
     int64_t per_thread = p.tasks ? p.col_bytes + part : p.col_bytes;
-    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + 64, &got);
+    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + p.threads, &got);
     if (!scratch) {
         st = ctx->err_code;
         goto done;
