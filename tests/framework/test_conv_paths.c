@@ -145,8 +145,8 @@ static const pool_case k_pool[] = {
 };
 
 /* y, the max-pool gradient (first argmax) or the avg-pool one, by the definitions */
-static void naive_pool(const pool_case *k, bool max, const double *x, const double *dy,
-                       int64_t oh, int64_t ow, int64_t pt, int64_t pl, double *y, double *dx)
+static void naive_pool(const pool_case *k, bool max, const double *x, const double *dy, int64_t oh,
+                       int64_t ow, int64_t pt, int64_t pl, double *y, double *dx)
 {
     int kh = k->o.ksize[0], kw = k->o.ksize[1];
     int sh = k->o.strides[0] ? k->o.strides[0] : kh, sw = k->o.strides[1] ? k->o.strides[1] : kw;
@@ -206,13 +206,14 @@ static void test_pool_paths(void **state)
                 tfl_tensor *tdy = TH_TENSOR_N(ctx, dts[d], 4, ys, dy, (size_t)yn);
                 tfl_tape *tape = tfl_tape_begin(ctx, 0);
                 assert_int_equal(tfl_tape_watch(tape, tx), TFL_OK);
-                tfl_tensor *ty = max ? tfl_max_pool2d(ctx, tx, &k->o) : tfl_avg_pool2d(ctx, tx, &k->o);
+                tfl_tensor *ty =
+                    max ? tfl_max_pool2d(ctx, tx, &k->o) : tfl_avg_pool2d(ctx, tx, &k->o);
                 print_message("pool case %d, %s, %s\n", pi, max ? "max" : "avg",
                               tfl_dtype_name(dts[d]));
                 TH_EXPECT_N(ctx, ty, dts[d], 4, ys, y, (size_t)yn, tol);
                 tfl_tensor *g = NULL;
-                assert_int_equal(tfl_tape_vjp(tape, ty, tdy, 1, (const tfl_tensor *const *)&tx, &g,
-                                              0), TFL_OK);
+                assert_int_equal(
+                    tfl_tape_vjp(tape, ty, tdy, 1, (const tfl_tensor *const *)&tx, &g, 0), TFL_OK);
                 TH_EXPECT_N(ctx, g, dts[d], 4, xs, dx, (size_t)xn, tol);
                 tfl_tape_free(tape);
                 assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
