@@ -1,7 +1,7 @@
 /* test_conv_paths.c: the CPU conv and pooling kernels' code paths against naive loops in
  * double, on shapes big enough to take them: whole-image tasks and row chunks (1 and 2
  * threads, batches of 1 to 6), output widths that fill, mask and span several register
- * panels (Cout 16, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
+ * panels (Cout 16, 32, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
  * padding; pooling over 37 and 70 channels (vector blocks and their tails, channel blocks
  * shared by threads) with overlapping windows; and that a warmed-up conv training step
  * takes no memory from the system. */
@@ -21,6 +21,7 @@ static const conv_case k_conv[] = {
     {4, 10, 10, 16, 1, 1, 24, {{1, 1}, {1, 1}, TFL_PADDING_VALID}},
     {3, 16, 16, 3, 5, 5, 8, {{3, 3}, {1, 1}, TFL_PADDING_SAME}},
     {2, 20, 20, 4, 3, 3, 130, {{1, 2}, {1, 1}, TFL_PADDING_VALID}},
+    {4, 14, 14, 1, 3, 3, 32, {{1, 1}, {1, 1}, TFL_PADDING_VALID}}, /* 9 taps: 9-row tiles */
 };
 
 /* TensorFlow's output size and padding before along one axis */
