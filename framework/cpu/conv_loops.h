@@ -13,7 +13,11 @@
 static inline void FN(copy)(T *restrict d, const T *restrict s, int64_t n)
 {
     int64_t e = 0;
-    for (; e + 8 <= n; e += 8) memcpy(d + e, s + e, 8 * sizeof(T));
+    for (; e + 16 <= n; e += 16) memcpy(d + e, s + e, 16 * sizeof(T));
+    if (e + 8 <= n) {
+        memcpy(d + e, s + e, 8 * sizeof(T));
+        e += 8;
+    }
     switch (n - e) {
     case 7: d[e + 6] = s[e + 6]; /* fall through */
     case 6: d[e + 5] = s[e + 5]; /* fall through */
@@ -56,8 +60,8 @@ static inline void FN(copy_runs)(T *restrict d, int64_t dstride, const T *restri
 }
 
 /* im2col rows of the pixels [ow0, ow1) of output row (n, oh) of image xn, from dst on */
-static void FN(im2col_row)(const geom *g, const T *xn, int64_t oh, int64_t ow0, int64_t ow1,
-                           T *dst)
+TFL_WIDE_LOOPS static void FN(im2col_row)(const geom *g, const T *xn, int64_t oh, int64_t ow0,
+                                          int64_t ow1, T *dst)
 {
     const int64_t K = g->kdim, C = g->c, rowlen = g->kw * C, wc = g->w * C;
     /* the pixels whose window is inside the image across: [lo, hi) */
@@ -111,8 +115,8 @@ TFL_WIDE_LOOPS static void FN(im2col)(const geom *g, const T *x, int64_t m0, int
  * of the pixels [m0, m1), laid out as im2col's) that im2col would have read from that row.
  * Rows are independent, so threads may share the rows of one chunk.
  */
-TFL_WIDE_LOOPS static void FN(col2im_row)(const geom *g, const T *dcol, int64_t m0, int64_t m1, int64_t n,
-                           int64_t ih, T *dxr)
+TFL_WIDE_LOOPS static void FN(col2im_row)(const geom *g, const T *dcol, int64_t m0, int64_t m1,
+                                          int64_t n, int64_t ih, T *dxr)
 {
     const int64_t K = g->kdim, rowlen = g->kw * g->c;
     for (int64_t i = 0; i < g->kh; i++) {

@@ -10,7 +10,7 @@
  */
 #include "cpu.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) /* 32 vector registers: x86-64 only */
 #define HAVE_NARROW 1
 #include <immintrin.h>
 #include <omp.h>
@@ -76,16 +76,16 @@
         }                                                                                   \
     }
 
-/* tiles of 24 accumulators (MR rows by NV vectors), and halves of them for the last rows */
+/* tiles of up to 24 accumulators (MR rows by NV vectors), and smaller ones for the last rows */
 #define UKRS(P, T)                                                                          \
     UKR(P, T, 6, 4) UKR(P, T, 3, 4) UKR(P, T, 1, 4)                                         \
     UKR(P, T, 8, 3) UKR(P, T, 4, 3) UKR(P, T, 2, 3) UKR(P, T, 1, 3)                         \
-    UKR(P, T, 12, 2) UKR(P, T, 6, 2) UKR(P, T, 3, 2) UKR(P, T, 1, 2)                        \
+    UKR(P, T, 12, 2) UKR(P, T, 9, 2) UKR(P, T, 3, 2) UKR(P, T, 1, 2)                        \
     UKR(P, T, 12, 1) UKR(P, T, 6, 1) UKR(P, T, 3, 1) UKR(P, T, 1, 1)
 UKRS(S, float)
 UKRS(D, double)
 
-/* rows [i, i1) with tiles of MR rows while they fit, then halves of MR (h2, h3), then one */
+/* rows [i, i1) with tiles of MR rows while they fit, then of H2, then H3, then one */
 #define ROWS(P, NV, MR, H2, H3)                                                             \
     do {                                                                                    \
         for (; i + MR <= i1; i += MR)                                                       \
@@ -124,7 +124,7 @@ UKRS(D, double)
                 switch (nv) {                                                               \
                 case 4: ROWS(P, 4, 6, 3, 3); break;                                         \
                 case 3: ROWS(P, 3, 8, 4, 2); break;                                         \
-                case 2: ROWS(P, 2, 12, 6, 3); break;                                        \
+                case 2: ROWS(P, 2, 12, 9, 3); break; /* 9: 3x3 taps of one channel */      \
                 default: ROWS(P, 1, 12, 6, 3); break;                                       \
                 }                                                                           \
             }                                                                               \

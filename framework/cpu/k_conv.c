@@ -27,17 +27,17 @@
 
 #include <omp.h>
 
-#define COL_CAP ((int64_t)32 << 20)    /* bytes of im2col memory an op may hold */
+#define COL_CAP ((int64_t)32 << 20)     /* bytes of im2col memory an op may hold */
 #define TASK_BYTES ((int64_t)512 << 10) /* im2col bytes a task aims at */
 
 /* The shapes of one convolution (elements) and its window. */
 typedef struct geom {
-    int64_t n, h, w, c;    /* input (N, H, W, Cin) */
-    int64_t kh, kw, f;     /* filter (KH, KW, Cin, Cout): KH, KW, Cout */
-    int64_t oh, ow;        /* output (N, OH, OW, Cout) */
+    int64_t n, h, w, c;     /* input (N, H, W, Cin) */
+    int64_t kh, kw, f;      /* filter (KH, KW, Cin, Cout): KH, KW, Cout */
+    int64_t oh, ow;         /* output (N, OH, OW, Cout) */
     int64_t sh, sw, dh, dw; /* strides, dilations */
-    int64_t pt, pl;        /* padding before the first row, column */
-    int64_t kdim;          /* KH KW Cin: the taps, a row of col */
+    int64_t pt, pl;         /* padding before the first row, column */
+    int64_t kdim;           /* KH KW Cin: the taps, a row of col */
 } geom;
 
 #define T float
@@ -54,9 +54,22 @@ typedef struct geom {
 static geom make_geom(const int64_t *xs, const int64_t *fs, const int64_t *ys,
                       const tfl__window_attrs *a)
 {
-    geom g = {xs[0], xs[1], xs[2], xs[3], fs[0], fs[1], fs[3], ys[1], ys[2],
-              a->strides[0], a->strides[1], a->dilations[0], a->dilations[1], a->pad[0],
-              a->pad[1], fs[0] * fs[1] * fs[2]};
+    geom g = {.n = xs[0],
+              .h = xs[1],
+              .w = xs[2],
+              .c = xs[3],
+              .kh = fs[0],
+              .kw = fs[1],
+              .f = fs[3],
+              .oh = ys[1],
+              .ow = ys[2],
+              .sh = a->strides[0],
+              .sw = a->strides[1],
+              .dh = a->dilations[0],
+              .dw = a->dilations[1],
+              .pt = a->pad[0],
+              .pl = a->pad[1],
+              .kdim = fs[0] * fs[1] * fs[2]};
     return g;
 }
 
@@ -108,13 +121,15 @@ static void task_images(int64_t t, int64_t count, int64_t n, int64_t *n0, int64_
 
 static void im2col(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1, void *col)
 {
-    if (f32) im2col_f32(g, x, m0, m1, col);
-    else im2col_f64(g, x, m0, m1, col);
+    if (f32)
+        im2col_f32(g, x, m0, m1, col);
+    else
+        im2col_f64(g, x, m0, m1, col);
 }
 
 /* im2col of the pixels [m0, m1) shared among `threads` */
-static void im2col_par(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1,
-                       char *col, size_t es, int threads)
+static void im2col_par(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1, char *col,
+                       size_t es, int threads)
 {
 #pragma omp parallel for num_threads(threads) if (threads > 1)
     for (int t = 0; t < threads; t++) {
@@ -130,15 +145,17 @@ static void col2im_rows(const geom *g, bool f32, const void *dcol, int64_t m0, i
 #pragma omp parallel for num_threads(threads) if (threads > 1)
     for (int64_t r = r0; r < r1; r++) {
         char *row = dx + (size_t)(r * g->w * g->c) * es;
-        if (f32) col2im_row_f32(g, dcol, m0, m1, r / g->h, r % g->h, (float *)row);
-        else col2im_row_f64(g, dcol, m0, m1, r / g->h, r % g->h, (double *)row);
+        if (f32)
+            col2im_row_f32(g, dcol, m0, m1, r / g->h, r % g->h, (float *)row);
+        else
+            col2im_row_f64(g, dcol, m0, m1, r / g->h, r % g->h, (double *)row);
     }
 }
 
 /* Contiguous copies of the kernel's two inputs where they are views; false (error kept)
  * when out of memory. */
-static bool inputs(const tfl__kcall *k, const tfl_tensor **a, const tfl_tensor **b,
-                   tfl_tensor **ta, tfl_tensor **tb)
+static bool inputs(const tfl__kcall *k, const tfl_tensor **a, const tfl_tensor **b, tfl_tensor **ta,
+                   tfl_tensor **tb)
 {
     *a = tfl__cpu_contiguous(k->ctx, k->in[0], ta);
     *b = *a ? tfl__cpu_contiguous(k->ctx, k->in[1], tb) : NULL;
@@ -150,15 +167,15 @@ static bool inputs(const tfl__kcall *k, const tfl_tensor **a, const tfl_tensor *
 
 /* C (m x n, row-major) = A B, or C + A B (accumulate): A (i, l) at a[i rsa + l csa], B
  * row-major (ldb); the narrow kernel where it runs, else BLIS */
-static void gemm(const tfl__kcall *k, tfl_dtype dt, int threads, int64_t m, int64_t n,
-                 int64_t kk, const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+static void gemm(const tfl__kcall *k, tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t kk,
+                 const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                  bool accumulate, void *c, int64_t ldc)
 {
     if (n <= NARROW_MAX &&
         tfl__cpu_gemm_narrow(dt, threads, m, n, kk, a, rsa, csa, b, ldb, c, ldc, accumulate))
         return;
-    tfl__cpu_gemm(k->dev, dt, threads, m, n, kk, a, rsa, csa, b, ldb, 1, accumulate ? 1.0 : 0.0,
-                  c, ldc, 1);
+    tfl__cpu_gemm(k->dev, dt, threads, m, n, kk, a, rsa, csa, b, ldb, 1, accumulate ? 1.0 : 0.0, c,
+                  ldc, 1);
 }
 
 static void *scratch_get(const tfl__kcall *k, int64_t bytes, size_t *got)
@@ -171,8 +188,10 @@ static void transpose(bool f32, const void *s, int64_t rows, int64_t cols, void 
 {
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
-            if (f32) ((float *)t)[j * rows + i] = ((const float *)s)[i * cols + j];
-            else ((double *)t)[j * rows + i] = ((const double *)s)[i * cols + j];
+            if (f32)
+                ((float *)t)[j * rows + i] = ((const float *)s)[i * cols + j];
+            else
+                ((double *)t)[j * rows + i] = ((const double *)s)[i * cols + j];
         }
 }
 
@@ -271,7 +290,7 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
     /* tasks: per thread its im2col buffer, its partial dw (K F) and a used flag */
     int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
     int64_t per_thread = p.tasks ? p.col_bytes + part : p.col_bytes;
-    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + 64, &got);
+    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + p.threads, &got);
     if (!scratch) {
         st = ctx->err_code;
         goto done;
@@ -289,8 +308,8 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
                 task_images(t, p.count, g.n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
                 im2col(&g, f32, xd, m0, m0 + rows, col);
-                gemm(k, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, used[id],
-                     dwp, F);
+                gemm(k, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, used[id], dwp,
+                     F);
                 used[id] = 1;
             }
             /* dw = the sum of the partials (the loop's end is a barrier) */
@@ -302,8 +321,10 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
                     const char *pi = scratch + (size_t)(i * per_thread + p.col_bytes);
                     s += f32 ? (double)((const float *)pi)[e] : ((const double *)pi)[e];
                 }
-                if (f32) ((float *)dw)[e] = (float)s;
-                else ((double *)dw)[e] = s;
+                if (f32)
+                    ((float *)dw)[e] = (float)s;
+                else
+                    ((double *)dw)[e] = s;
             }
         }
     } else {
@@ -348,8 +369,8 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
     plan p = make_plan(k, &g, es);
     /* scratch: w^T (Cout, K) row-major for the gemms' B, then the dcol buffers */
     int64_t wt_bytes = (K * F * (int64_t)es + 63) / 64 * 64;
-    scratch = scratch_get(k, wt_bytes + (p.direct ? 0 : p.col_bytes * (p.tasks ? p.threads : 1)),
-                          &got);
+    scratch =
+        scratch_get(k, wt_bytes + (p.direct ? 0 : p.col_bytes * (p.tasks ? p.threads : 1)), &got);
     if (!scratch) {
         st = ctx->err_code;
         goto done;
@@ -370,7 +391,8 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
                 task_images(t, p.count, g.n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
                 memset(dx + (size_t)(n0 * img) * es, 0, (size_t)((n1 - n0) * img) * es);
-                gemm(k, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false, dcol, K);
+                gemm(k, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false, dcol,
+                     K);
                 col2im_rows(&g, f32, dcol, m0, m0 + rows, n0 * g.h, n1 * g.h, dx, es, 1);
             }
         }

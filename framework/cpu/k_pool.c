@@ -57,8 +57,18 @@ static inline void window(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t 
 
 static pgeom make_pgeom(const int64_t *xs, const int64_t *ys, const tfl__window_attrs *a)
 {
-    pgeom g = {xs[0], xs[1], xs[2], xs[3], a->ksize[0], a->ksize[1], ys[1], ys[2],
-               a->strides[0], a->strides[1], a->pad[0], a->pad[1]};
+    pgeom g = {.n = xs[0],
+               .h = xs[1],
+               .w = xs[2],
+               .c = xs[3],
+               .kh = a->ksize[0],
+               .kw = a->ksize[1],
+               .oh = ys[1],
+               .ow = ys[2],
+               .sh = a->strides[0],
+               .sw = a->strides[1],
+               .pt = a->pad[0],
+               .pl = a->pad[1]};
     return g;
 }
 
@@ -93,14 +103,20 @@ static tfl_status k_pool_rows(const tfl__kcall *k)
             void *y = yd + (size_t)(r * row) * es;
             int64_t n = r / g.oh, oh = r % g.oh;
             if (op == TFL_OP_MAX_POOL) {
-                if (f32) max_pool_row_f32(&g, xd, n, oh, y);
-                else max_pool_row_f64(&g, xd, n, oh, y);
+                if (f32)
+                    max_pool_row_f32(&g, xd, n, oh, y);
+                else
+                    max_pool_row_f64(&g, xd, n, oh, y);
             } else if (op == TFL_OP_AVG_POOL) {
-                if (f32) avg_pool_row_f32(&g, xd, n, oh, y);
-                else avg_pool_row_f64(&g, xd, n, oh, y);
+                if (f32)
+                    avg_pool_row_f32(&g, xd, n, oh, y);
+                else
+                    avg_pool_row_f64(&g, xd, n, oh, y);
             } else {
-                if (f32) max_pool_grad_grad_row_f32(&g, xd, gd, n, oh, y);
-                else max_pool_grad_grad_row_f64(&g, xd, gd, n, oh, y);
+                if (f32)
+                    max_pool_grad_grad_row_f32(&g, xd, gd, n, oh, y);
+                else
+                    max_pool_grad_grad_row_f64(&g, xd, gd, n, oh, y);
             }
         }
     }
@@ -137,11 +153,15 @@ static tfl_status k_pool_grads(const tfl__kcall *k)
         int64_t n = t / blocks, b = t % blocks;
         int64_t c0 = g.c * b / blocks, c1 = g.c * (b + 1) / blocks;
         if (max) {
-            if (f32) max_pool_grad_img_f32(&g, xd, dyd, n, c0, c1, dx);
-            else max_pool_grad_img_f64(&g, xd, dyd, n, c0, c1, dx);
+            if (f32)
+                max_pool_grad_img_f32(&g, xd, dyd, n, c0, c1, dx);
+            else
+                max_pool_grad_img_f64(&g, xd, dyd, n, c0, c1, dx);
         } else {
-            if (f32) avg_pool_grad_img_f32(&g, dyd, n, c0, c1, dx);
-            else avg_pool_grad_img_f64(&g, dyd, n, c0, c1, dx);
+            if (f32)
+                avg_pool_grad_img_f32(&g, dyd, n, c0, c1, dx);
+            else
+                avg_pool_grad_img_f64(&g, dyd, n, c0, c1, dx);
         }
     }
     tfl_tensor_release(tx);

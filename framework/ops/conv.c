@@ -12,14 +12,17 @@
 
 static const char *const k_axis[2] = {"height", "width"};
 
-static const char *padding_name(int p) { return p == TFL_PADDING_SAME ? "SAME" : "VALID"; }
+static const char *padding_name(int p)
+{
+    return p == TFL_PADDING_SAME ? "SAME" : "VALID";
+}
 
 static bool check_padding(tfl_ctx *ctx, const char *name, int padding)
 {
     TFL_CHECK_RET(ctx, padding == TFL_PADDING_VALID || padding == TFL_PADDING_SAME, false,
                   TFL_INVALID_ARGUMENT,
-                  "%s: padding %d is neither TFL_PADDING_VALID (0) nor TFL_PADDING_SAME (1)",
-                  name, padding);
+                  "%s: padding %d is neither TFL_PADDING_VALID (0) nor TFL_PADDING_SAME (1)", name,
+                  padding);
     return true;
 }
 
@@ -55,7 +58,8 @@ static bool check_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, const c
         return false;
     TFL_CHECK_RET(ctx, a->dtype == b->dtype, false, TFL_INVALID_ARGUMENT,
                   "%s: dtypes differ: %s is %s, %s is %s (tapeflow does not promote; use "
-                  "tfl_cast)", tfl__op_defs[op].name, an, tfl_dtype_name((tfl_dtype)a->dtype), bn,
+                  "tfl_cast)",
+                  tfl__op_defs[op].name, an, tfl_dtype_name((tfl_dtype)a->dtype), bn,
                   tfl_dtype_name((tfl_dtype)b->dtype));
     return true;
 }
@@ -83,15 +87,14 @@ static bool window_axis(tfl_ctx *ctx, const char *name, bool conv, int ax, int64
             tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
                            "%s: computed output %s would be 0 [input %s %lld, effective filter "
                            "%s %lld (filter %lld, dilation %lld), stride %lld, %s padding]: %s",
-                           name, k_axis[ax], k_axis[ax], (long long)in, k_axis[ax],
-                           (long long)ke, (long long)k, (long long)d, (long long)s,
-                           padding_name(padding), why);
+                           name, k_axis[ax], k_axis[ax], (long long)in, k_axis[ax], (long long)ke,
+                           (long long)k, (long long)d, (long long)s, padding_name(padding), why);
         else
             tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
                            "%s: computed output %s would be 0 [input %s %lld, window %s %lld, "
-                           "stride %lld, %s padding]: %s", name, k_axis[ax], k_axis[ax],
-                           (long long)in, k_axis[ax], (long long)k, (long long)s,
-                           padding_name(padding), why);
+                           "stride %lld, %s padding]: %s",
+                           name, k_axis[ax], k_axis[ax], (long long)in, k_axis[ax], (long long)k,
+                           (long long)s, padding_name(padding), why);
         return false;
     }
     a->ksize[ax] = k;
@@ -115,17 +118,18 @@ static bool conv_setup(tfl_ctx *ctx, tfl__op_id op, const int64_t *xs, const int
     static const tfl_conv2d_opts defaults = {{1, 1}, {1, 1}, TFL_PADDING_VALID};
     if (!opts) opts = &defaults;
     char s1[128], s2[128];
-    TFL_CHECK_RET(ctx, opts->strides[0] >= 0 && opts->strides[1] >= 0, false,
-                  TFL_INVALID_ARGUMENT, "%s: strides must be >= 0 (0 means 1), got (%d, %d)",
-                  name, opts->strides[0], opts->strides[1]);
+    TFL_CHECK_RET(ctx, opts->strides[0] >= 0 && opts->strides[1] >= 0, false, TFL_INVALID_ARGUMENT,
+                  "%s: strides must be >= 0 (0 means 1), got (%d, %d)", name, opts->strides[0],
+                  opts->strides[1]);
     TFL_CHECK_RET(ctx, opts->dilations[0] >= 0 && opts->dilations[1] >= 0, false,
                   TFL_INVALID_ARGUMENT, "%s: dilations must be >= 0 (0 means 1), got (%d, %d)",
                   name, opts->dilations[0], opts->dilations[1]);
     if (!check_padding(ctx, name, (int)opts->padding)) return false;
     TFL_CHECK_RET(ctx, xs[3] == fs[2], false, TFL_INVALID_ARGUMENT,
                   "%s: input depth %lld does not match the filter's input depth %lld: input "
-                  "shape %s, filter shape %s", name, (long long)xs[3], (long long)fs[2],
-                  tfl__shape_str(4, xs, s1, sizeof s1), tfl__shape_str(4, fs, s2, sizeof s2));
+                  "shape %s, filter shape %s",
+                  name, (long long)xs[3], (long long)fs[2], tfl__shape_str(4, xs, s1, sizeof s1),
+                  tfl__shape_str(4, fs, s2, sizeof s2));
     TFL_CHECK_RET(ctx, fs[0] >= 1 && fs[1] >= 1 && fs[0] <= INT_MAX && fs[1] <= INT_MAX, false,
                   TFL_INVALID_ARGUMENT,
                   "%s: the filter's height and width must be >= 1, got filter shape %s", name,
@@ -150,11 +154,10 @@ static bool check_dy(tfl_ctx *ctx, const char *name, const tfl_tensor *dy, const
                      const int64_t *xs, const int64_t *fs)
 {
     char s1[128], s2[128], s3[128], s4[128];
-    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, 4, want), false,
-                  TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, 4, want), false, TFL_INVALID_ARGUMENT,
                   "%s: dy shape %s does not match the output shape %s of input shape %s, filter "
-                  "shape %s and these options", name,
-                  tfl__shape_str(dy->rank, dy->shape, s1, sizeof s1),
+                  "shape %s and these options",
+                  name, tfl__shape_str(dy->rank, dy->shape, s1, sizeof s1),
                   tfl__shape_str(4, want, s2, sizeof s2), tfl__shape_str(4, xs, s3, sizeof s3),
                   tfl__shape_str(4, fs, s4, sizeof s4));
     return true;
@@ -222,8 +225,8 @@ tfl_tensor *tfl_conv2d_backprop_filter(tfl_ctx *ctx, const tfl_tensor *input,
         return NULL;
     memcpy(a.shape, filter_shape, sizeof a.shape);
     const tfl_tensor *in[2] = {input, dy};
-    return tfl__op_run(ctx, op, (tfl_dtype)dy->dtype, 2, in, (tfl_dtype)dy->dtype, 4,
-                       filter_shape, &a);
+    return tfl__op_run(ctx, op, (tfl_dtype)dy->dtype, 2, in, (tfl_dtype)dy->dtype, 4, filter_shape,
+                       &a);
 }
 
 /* ---- pooling ------------------------------------------------------------------------------- */
@@ -238,8 +241,7 @@ static bool pool_setup(tfl_ctx *ctx, tfl__op_id op, const int64_t *xs, const tfl
                   "%s: opts is NULL (the window size has no default)", name);
     TFL_CHECK_RET(ctx, opts->ksize[0] >= 1 && opts->ksize[1] >= 1, false, TFL_INVALID_ARGUMENT,
                   "%s: ksize must be >= 1, got (%d, %d)", name, opts->ksize[0], opts->ksize[1]);
-    TFL_CHECK_RET(ctx, opts->strides[0] >= 0 && opts->strides[1] >= 0, false,
-                  TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(ctx, opts->strides[0] >= 0 && opts->strides[1] >= 0, false, TFL_INVALID_ARGUMENT,
                   "%s: strides must be >= 0 (0 means the window size), got (%d, %d)", name,
                   opts->strides[0], opts->strides[1]);
     if (!check_padding(ctx, name, (int)opts->padding)) return false;
@@ -280,8 +282,8 @@ static tfl_tensor *pool(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *input,
     tfl__window_attrs a;
     int64_t out[4];
     if (!pool_setup(ctx, op, input->shape, opts, &a, out)) return NULL;
-    return tfl__op_run(ctx, op, (tfl_dtype)input->dtype, 1, &input, (tfl_dtype)input->dtype, 4,
-                       out, &a);
+    return tfl__op_run(ctx, op, (tfl_dtype)input->dtype, 1, &input, (tfl_dtype)input->dtype, 4, out,
+                       &a);
 }
 
 tfl_tensor *tfl_max_pool2d(tfl_ctx *ctx, const tfl_tensor *input, const tfl_pool2d_opts *opts)
@@ -344,6 +346,6 @@ tfl_tensor *tfl__avg_pool_grad(tfl_ctx *ctx, const int64_t input_shape[4], const
         !tfl__check_new(ctx, name, (tfl_dtype)dy->dtype, 4, input_shape))
         return NULL;
     memcpy(a.shape, input_shape, sizeof a.shape);
-    return tfl__op_run(ctx, op, (tfl_dtype)dy->dtype, 1, &dy, (tfl_dtype)dy->dtype, 4,
-                       input_shape, &a);
+    return tfl__op_run(ctx, op, (tfl_dtype)dy->dtype, 1, &dy, (tfl_dtype)dy->dtype, 4, input_shape,
+                       &a);
 }

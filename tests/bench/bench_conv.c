@@ -48,8 +48,8 @@ typedef struct layer {
 static const layer k_layers[] = {{"l1", 28, 28, 1, 32, 3}, {"l2", 13, 13, 32, 64, 3}};
 
 typedef struct bench_cfg {
-    int reps;          /* blocks; the best counts */
-    double block_ns;   /* what a block aims to take */
+    int reps;        /* blocks; the best counts */
+    double block_ns; /* what a block aims to take */
 } bench_cfg;
 
 /* What one timed call runs. */
@@ -71,17 +71,23 @@ static void run_once(tfl_ctx *ctx, const operands *o, which what)
     const tfl_tensor *r = NULL;
     tfl_tensor *g = NULL;
     switch (what) {
-    case FWD: r = tfl_conv2d(ctx, o->x, o->w, NULL); break;
+    case FWD:
+        r = tfl_conv2d(ctx, o->x, o->w, NULL);
+        break;
     case BWD_INPUT:
         r = tfl_conv2d_backprop_input(ctx, tfl_tensor_shape(o->x), o->w, o->dy, NULL);
         break;
     case BWD_FILTER:
         r = tfl_conv2d_backprop_filter(ctx, o->x, tfl_tensor_shape(o->w), o->dy, NULL);
         break;
-    case POOL_FWD: r = tfl_max_pool2d(ctx, o->y, &k_pool); break;
+    case POOL_FWD:
+        r = tfl_max_pool2d(ctx, o->y, &k_pool);
+        break;
     case POOL_BWD:
-        check_status(ctx, tfl_tape_vjp(o->pool_tape, o->pooled, o->dp, 1,
-                                       (const tfl_tensor *const *)&o->y, &g, 0), "vjp");
+        check_status(ctx,
+                     tfl_tape_vjp(o->pool_tape, o->pooled, o->dp, 1,
+                                  (const tfl_tensor *const *)&o->y, &g, 0),
+                     "vjp");
         r = g;
         break;
     }
@@ -97,11 +103,13 @@ static double best_seconds(tfl_ctx *ctx, const operands *o, which what, const be
     double one = now_ns() - t0;
     int iters = (int)(cfg->block_ns / (one > 1 ? one : 1));
     if (iters < 1) iters = 1;
-    for (int i = 0; i < iters / 4 + 1; i++) run_once(ctx, o, what);
+    for (int i = 0; i < iters / 4 + 1; i++)
+        run_once(ctx, o, what);
     double best = 1e300;
     for (int r = 0; r < cfg->reps; r++) {
         double b0 = now_ns();
-        for (int i = 0; i < iters; i++) run_once(ctx, o, what);
+        for (int i = 0; i < iters; i++)
+            run_once(ctx, o, what);
         double t = (now_ns() - b0) / iters;
         if (t < best) best = t;
     }
@@ -117,7 +125,8 @@ static double dot(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b)
     check_status(ctx, tfl_tensor_to_host(a, pa, sizeof(float) * (size_t)n), "to_host");
     check_status(ctx, tfl_tensor_to_host(b, pb, sizeof(float) * (size_t)n), "to_host");
     double s = 0;
-    for (int64_t i = 0; i < n; i++) s += (double)pa[i] * pb[i];
+    for (int64_t i = 0; i < n; i++)
+        s += (double)pa[i] * pb[i];
     free(pa);
     free(pb);
     return s;
@@ -167,8 +176,10 @@ static void verify(tfl_ctx *ctx, const layer *l, const operands *o)
     free(w);
     free(y);
     tfl_tensor *g = NULL;
-    check_status(ctx, tfl_tape_vjp(o->pool_tape, o->pooled, o->dp, 1,
-                                   (const tfl_tensor *const *)&o->y, &g, 0), "vjp");
+    check_status(
+        ctx,
+        tfl_tape_vjp(o->pool_tape, o->pooled, o->dp, 1, (const tfl_tensor *const *)&o->y, &g, 0),
+        "vjp");
     expect_close(ctx, "sum of the pooling gradient", sum_all(ctx, g), sum_all(ctx, o->dp));
     check_status(ctx, tfl_frame_pop(ctx), "frame");
 }
@@ -177,15 +188,15 @@ static void bench_layer(tfl_ctx *ctx, const layer *l, const bench_cfg *cfg)
 {
     operands o;
     int64_t oh = l->h - l->k + 1, ow = l->w - l->k + 1;
-    o.x = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, l->h, l->w, l->cin},
-                            0, 1, 11);
-    o.w = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){l->k, l->k, l->cin, l->cout},
-                            0, 0.1, 12);
-    o.dy = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, oh, ow, l->cout}, 0,
-                             1, 13);
+    o.x = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, l->h, l->w, l->cin}, 0, 1,
+                            11);
+    o.w = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){l->k, l->k, l->cin, l->cout}, 0,
+                            0.1, 12);
+    o.dy =
+        tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, oh, ow, l->cout}, 0, 1, 13);
     o.y = tfl_conv2d(ctx, o.x, o.w, NULL);
-    o.dp = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4,
-                             (int64_t[]){BATCH, oh / 2, ow / 2, l->cout}, 0, 1, 14);
+    o.dp = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, oh / 2, ow / 2, l->cout},
+                             0, 1, 14);
     check(ctx, "setup");
     o.pool_tape = tfl_tape_begin(ctx, TFL_TAPE_PERSISTENT);
     check_ptr(ctx, o.pool_tape, "setup", "tfl_tape_begin");

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # run_side_by_side.sh: runs tapeflow's bench_ops, the PyTorch equivalent (torch_ops.py) and,
 # when TensorFlow imports, the TensorFlow equivalent of the variable figures (tf_ops.py);
-# then tapeflow's bench_tape (the gradient tape) and its PyTorch twin (torch_tape.py), and
-# bench_optim (optimizer updates) with torch_optim.py; one
+# then tapeflow's bench_tape (the gradient tape) and its PyTorch twin (torch_tape.py),
+# bench_optim (optimizer updates) with torch_optim.py, and bench_conv (the small CNN's conv
+# and max-pool layers) with torch_conv.py; one
 # after the other, all on 2 threads, prints their outputs and a table of tapeflow against
 # torch and TensorFlow per figure. Builds nothing.
 # Usage: tests/bench/run_side_by_side.sh [BUILD_DIR] [extra args for all, e.g. --quick]
 #        (BUILD_DIR defaults to build, relative to the repository root)
-# BENCHES="ops tape optim" (the default) picks the pairs to run: ops (bench_ops, torch_ops.py,
-# tf_ops.py), tape (bench_tape, torch_tape.py) and optim (bench_optim, torch_optim.py). A program not built is an error when its
+# BENCHES="ops tape optim conv" (the default) picks the pairs to run: ops (bench_ops,
+# torch_ops.py, tf_ops.py), tape (bench_tape, torch_tape.py), optim (bench_optim,
+# torch_optim.py) and conv (bench_conv, torch_conv.py). A program not built is an error when its
 # pair was asked for explicitly, and skipped with a note otherwise.
 set -euo pipefail
 
@@ -18,7 +20,7 @@ build="${1:-build}"
 [[ $# -gt 0 ]] && shift
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 threads=2
-benches="${BENCHES:-ops tape optim}"
+benches="${BENCHES:-ops tape optim conv}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -83,8 +85,19 @@ for pair in $benches; do
       python3 "$here/torch_optim.py" --threads "$threads" "$@" | tee -a "$tmp/torch.txt"
       echo
       ;;
+    conv)
+      bench="$(program bench_conv)" || exit 1
+      [[ -n "$bench" ]] || continue
+      ran=$((ran + 1))
+      echo "== tapeflow: OMP_NUM_THREADS=$threads $bench --threads $threads $*"
+      OMP_NUM_THREADS=$threads "$bench" --threads "$threads" "$@" | tee -a "$tmp/tapeflow.txt"
+      echo
+      echo "== torch: python3 $here/torch_conv.py --threads $threads $*"
+      python3 "$here/torch_conv.py" --threads "$threads" "$@" | tee -a "$tmp/torch.txt"
+      echo
+      ;;
     *)
-      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim)" >&2
+      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv)" >&2
       exit 2
       ;;
   esac

@@ -1,7 +1,7 @@
 /* test_conv_paths.c: the CPU conv and pooling kernels' code paths against naive loops in
  * double, on shapes big enough to take them: whole-image tasks and row chunks (1 and 2
  * threads, batches of 1 to 6), output widths that fill, mask and span several register
- * panels (Cout 16, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
+ * panels (Cout 16, 32, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
  * padding; pooling over 37 and 70 channels (vector blocks and their tails, channel blocks
  * shared by threads) with overlapping windows; and that a warmed-up conv training step
  * takes no memory from the system. */
@@ -21,6 +21,7 @@ static const conv_case k_conv[] = {
     {4, 10, 10, 16, 1, 1, 24, {{1, 1}, {1, 1}, TFL_PADDING_VALID}},
     {3, 16, 16, 3, 5, 5, 8, {{3, 3}, {1, 1}, TFL_PADDING_SAME}},
     {2, 20, 20, 4, 3, 3, 130, {{1, 2}, {1, 1}, TFL_PADDING_VALID}},
+    {4, 14, 14, 1, 3, 3, 32, {{1, 1}, {1, 1}, TFL_PADDING_VALID}}, /* 9 taps: 9-row tiles */
 };
 
 /* TensorFlow's output size and padding before along one axis */
@@ -145,8 +146,8 @@ static const pool_case k_pool[] = {
 };
 
 /* y, the max-pool gradient (first argmax) or the avg-pool one, by the definitions */
-static void naive_pool(const pool_case *k, bool max, const double *x, const double *dy,
-                       int64_t oh, int64_t ow, int64_t pt, int64_t pl, double *y, double *dx)
+static void naive_pool(const pool_case *k, bool max, const double *x, const double *dy, int64_t oh,
+                       int64_t ow, int64_t pt, int64_t pl, double *y, double *dx)
 {
     int kh = k->o.ksize[0], kw = k->o.ksize[1];
     int sh = k->o.strides[0] ? k->o.strides[0] : kh, sw = k->o.strides[1] ? k->o.strides[1] : kw;
@@ -206,13 +207,14 @@ static void test_pool_paths(void **state)
                 tfl_tensor *tdy = TH_TENSOR_N(ctx, dts[d], 4, ys, dy, (size_t)yn);
                 tfl_tape *tape = tfl_tape_begin(ctx, 0);
                 assert_int_equal(tfl_tape_watch(tape, tx), TFL_OK);
-                tfl_tensor *ty = max ? tfl_max_pool2d(ctx, tx, &k->o) : tfl_avg_pool2d(ctx, tx, &k->o);
+                tfl_tensor *ty =
+                    max ? tfl_max_pool2d(ctx, tx, &k->o) : tfl_avg_pool2d(ctx, tx, &k->o);
                 print_message("pool case %d, %s, %s\n", pi, max ? "max" : "avg",
                               tfl_dtype_name(dts[d]));
                 TH_EXPECT_N(ctx, ty, dts[d], 4, ys, y, (size_t)yn, tol);
                 tfl_tensor *g = NULL;
-                assert_int_equal(tfl_tape_vjp(tape, ty, tdy, 1, (const tfl_tensor *const *)&tx, &g,
-                                              0), TFL_OK);
+                assert_int_equal(
+                    tfl_tape_vjp(tape, ty, tdy, 1, (const tfl_tensor *const *)&tx, &g, 0), TFL_OK);
                 TH_EXPECT_N(ctx, g, dts[d], 4, xs, dx, (size_t)xn, tol);
                 tfl_tape_free(tape);
                 assert_int_equal(tfl_frame_pop(ctx), TFL_OK);

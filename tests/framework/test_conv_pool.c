@@ -63,7 +63,8 @@ static double *nums(const cJSON *c, const char *key, int *n)
     int len = cJSON_GetArraySize(a);
     double *v = malloc(sizeof(double) * (size_t)(len ? len : 1));
     assert_non_null(v);
-    for (int i = 0; i < len; i++) v[i] = cJSON_GetArrayItem(a, i)->valuedouble;
+    for (int i = 0; i < len; i++)
+        v[i] = cJSON_GetArrayItem(a, i)->valuedouble;
     *n = len;
     return v;
 }
@@ -72,7 +73,8 @@ static void shape4(const cJSON *c, const char *key, int64_t s[4])
 {
     const cJSON *a = field(c, key);
     assert_int_equal(cJSON_GetArraySize(a), 4);
-    for (int i = 0; i < 4; i++) s[i] = (int64_t)cJSON_GetArrayItem(a, i)->valuedouble;
+    for (int i = 0; i < 4; i++)
+        s[i] = (int64_t)cJSON_GetArrayItem(a, i)->valuedouble;
 }
 
 static void pair(const cJSON *c, const char *key, int out[2])
@@ -85,7 +87,7 @@ static void pair(const cJSON *c, const char *key, int out[2])
 static tfl_padding padding_of(const cJSON *c)
 {
     return strcmp(field(c, "padding")->valuestring, "SAME") == 0 ? TFL_PADDING_SAME
-                                                                  : TFL_PADDING_VALID;
+                                                                 : TFL_PADDING_VALID;
 }
 
 /* The fixture array `key` as a tensor of dt with shape s. */
@@ -105,7 +107,8 @@ static void expect_key(tfl_ctx *ctx, const tfl_tensor *t, const cJSON *c, const 
                        tfl_dtype dt, const int64_t s[4], double tol)
 {
     const char *name = field(c, "name")->valuestring;
-    if (!t) fail_msg("%s %s (%s): NULL: %s", name, key, tfl_dtype_name(dt), tfl_ctx_error(ctx).message);
+    if (!t)
+        fail_msg("%s %s (%s): NULL: %s", name, key, tfl_dtype_name(dt), tfl_ctx_error(ctx).message);
     TH_EXPECT_N(ctx, t, dt, 4, s, NULL, 0, 0.0); /* dtype and shape */
     int n;
     double *want = nums(c, key, &n), *got = TH_READ(t);
@@ -135,7 +138,8 @@ static void test_conv_ops_against_tf(void **state)
     tfl_ctx *ctx = th_begin(state);
     const cJSON *cases = field(g_doc, "conv"), *c;
     assert_true(cJSON_GetArraySize(cases) >= 10);
-    cJSON_ArrayForEach(c, cases) {
+    cJSON_ArrayForEach(c, cases)
+    {
         int64_t xs[4], ws[4], ys[4];
         shape4(c, "x_shape", xs);
         shape4(c, "w_shape", ws);
@@ -163,7 +167,8 @@ static void test_conv_gradients_against_tf(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
     const cJSON *c;
-    cJSON_ArrayForEach(c, field(g_doc, "conv")) {
+    cJSON_ArrayForEach(c, field(g_doc, "conv"))
+    {
         int64_t xs[4], ws[4], ys[4];
         shape4(c, "x_shape", xs);
         shape4(c, "w_shape", ws);
@@ -237,7 +242,8 @@ static void test_pool_against_tf(void **state)
     tfl_ctx *ctx = th_begin(state);
     const cJSON *cases = field(g_doc, "pool"), *c;
     assert_true(cJSON_GetArraySize(cases) >= 10);
-    cJSON_ArrayForEach(c, cases) {
+    cJSON_ArrayForEach(c, cases)
+    {
         int64_t xs[4], ys[4];
         shape4(c, "x_shape", xs);
         shape4(c, "y_shape", ys);
@@ -256,8 +262,8 @@ static void test_pool_against_tf(void **state)
                 tfl_tape *outer = tfl_tape_begin(ctx, 0);
                 assert_int_equal(tfl_tape_watch(outer, v), TFL_OK);
                 tfl_tensor *dxv = pool_vjp(ctx, true, x, v, &o);
-                assert_int_equal(tfl_tape_vjp(outer, dxv, g, 1, (const tfl_tensor *const *)&v,
-                                              &gg, 0), TFL_OK);
+                assert_int_equal(
+                    tfl_tape_vjp(outer, dxv, g, 1, (const tfl_tensor *const *)&v, &gg, 0), TFL_OK);
                 tfl_tape_free(outer);
                 expect_key(ctx, gg, c, "gg", dt, ys, tol);
             }
@@ -322,12 +328,14 @@ static void test_empty(void **state)
                     TH_SHAPE(3, 3, 3, 4), zeros, 108, 0);
         TH_EXPECT_SHAPE(ctx, tfl_max_pool2d(ctx, x, &po), dt, (0, 2, 2, 3));
         TH_EXPECT_SHAPE(ctx, tfl_avg_pool2d(ctx, x, &po), dt, (0, 2, 2, 3));
-        TH_EXPECT_SHAPE(ctx, pool_vjp(ctx, true, x, tfl_zeros(ctx, dt, 4, TH_SHAPE(0, 2, 2, 3)), &po),
+        TH_EXPECT_SHAPE(ctx,
+                        pool_vjp(ctx, true, x, tfl_zeros(ctx, dt, 4, TH_SHAPE(0, 2, 2, 3)), &po),
                         dt, (0, 5, 5, 3));
         /* no input channels: every output is an empty sum */
         tfl_tensor *x0 = tfl_zeros(ctx, dt, 4, TH_SHAPE(1, 3, 3, 0));
         tfl_tensor *w0 = tfl_zeros(ctx, dt, 4, TH_SHAPE(2, 2, 0, 2));
-        TH_EXPECT(ctx, tfl_conv2d(ctx, x0, w0, NULL), dt, (1, 2, 2, 2), (0, 0, 0, 0, 0, 0, 0, 0), 0);
+        TH_EXPECT(ctx, tfl_conv2d(ctx, x0, w0, NULL), dt, (1, 2, 2, 2), (0, 0, 0, 0, 0, 0, 0, 0),
+                  0);
     }
     th_end(ctx);
 }
@@ -344,16 +352,16 @@ static void test_views_and_defaults(void **state)
     shape4(c, "y_shape", ys);
     tfl_tensor *x = tensor_of(ctx, c, "x", TH_F64, xs), *w = tensor_of(ctx, c, "w", TH_F64, ws);
     expect_key(ctx, tfl_conv2d(ctx, x, w, NULL), c, "y", TH_F64, ys, 1e-13);
-    expect_key(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{0, 0}, {0, 0}, TFL_PADDING_VALID}),
-               c, "y", TH_F64, ys, 1e-13);
+    expect_key(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{0, 0}, {0, 0}, TFL_PADDING_VALID}), c,
+               "y", TH_F64, ys, 1e-13);
     const int swap[4] = {0, 2, 1, 3};
     tfl_tensor *xv = tfl_transpose(ctx, tfl_transpose(ctx, x, swap), swap); /* x, as a view */
     tfl_tensor *xt = tfl_transpose(ctx, tfl_reshape(ctx, x, 4, TH_SHAPE(2, 5, 5, 3)), swap);
     tfl_tensor *back = tfl_transpose(ctx, xt, swap);
     assert_non_null(xv);
     expect_key(ctx, tfl_conv2d(ctx, back, w, NULL), c, "y", TH_F64, ys, 1e-13);
-    tfl_tensor *wt = tfl_transpose(ctx, tfl_transpose(ctx, w, (int[]){1, 0, 2, 3}),
-                                   (int[]){1, 0, 2, 3});
+    tfl_tensor *wt =
+        tfl_transpose(ctx, tfl_transpose(ctx, w, (int[]){1, 0, 2, 3}), (int[]){1, 0, 2, 3});
     expect_key(ctx, tfl_conv2d(ctx, xv, wt, NULL), c, "y", TH_F64, ys, 1e-13);
     th_end(ctx);
 }
@@ -373,37 +381,46 @@ static void test_conv_errors(void **state)
                       "Conv2D",
                       "filter must be 4-dimensional (KH, KW, Cin, Cout), got shape (3, 3, 3)");
     /* depths: both shapes named */
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(3, 3, 2, 4)), NULL),
-                      "Conv2D", "input depth 3 does not match the filter's input depth 2: input "
-                      "shape (1, 5, 5, 3), filter shape (3, 3, 2, 4)");
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(3, 3, 2, 4)), NULL), "Conv2D",
+        "input depth 3 does not match the filter's input depth 2: input "
+        "shape (1, 5, 5, 3), filter shape (3, 3, 2, 4)");
     /* strides, dilations, padding */
     TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{-1, 1}, {1, 1}, 0}), "Conv2D",
                       "strides must be >= 0 (0 means 1), got (-1, 1)");
     TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{1, 1}, {1, -2}, 0}), "Conv2D",
                       "dilations must be >= 0 (0 means 1), got (1, -2)");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{1, 1}, {1, 1}, (tfl_padding)7}),
-                      "Conv2D", "padding 7 is neither TFL_PADDING_VALID (0) nor TFL_PADDING_SAME (1)");
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{1, 1}, {1, 1}, (tfl_padding)7}), "Conv2D",
+        "padding 7 is neither TFL_PADDING_VALID (0) nor TFL_PADDING_SAME (1)");
     /* a window that does not fit */
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(1, 2, 5, 3)), w, NULL),
-                      "Conv2D", "computed output height would be 0 [input height 2, effective filter "
-                      "height 3 (filter 3, dilation 1), stride 1, VALID padding]: the window does not "
-                      "fit in the input");
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d(ctx, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(1, 2, 5, 3)), w, NULL), "Conv2D",
+        "computed output height would be 0 [input height 2, effective filter "
+        "height 3 (filter 3, dilation 1), stride 1, VALID padding]: the window does not "
+        "fit in the input");
     TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, w, &(tfl_conv2d_opts){{1, 1}, {1, 3}, 0}), "Conv2D",
                       "computed output width would be 0 [input width 5, effective filter width 7 "
                       "(filter 3, dilation 3), stride 1, VALID padding]");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(1, 0, 5, 3)), w,
-                                      &(tfl_conv2d_opts){{1, 1}, {1, 1}, TFL_PADDING_SAME}),
-                      "Conv2D", "computed output height would be 0 [input height 0, effective filter "
-                      "height 3 (filter 3, dilation 1), stride 1, SAME padding]: the input is empty");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(0, 3, 3, 4)), NULL),
-                      "Conv2D", "the filter's height and width must be >= 1, got filter shape "
-                      "(0, 3, 3, 4)");
+    TH_EXPECT_INVALID(
+        ctx,
+        tfl_conv2d(ctx, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(1, 0, 5, 3)), w,
+                   &(tfl_conv2d_opts){{1, 1}, {1, 1}, TFL_PADDING_SAME}),
+        "Conv2D",
+        "computed output height would be 0 [input height 0, effective filter "
+        "height 3 (filter 3, dilation 1), stride 1, SAME padding]: the input is empty");
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F32, 4, TH_SHAPE(0, 3, 3, 4)), NULL), "Conv2D",
+        "the filter's height and width must be >= 1, got filter shape "
+        "(0, 3, 3, 4)");
     /* dtypes */
     tfl_tensor *xi = tfl_zeros(ctx, TH_I32, 4, TH_SHAPE(1, 5, 5, 3));
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, xi, tfl_zeros(ctx, TH_I32, 4, TH_SHAPE(3, 3, 3, 4)), NULL),
-                      "Conv2D", "dtype int32 is not supported; expected one of float16, bfloat16, "
-                      "float32, float64");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F64, 4, TH_SHAPE(3, 3, 3, 4)), NULL),
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d(ctx, xi, tfl_zeros(ctx, TH_I32, 4, TH_SHAPE(3, 3, 3, 4)), NULL), "Conv2D",
+        "dtype int32 is not supported; expected one of float16, bfloat16, "
+        "float32, float64");
+    TH_EXPECT_INVALID(ctx,
+                      tfl_conv2d(ctx, x, tfl_zeros(ctx, TH_F64, 4, TH_SHAPE(3, 3, 3, 4)), NULL),
                       "Conv2D", "dtypes differ: input is float32, filter is float64");
     /* NULL inputs, and the NULL of a failed op whose error is kept (chains check once) */
     TH_EXPECT_INVALID(ctx, tfl_conv2d(ctx, NULL, w, NULL), "Conv2D", "input 0 is NULL");
@@ -419,31 +436,40 @@ static void test_conv_errors(void **state)
                       "input_shape is NULL");
     TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, -5, 5, 3), w, dy, NULL),
                       "Conv2DBackpropInput", "input_shape (1, -5, 5, 3) has a negative dimension");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 6, 5, 3), w, dy, NULL),
-                      "Conv2DBackpropInput", "dy shape (1, 3, 3, 4) does not match the output shape "
-                      "(1, 4, 3, 4) of input shape (1, 6, 5, 3), filter shape (3, 3, 3, 4) and these "
-                      "options");
+    TH_EXPECT_INVALID(
+        ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 6, 5, 3), w, dy, NULL),
+        "Conv2DBackpropInput",
+        "dy shape (1, 3, 3, 4) does not match the output shape "
+        "(1, 4, 3, 4) of input shape (1, 6, 5, 3), filter shape (3, 3, 3, 4) and these "
+        "options");
     TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 5, 5, 2), w, dy, NULL),
-                      "Conv2DBackpropInput", "input depth 2 does not match the filter's input depth 3");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 5, 5, 3), w,
-                                                     tfl_zeros(ctx, TH_F32, 2, TH_SHAPE(9, 4)), NULL),
-                      "Conv2DBackpropInput", "dy must be 4-dimensional (N, OH, OW, Cout), got shape "
+                      "Conv2DBackpropInput",
+                      "input depth 2 does not match the filter's input depth 3");
+    TH_EXPECT_INVALID(ctx,
+                      tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 5, 5, 3), w,
+                                                tfl_zeros(ctx, TH_F32, 2, TH_SHAPE(9, 4)), NULL),
+                      "Conv2DBackpropInput",
+                      "dy must be 4-dimensional (N, OH, OW, Cout), got shape "
                       "(9, 4)");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 5, 5, 3), w,
-                                                     tfl_zeros(ctx, TH_F64, 4, TH_SHAPE(1, 3, 3, 4)),
-                                                     NULL),
+    TH_EXPECT_INVALID(ctx,
+                      tfl_conv2d_backprop_input(ctx, TH_SHAPE(1, 5, 5, 3), w,
+                                                tfl_zeros(ctx, TH_F64, 4, TH_SHAPE(1, 3, 3, 4)),
+                                                NULL),
                       "Conv2DBackpropInput", "dtypes differ: filter is float32, dy is float64");
     /* backprop filter */
     TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_filter(ctx, x, NULL, dy, NULL),
                       "Conv2DBackpropFilter", "filter_shape is NULL");
     TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_filter(ctx, x, TH_SHAPE(2, 2, 3, 4), dy, NULL),
-                      "Conv2DBackpropFilter", "dy shape (1, 3, 3, 4) does not match the output shape "
+                      "Conv2DBackpropFilter",
+                      "dy shape (1, 3, 3, 4) does not match the output shape "
                       "(1, 4, 4, 4) of input shape (1, 5, 5, 3), filter shape (2, 2, 3, 4)");
     TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_filter(ctx, x, TH_SHAPE(3, 3, 1, 4), dy, NULL),
-                      "Conv2DBackpropFilter", "input depth 3 does not match the filter's input depth "
+                      "Conv2DBackpropFilter",
+                      "input depth 3 does not match the filter's input depth "
                       "1: input shape (1, 5, 5, 3), filter shape (3, 3, 1, 4)");
-    TH_EXPECT_INVALID(ctx, tfl_conv2d_backprop_filter(ctx, x, TH_SHAPE(3, 3, 3, 4), dy,
-                                                      &(tfl_conv2d_opts){{1, 1}, {1, 1}, 2}),
+    TH_EXPECT_INVALID(ctx,
+                      tfl_conv2d_backprop_filter(ctx, x, TH_SHAPE(3, 3, 3, 4), dy,
+                                                 &(tfl_conv2d_opts){{1, 1}, {1, 1}, 2}),
                       "Conv2DBackpropFilter", "padding 2 is neither");
     th_end(ctx);
 }
@@ -459,7 +485,8 @@ static void test_pool_errors(void **state)
             k ? tfl_avg_pool2d : tfl_max_pool2d;
         TH_EXPECT_INVALID(ctx, fn(ctx, tfl_zeros(ctx, TH_F32, 2, TH_SHAPE(4, 4)), &ok), names[k],
                           "input must be 4-dimensional (N, H, W, C), got shape (4, 4)");
-        TH_EXPECT_INVALID(ctx, fn(ctx, x, NULL), names[k], "opts is NULL (the window size has no "
+        TH_EXPECT_INVALID(ctx, fn(ctx, x, NULL), names[k],
+                          "opts is NULL (the window size has no "
                           "default)");
         TH_EXPECT_INVALID(ctx, fn(ctx, x, &(tfl_pool2d_opts){{0, 2}, {0, 0}, 0}), names[k],
                           "ksize must be >= 1, got (0, 2)");
@@ -468,18 +495,21 @@ static void test_pool_errors(void **state)
         TH_EXPECT_INVALID(ctx, fn(ctx, x, &(tfl_pool2d_opts){{2, 2}, {-1, 2}, 0}), names[k],
                           "strides must be >= 0 (0 means the window size), got (-1, 2)");
         TH_EXPECT_INVALID(ctx, fn(ctx, x, &(tfl_pool2d_opts){{2, 2}, {0, 0}, (tfl_padding)-1}),
-                          names[k], "padding -1 is neither TFL_PADDING_VALID (0) nor "
+                          names[k],
+                          "padding -1 is neither TFL_PADDING_VALID (0) nor "
                           "TFL_PADDING_SAME (1)");
         TH_EXPECT_INVALID(ctx, fn(ctx, x, &(tfl_pool2d_opts){{2, 5}, {0, 0}, 0}), names[k],
                           "computed output width would be 0 [input width 4, window width 5, stride "
                           "5, VALID padding]: the window does not fit in the input");
         TH_EXPECT_INVALID(ctx, fn(ctx, tfl_zeros(ctx, TH_I64, 4, TH_SHAPE(1, 4, 4, 2)), &ok),
-                          names[k], "dtype int64 is not supported; expected one of float16, "
+                          names[k],
+                          "dtype int64 is not supported; expected one of float16, "
                           "bfloat16, float32, float64");
         TH_EXPECT_INVALID(ctx, fn(ctx, NULL, &ok), names[k], "input 0 is NULL");
         /* a window larger than the input is fine under SAME (it is clipped) */
-        TH_EXPECT(ctx, fn(ctx, TH_T(ctx, TH_F32, (1, 1, 2, 1), (3, 1)),
-                          &(tfl_pool2d_opts){{3, 3}, {1, 1}, TFL_PADDING_SAME}),
+        TH_EXPECT(ctx,
+                  fn(ctx, TH_T(ctx, TH_F32, (1, 1, 2, 1), (3, 1)),
+                     &(tfl_pool2d_opts){{3, 3}, {1, 1}, TFL_PADDING_SAME}),
                   TH_F32, (1, 1, 2, 1), (k ? 2 : 3, k ? 2 : 3), 0);
     }
     th_end(ctx);
@@ -488,14 +518,10 @@ static void test_pool_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TH_TEST(test_conv_ops_against_tf),
-        TH_TEST(test_conv_gradients_against_tf),
-        TH_TEST(test_pool_against_tf),
-        TH_TEST(test_max_pool_ties),
-        TH_TEST(test_half_dtypes),
-        TH_TEST(test_empty),
-        TH_TEST(test_views_and_defaults),
-        TH_TEST(test_conv_errors),
+        TH_TEST(test_conv_ops_against_tf), TH_TEST(test_conv_gradients_against_tf),
+        TH_TEST(test_pool_against_tf),     TH_TEST(test_max_pool_ties),
+        TH_TEST(test_half_dtypes),         TH_TEST(test_empty),
+        TH_TEST(test_views_and_defaults),  TH_TEST(test_conv_errors),
         TH_TEST(test_pool_errors),
     };
     return cmocka_run_group_tests(tests, load, unload);

@@ -288,7 +288,8 @@ typedef struct tfl_conv2d_opts {
  *       x[n, oh sh - pt + i dh, ow sw - pl + j dw, ci] * filter[i, j, ci, co]
  * with x read as 0 outside the image (pt, pl: the padding before, rules above). input
  * (N, H, W, Cin), filter (KH, KW, Cin, Cout) give (N, OH, OW, Cout). On the CPU: im2col and
- * one BLIS gemm per chunk of images (1x1, stride 1, VALID: one gemm on the input itself).
+ * one GEMM per chunk of images (1x1, stride 1, VALID: one GEMM on the input itself); the
+ * GEMMs run on BLIS, or on a register-tiled AVX-512 kernel where Cout is narrow.
  * Gradients: d/dinput = tfl_conv2d_backprop_input(input's shape, filter, dy),
  * d/dfilter = tfl_conv2d_backprop_filter(input, filter's shape, dy); both differentiable.
  * Errors (INVALID_ARGUMENT): "Conv2D: input must be 4-dimensional (N, H, W, C), got shape
@@ -308,7 +309,7 @@ TFL_API tfl_tensor *tfl_conv2d(tfl_ctx *ctx, const tfl_tensor *input, const tfl_
  * Cout) under the same opts,
  *   dx[n, h, w, ci] = sum of dy[n, oh, ow, co] * filter[i, j, ci, co] over every (oh, ow,
  *       i, j, co) with oh sh - pt + i dh = h and ow sw - pl + j dw = w.
- * The result has input_shape. On the CPU: one gemm dy filter^T per chunk, then col2im.
+ * The result has input_shape. On the CPU: one GEMM dy filter^T per chunk, then col2im.
  * Gradients: d/dfilter = tfl_conv2d_backprop_filter(ddx, filter's shape, dy),
  * d/ddy = tfl_conv2d(ddx, filter).
  * Errors (INVALID_ARGUMENT): input_shape NULL or with a negative dimension; "Conv2DBackprop
@@ -326,7 +327,7 @@ TFL_API tfl_tensor *tfl_conv2d_backprop_input(tfl_ctx *ctx, const int64_t input_
  *   dfilter[i, j, ci, co] = sum over n, oh, ow of
  *       x[n, oh sh - pt + i dh, ow sw - pl + j dw, ci] * dy[n, oh, ow, co]
  * (x read as 0 outside the image). The result has filter_shape. On the CPU: im2col(x)^T dy,
- * one gemm per chunk of images, summed. Gradients: d/dinput = tfl_conv2d_backprop_input(
+ * one GEMM per chunk of images, summed. Gradients: d/dinput = tfl_conv2d_backprop_input(
  * input's shape, ddw, dy), d/ddy = tfl_conv2d(input, ddw).
  * Errors: as tfl_conv2d_backprop_input, with filter_shape in place of the filter.
  */
