@@ -76,7 +76,11 @@ int main(int argc, char **argv)
     check(ctx, "model");
 
     tfl_tensor *vars[8], *grads[8];
-    int n = tfl_model_variables(net, TFL_VARS_TRAINABLE, vars, 8);
+    int n = tfl_model_variables(net, TFL_VARS_TRAINABLE, vars, 8); /* 3 kernels, 3 biases */
+    if (n > 8) {
+        fprintf(stderr, "custom_loop: %d trainable variables, room for 8\n", n);
+        return 1;
+    }
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     oo.learning_rate = 0.01;
     tfl_optimizer *adam = tfl_optimizer_new(ctx, &oo);

@@ -107,7 +107,8 @@ int main(int argc, char **argv)
         tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, TFL_METRIC_ACCURACY);
     if (tfl_ctx_status(ctx) == TFL_OK) {
         tfl_model_build(m, 3, (int64_t[]){-1, 28, 28});
-        printf("%s", tfl_model_summary(m));
+        const char *summary = tfl_model_summary(m);
+        if (summary) printf("%s", summary);
         printf("threads %d, seed %llu, %lld training and %lld test images\n",
                tfl_ctx_num_threads(ctx), (unsigned long long)a.seed,
                (long long)tfl_dataset_size(train), (long long)tfl_dataset_size(test));

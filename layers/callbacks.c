@@ -71,6 +71,8 @@ static void drop_saved(tfl_model *m, tfl_early_stopping *es)
 static tfl_status es_begin(tfl_model *m, void *user)
 {
     tfl_early_stopping *es = user;
+    TFL_CHECK_RET(m->ctx, es, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "early stopping: the callback's settings are NULL");
     const char *mon = es->monitor ? es->monitor : "val_loss";
     TFL_CHECK_RET(m->ctx, es->patience >= 0 && es->min_delta >= 0, TFL_INVALID_ARGUMENT,
                   TFL_INVALID_ARGUMENT, "early stopping: patience and min_delta must be >= 0, got "
@@ -113,7 +115,7 @@ static tfl_status es_epoch(tfl_model *m, const tfl_epoch_logs *lg, void *user, b
             es->saved = copy;
             return st;
         }
-    } else if (++es->wait > es->patience) {
+    } else if (++es->wait >= es->patience) { /* Keras: patience 2 stops 2 epochs after the best */
         es->stopped_epoch = lg->epoch;
         *stop = true;
     }
@@ -126,7 +128,7 @@ static tfl_status es_end(tfl_model *m, const tfl_epoch_logs *last, void *user)
     tfl_early_stopping *es = user;
     tfl_status st = TFL_OK;
     tfl_tensor **saved = es->saved;
-    if (saved && es->stopped_epoch >= 0) { /* Keras restores only when it stopped */
+    if (saved) { /* Keras 3 restores the best epoch's weights at the end, stopped or not */
         int n = tfl_model_variables(m, TFL_VARS_ALL, NULL, 0);
         tfl_tensor **vars = tfl__calloc(m->ctx, sizeof(*vars) * (size_t)(n + 1));
         if (!vars) st = tfl_ctx_status(m->ctx);
@@ -155,8 +157,9 @@ static void csv_field(FILE *f, double v)
 static tfl_status csv_begin(tfl_model *m, void *user)
 {
     tfl_csv_logger *log = user;
-    TFL_CHECK_RET(m->ctx, log->path, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
-                  "CSV logger: the path is NULL");
+    TFL_CHECK_RET(m->ctx, log && log->path, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "CSV logger: the %s is NULL", log ? "path" : "logger");
+    log->file = NULL;
     bool had = false;
     if (log->append) {
         FILE *probe = fopen(log->path, "r");
@@ -211,7 +214,7 @@ tfl_callback tfl_csv_logger_callback(tfl_csv_logger *log)
 static tfl_status ck_begin(tfl_model *m, void *user)
 {
     tfl_checkpoint_hook *h = user;
-    TFL_CHECK_RET(m->ctx, h->path_template && h->save && h->every >= 0, TFL_INVALID_ARGUMENT,
+    TFL_CHECK_RET(m->ctx, h && h->path_template && h->save && h->every >= 0, TFL_INVALID_ARGUMENT,
                   TFL_INVALID_ARGUMENT, "checkpoint hook: needs a path_template, a save function "
                   "and every >= 0");
     h->saved = 0;

@@ -47,12 +47,18 @@ static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tens
 static bool gather_vars(tfl_model *m)
 {
     int n = tfl_model_variables(m, TFL_VARS_TRAINABLE, NULL, 0);
-    if (n > m->n_train_vars || !m->train_vars) {
+    if (n > m->cap_train_vars) {
+        tfl_tensor **v = tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1));
+        tfl_tensor **g = v ? tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1)) : NULL;
+        if (!g) {
+            tfl__host_free(m->ctx, v);
+            return false;
+        }
         tfl__host_free(m->ctx, m->train_vars);
         tfl__host_free(m->ctx, m->grads);
-        m->train_vars = tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1));
-        m->grads = tfl__calloc(m->ctx, sizeof(tfl_tensor *) * (size_t)(n + 1));
-        if (!m->train_vars || !m->grads) return false;
+        m->train_vars = v;
+        m->grads = g;
+        m->cap_train_vars = n;
     }
     m->n_train_vars = tfl_model_variables(m, TFL_VARS_TRAINABLE, m->train_vars, n);
     return true;
@@ -223,10 +229,15 @@ static void print_epoch(progress *p, const tfl_epoch_logs *lg)
 
 /* ---- fit -------------------------------------------------------------------------------------- */
 
-static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, progress *p, tfl_epoch_logs *lg)
+static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o,
+                            progress *p, tfl_epoch_logs *lg)
 {
     tfl_ctx *ctx = m->ctx;
-    tfl_status st = tfl_dataset_reset(train, (uint64_t)lg->epoch);
+    /* batching again every epoch: evaluating a validation set that is the training set
+     * re-batches it */
+    tfl_status st = tfl_dataset_batch(train, o->batch_size ? o->batch_size : 32,
+                                      &(tfl_batch_opts){o->shuffle, o->seed, o->drop_remainder});
+    if (st == TFL_OK) st = tfl_dataset_reset(train, (uint64_t)lg->epoch);
     if (st != TFL_OK) return st;
     int64_t batches = tfl_dataset_num_batches(train), batch = 0;
     double sum = 0, correct = 0, t0 = now_s();
@@ -249,6 +260,21 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, progress *p, tfl_e
     lg->loss = lg->samples ? sum / (double)lg->samples : NAN;
     lg->accuracy = lg->samples && (m->metrics & TFL_METRIC_ACCURACY) ? correct / (double)lg->samples
                                                                       : NAN;
+    return TFL_OK;
+}
+
+/* The validation data fits the training data's examples (checked before any step). */
+static tfl_status check_validation(tfl_model *m, tfl_dataset *train, tfl_dataset *val)
+{
+    tfl_status st = check_ready(m, val, "tfl_model_fit: validation", false);
+    if (st != TFL_OK) return st;
+    int r = tfl_dataset_feature_rank(train), rv = tfl_dataset_feature_rank(val);
+    const int64_t *s = tfl_dataset_feature_shape(train), *sv = tfl_dataset_feature_shape(val);
+    char a[128], b[128];
+    TFL_CHECK_RET(m->ctx, tfl__same_shape(r, s, rv, sv), TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: validation examples of shape %s do "
+                  "not match the training examples' %s", m->name,
+                  tfl__shape_str(rv, sv, b, sizeof b), tfl__shape_str(r, s, a, sizeof a));
     return TFL_OK;
 }
 
@@ -276,21 +302,31 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
     tfl_fit_opts o = opts ? *opts : (tfl_fit_opts){0};
     tfl_status st = check_ready(m, train, "tfl_model_fit", true);
     if (st == TFL_OK) st = check_fit_opts(m, &o);
+    if (st == TFL_OK && o.validation) st = check_validation(m, train, o.validation);
     if (st != TFL_OK) return st;
     if (history) history->count = 0;
     int epochs = o.epochs ? o.epochs : 1;
     st = tfl_dataset_batch(train, o.batch_size ? o.batch_size : 32,
                            &(tfl_batch_opts){o.shuffle, o.seed, o.drop_remainder});
     if (st != TFL_OK) return st;
+    TFL_CHECK_RET(m->ctx, tfl_dataset_num_batches(train) > 0, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: the training data gives no batch "
+                  "(%lld examples, batch_size %lld%s)", m->name,
+                  (long long)tfl_dataset_size(train), (long long)o.batch_size,
+                  o.drop_remainder ? ", drop_remainder" : "");
     progress p = {o.progress, o.progress && isatty(fileno(o.progress)), 0};
-    for (int i = 0; i < o.n_callbacks && st == TFL_OK; i++)
-        if (o.callbacks[i].on_train_begin) st = o.callbacks[i].on_train_begin(m, o.callbacks[i].user);
+    /* callbacks whose train_begin ran get their train_end, even after an error */
+    int begun = 0;
+    for (; begun < o.n_callbacks && st == TFL_OK; begun++)
+        if (o.callbacks[begun].on_train_begin)
+            st = o.callbacks[begun].on_train_begin(m, o.callbacks[begun].user);
+    if (st != TFL_OK) begun--; /* the one that failed cleaned up after itself */
     tfl_epoch_logs lg = {0};
     bool stop = false, any = false;
     for (int e = o.initial_epoch; e < epochs && st == TFL_OK && !stop; e++) {
         lg = (tfl_epoch_logs){e, epochs, NAN, NAN, NAN, NAN, 0, 0};
         if (p.out && p.tty) fprintf(p.out, "epoch %d/%d\n", e + 1, epochs);
-        if ((st = run_epoch(m, train, &p, &lg)) != TFL_OK) break;
+        if ((st = run_epoch(m, train, &o, &p, &lg)) != TFL_OK) break;
         if (o.validation) {
             st = tfl_model_evaluate(m, o.validation, o.batch_size ? o.batch_size : 32,
                                     &lg.val_loss, &lg.val_accuracy);
@@ -306,8 +342,7 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
             if (o.callbacks[i].on_epoch_end)
                 st = o.callbacks[i].on_epoch_end(m, &lg, o.callbacks[i].user, &stop);
     }
-    /* train_end runs for every callback (they release what they hold), even after an error */
-    for (int i = 0; i < o.n_callbacks; i++)
+    for (int i = 0; i < begun; i++)
         if (o.callbacks[i].on_train_end) {
             tfl_status s = o.callbacks[i].on_train_end(m, any ? &lg : NULL, o.callbacks[i].user);
             if (st == TFL_OK) st = s;

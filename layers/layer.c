@@ -260,14 +260,18 @@ tfl_status tfl_layer_build(tfl_layer *l, int rank, const int64_t *shape)
     if (tfl_layer_output_shape(l, rank, shape, out) < 0) return tfl_ctx_status(l->ctx);
     if (l->built) return TFL_OK;
     tfl_status st = tfl__layer_make_vars(l, rank, shape);
-    if (st != TFL_OK) {
-        for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);
-        l->n_vars = 0;
-        memset(l->vars, 0, sizeof l->vars);
-        return st;
-    }
     l->built = true;
-    return TFL_OK;
+    if (st != TFL_OK) tfl__layer_unbuild(l);
+    return st;
+}
+
+void tfl__layer_unbuild(tfl_layer *l)
+{
+    for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);
+    l->n_vars = 0;
+    memset(l->vars, 0, sizeof l->vars);
+    l->in_feature = -1;
+    l->built = false;
 }
 
 tfl_tensor *tfl_layer_call(tfl_layer *l, const tfl_tensor *x, bool training)

@@ -76,7 +76,12 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
         TFL_CHECK_RET(CTX, rank >= 1, -1, TFL_INVALID_ARGUMENT,
                       "%s: Flatten expects an input with a batch axis, got shape ()", NAME);
         int64_t n = 1;
-        for (int d = 1; d < rank; d++) n = shape[d] < 0 || n < 0 ? -1 : n * shape[d];
+        for (int d = 1; d < rank; d++) {
+            TFL_CHECK_RET(CTX, shape[d] <= 0 || n <= 0 || n <= INT64_MAX / shape[d], -1,
+                          TFL_INVALID_ARGUMENT, "%s: an example of shape %s has too many "
+                          "elements", NAME, tfl__shape_str(rank, shape, sb, sizeof sb));
+            n = shape[d] < 0 || n < 0 ? -1 : n * shape[d];
+        }
         out[0] = shape[0];
         out[1] = n;
         return 2;
@@ -89,11 +94,15 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
         bool known = true; /* every input dimension after the batch is known */
         for (int d = 1; d < rank; d++) {
             known = known && shape[d] >= 0;
-            have *= shape[d];
+            TFL_CHECK_RET(CTX, !known || shape[d] == 0 || have <= INT64_MAX / shape[d], -1,
+                          TFL_INVALID_ARGUMENT, "%s: an example of shape %s has too many "
+                          "elements", NAME, tfl__shape_str(rank, shape, sb, sizeof sb));
+            if (known) have *= shape[d];
         }
         for (int i = 0; i < s->target_rank; i++) {
             if (s->target_shape[i] == -1) unknown = i;
-            else want *= s->target_shape[i];
+            else if (want <= INT64_MAX / s->target_shape[i]) want *= s->target_shape[i];
+            else want = -1; /* more than any input can hold */
         }
         out[0] = shape[0];
         memcpy(out + 1, s->target_shape, sizeof(int64_t) * s->target_rank);
@@ -230,6 +239,11 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
     const tfl_layer_spec *s = &l->spec;
     if (s->kind == TFL_LAYER_EMBEDDING) return tfl_gather(CTX, l->vars[0], x, 0);
+    bool weighted = s->kind == TFL_LAYER_DENSE || s->kind == TFL_LAYER_CONV2D ||
+                    s->kind == TFL_LAYER_BATCH_NORM;
+    if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32) /* Keras's autocast */
+        x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32);
+    if (!x) return NULL;
     int rank = tfl_tensor_rank(x);
     int64_t out[TFL_MAX_RANK];
     switch (s->kind) {

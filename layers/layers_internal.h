@@ -21,6 +21,7 @@ struct tfl_layer {
     char name[TFL__NAME_MAX];
     tfl_model *owner;              /* the model that frees it, or NULL */
     bool built;
+    bool fresh;                    /* built by the tfl_model_build in progress */
     int64_t in_feature;            /* the last input dimension it was built for (Dense, Conv2D,
                                       BatchNormalization); -1 when not checked */
     tfl_tensor *vars[TFL__LAYER_VARS]; /* by the kind's order (see layer.c) */
@@ -42,7 +43,7 @@ struct tfl_model {
     char *summary;                 /* the last tfl_model_summary's text */
     tfl_tensor **train_vars;       /* scratch of fit: trainable variables and their grads */
     tfl_tensor **grads;
-    int n_train_vars;
+    int n_train_vars, cap_train_vars;
 };
 
 /* layer.c */
@@ -55,6 +56,8 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
 /** The ctx object free of a model (so layer.c can tell models from layers). */
 void tfl__model_free_obj(tfl__ctx_obj *obj);
 
+/** Releases the layer's variables: unbuilt again. */
+void tfl__layer_unbuild(tfl_layer *l);
 /** tfl__layer_forward in a frame of its own; the result goes to the caller's frame. */
 tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 

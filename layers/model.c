@@ -97,18 +97,33 @@ tfl_status tfl_model_build(tfl_model *m, int rank, const int64_t *shape)
     TFL_CHECK_RET(m->ctx, rank >= 1 && rank <= TFL_MAX_RANK && shape, TFL_INVALID_ARGUMENT,
                   TFL_INVALID_ARGUMENT, "%s: build needs an input shape of rank 1..%d with the "
                   "batch axis first, got rank %d", m->name, TFL_MAX_RANK, rank);
+    /* the whole chain's shapes first: nothing is made unless every layer takes its input */
     int64_t cur[TFL_MAX_RANK + 1], next[TFL_MAX_RANK + 1];
     memcpy(cur, shape, sizeof(int64_t) * rank);
-    const int in_rank = rank;
+    int r = rank;
     for (int i = 0; i < m->n_layers; i++) {
-        tfl_status st = tfl_layer_build(m->layers[i], rank, cur);
-        if (st != TFL_OK) return st;
-        rank = tfl__layer_shape(m->layers[i], rank, cur, next);
-        if (rank < 0) return tfl_ctx_status(m->ctx);
-        memcpy(cur, next, sizeof(int64_t) * rank);
+        r = tfl__layer_shape(m->layers[i], r, cur, next);
+        if (r < 0) return tfl_ctx_status(m->ctx);
+        memcpy(cur, next, sizeof(int64_t) * r);
     }
-    m->in_rank = in_rank; /* the summary's shapes start here */
-    memcpy(m->in_shape, shape, sizeof(int64_t) * in_rank);
+    /* then the variables; a failure (out of memory) undoes what this call made */
+    memcpy(cur, shape, sizeof(int64_t) * rank);
+    r = rank;
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < m->n_layers && st == TFL_OK; i++) {
+        tfl_layer *l = m->layers[i];
+        l->fresh = !l->built;
+        st = tfl_layer_build(l, r, cur);
+        r = tfl__layer_shape(l, r, cur, next);
+        if (r >= 0) memcpy(cur, next, sizeof(int64_t) * r);
+    }
+    for (int i = 0; i < m->n_layers; i++) {
+        if (st != TFL_OK && m->layers[i]->fresh) tfl__layer_unbuild(m->layers[i]);
+        m->layers[i]->fresh = false;
+    }
+    if (st != TFL_OK) return st;
+    m->in_rank = rank; /* the summary's shapes start here */
+    memcpy(m->in_shape, shape, sizeof(int64_t) * rank);
     return TFL_OK;
 }
 
@@ -117,9 +132,10 @@ tfl_tensor *tfl_model_call(tfl_model *m, const tfl_tensor *x, bool training)
     if (!m) return NULL;
     TFL_CHECK_RET(m->ctx, m->n_layers > 0, NULL, TFL_FAILED_PRECONDITION,
                   "%s: the model has no layers", m->name);
-    if (x && m->in_rank == 0) {
-        m->in_rank = tfl_tensor_rank(x);
-        memcpy(m->in_shape, tfl_tensor_shape(x), sizeof(int64_t) * m->in_rank);
+    if (x && !m->layers[m->n_layers - 1]->built) { /* the first call builds every layer */
+        if (!tfl__layer_check_dtype(m->layers[0], x) ||
+            tfl_model_build(m, tfl_tensor_rank(x), tfl_tensor_shape(x)) != TFL_OK)
+            return NULL;
     }
     if (tfl_frame_push(m->ctx) != TFL_OK) return NULL;
     const tfl_tensor *y = x;
@@ -136,7 +152,7 @@ int tfl_model_variables(const tfl_model *m, tfl_var_filter filter, tfl_tensor **
     int n = 0;
     for (int i = 0; i < m->n_layers; i++) {
         int room = cap > n ? cap - n : 0;
-        n += tfl_layer_variables(m->layers[i], filter, room ? out + n : NULL, room);
+        n += tfl_layer_variables(m->layers[i], filter, room && out ? out + n : NULL, room);
     }
     return n;
 }

@@ -219,15 +219,15 @@ static void early_stopping_restores_the_best(void **state)
                                                              .callbacks = cbs, .n_callbacks = 2},
                                    &h),
                      TFL_OK);
-    /* epoch 0 sets best; epochs 1, 2 wait; epoch 3 exceeds the patience and stops */
-    assert_int_equal(h.count, 4);
+    /* epoch 0 sets best; epochs 1 and 2 do not improve: patience 2 stops after epoch 2 */
+    assert_int_equal(h.count, 3);
     assert_int_equal(rec.begins, 1);
-    assert_int_equal(rec.epochs, 4);
+    assert_int_equal(rec.epochs, 3);
     assert_int_equal(rec.ends, 1);
     assert_int_equal(es.best_epoch, 0);
-    assert_int_equal(es.stopped_epoch, 3);
+    assert_int_equal(es.stopped_epoch, 2);
     assert_null(es.saved);
-    /* the weights are epoch 0's again, not epoch 3's */
+    /* the weights are epoch 0's again, not epoch 2's */
     tfl_tensor *k = NULL;
     tfl_model_variables(m, TFL_VARS_ALL, &k, 1);
     for (int i = 0; i < 32; i++) {
@@ -235,7 +235,7 @@ static void early_stopping_restores_the_best(void **state)
         tfl_tensor_get(k, i, &v);
         assert_true(v == rec.kernels[0][i]);
     }
-    assert_true(memcmp(rec.kernels[0], rec.kernels[3], sizeof rec.kernels[0]) != 0);
+    assert_true(memcmp(rec.kernels[0], rec.kernels[2], sizeof rec.kernels[0]) != 0);
     /* an unknown monitor is refused before training */
     tfl_early_stopping bad = {.monitor = "val_los"};
     tfl_callback cb = tfl_early_stopping_callback(&bad);
@@ -508,6 +508,58 @@ static void fit_errors(void **state)
     tfl_dataset_free(wide);
 }
 
+/* Bad validation data, an empty epoch and NULL callback settings are refused before any
+ * step: the variables and the step counter stay as they were. */
+static void checks_before_training(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_dataset *train = blobs(ctx, 30, 9);
+    tfl_model *m = classifier(ctx, 0.01);
+    tfl_tensor *x3 = tfl_zeros(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){4, 3});
+    tfl_tensor *y4 = tfl_zeros(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){4});
+    tfl_dataset *wide = tfl_dataset_from_arrays(ctx, x3, y4, NULL);
+    tfl_tensor_release(y4);
+    tfl_dataset *unlabelled = tfl_dataset_from_arrays(ctx, x3, NULL, NULL);
+    assert_int_equal(tfl_model_fit(m, train, &(tfl_fit_opts){.validation = unlabelled}, NULL),
+                     TFL_INVALID_ARGUMENT);
+    assert_has(tfl_ctx_error(ctx).message, "tfl_model_fit: validation: sequential: the dataset "
+                                           "has no labels");
+    tfl_ctx_clear_error(ctx);
+    assert_int_equal(tfl_model_fit(m, train, &(tfl_fit_opts){.validation = wide}, NULL),
+                     TFL_INVALID_ARGUMENT);
+    assert_has(tfl_ctx_error(ctx).message, "validation examples of shape (3,) do not match the "
+                                           "training examples' (2,)");
+    tfl_ctx_clear_error(ctx);
+    assert_int_equal(tfl_model_fit(m, train, &(tfl_fit_opts){.batch_size = 31,
+                                                             .drop_remainder = true},
+                                   NULL),
+                     TFL_INVALID_ARGUMENT);
+    assert_has(tfl_ctx_error(ctx).message, "the training data gives no batch (30 examples, "
+                                           "batch_size 31, drop_remainder)");
+    tfl_ctx_clear_error(ctx);
+    tfl_callback cbs[3] = {tfl_early_stopping_callback(NULL), tfl_csv_logger_callback(NULL),
+                           tfl_checkpoint_callback(NULL)};
+    const char *msgs[3] = {"early stopping: the callback's settings are NULL",
+                           "CSV logger: the logger is NULL", "checkpoint hook: needs a"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(tfl_model_fit(m, train, &(tfl_fit_opts){.callbacks = &cbs[i],
+                                                                 .n_callbacks = 1},
+                                       NULL),
+                         TFL_INVALID_ARGUMENT);
+        assert_has(tfl_ctx_error(ctx).message, msgs[i]);
+        tfl_ctx_clear_error(ctx);
+    }
+    double it = -1;
+    assert_int_equal(tfl_tensor_get(tfl_optimizer_iterations(last_opt), 0, &it), TFL_OK);
+    assert_true(it == 0);
+    assert_int_equal(tfl_model_variables(m, TFL_VARS_ALL, NULL, 0), 0); /* nothing built */
+    tfl_tensor_release(x3);
+    drop(m);
+    tfl_dataset_free(train);
+    tfl_dataset_free(wide);
+    tfl_dataset_free(unlabelled);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +573,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(progress_lines_when_not_a_terminal, setup, teardown),
         cmocka_unit_test_setup_teardown(progress_bar_on_a_terminal, setup, teardown),
         cmocka_unit_test_setup_teardown(fit_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(checks_before_training, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

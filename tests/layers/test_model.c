@@ -773,6 +773,44 @@ static void test_freed_with_context(void **state)
     assert_int_equal(c.frees, c.allocs);
 }
 
+/* A build that fails at a later layer makes no variables anywhere; a NULL list with a
+ * capacity is only counted; float64 inputs are cast to the layers' float32. */
+static void test_build_all_or_nothing(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_model *m = new_model(ctx, "convs");
+    add(m, SPEC(.kind = TFL_LAYER_CONV2D, .units = 4, .kernel_size = {3, 3}));
+    add(m, SPEC(.kind = TFL_LAYER_CONV2D, .units = 4, .kernel_size = {3, 3}));
+    assert_int_equal(tfl_model_build(m, RS(-1, 4, 4, 1)), TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "conv2d_1: the Conv2D window (3, 3) does not "
+                      "fit the input (-1, 2, 2, 4) with VALID padding");
+    assert_int_equal(tfl_model_param_count(m, TFL_VARS_ALL), 0); /* conv2d made nothing */
+    assert_int_equal(tfl_model_build(m, RS(-1, 28, 28, 3)), TFL_OK); /* so 3 channels work */
+    assert_int_equal(tfl_model_param_count(m, TFL_VARS_ALL), (3 * 3 * 3 * 4 + 4) + (9 * 4 * 4 + 4));
+    assert_int_equal(tfl_model_variables(m, TFL_VARS_ALL, NULL, 4), 4);
+    tfl_model_free(m);
+
+    tfl_model *d = new_model(ctx, "f64");
+    add(d, SPEC(.kind = TFL_LAYER_DENSE, .units = 2));
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *x = tfl_ones(ctx, TFL_DTYPE_FLOAT64, 2, (const int64_t[]){3, 5});
+    tfl_tensor *y = tfl_model_call(d, x, false);
+    assert_non_null(y);
+    assert_int_equal(tfl_tensor_dtype(y), TFL_DTYPE_FLOAT32);
+    assert_null(tfl_model_call(d, tfl_ones(ctx, TFL_DTYPE_INT32, 2, (const int64_t[]){3, 5}),
+                               false));
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "dense: Dense expects a floating input, got int32");
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    tfl_model_free(d);
+
+    tfl_model *f = new_model(ctx, "flat");
+    add(f, SPEC(.kind = TFL_LAYER_FLATTEN));
+    assert_int_equal(tfl_model_build(f, RS(-1, 4294967296, 4294967296)), TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "flatten: an example of shape (-1, 4294967296, "
+                      "4294967296) has too many elements");
+    tfl_model_free(f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -781,6 +819,7 @@ int main(void)
         T(test_model_names),
         T(test_model_add),
         T(test_build_and_summary),
+        T(test_build_all_or_nothing),
         T(test_model_variables),
         T(test_model_call),
         T(test_model_call_null_input),

@@ -17,7 +17,8 @@
  * "dropout", "batch_normalization", "activation", "embedding") and then "_1", "_2", ...
  * while that name is taken by a live layer; a spec naming a taken name is an error.
  * Trainable variables join the trainable collection; BatchNormalization's moving mean and
- * variance are not trainable.
+ * variance are not trainable. Dense, Conv2D and BatchNormalization compute in float32: a
+ * float16, bfloat16 or float64 input is cast first (Keras's autocast).
  *
  * Defaults (Keras 3):
  *   Dense        kernel glorot_uniform (fan_in, units), bias zeros (units), y = act(x·W + b)
@@ -34,7 +35,8 @@
  *                moving_variance ones; momentum 0.99, epsilon 1e-3. Training: normalises
  *                with the batch's mean and (biased) variance and then updates
  *                moving = moving·momentum + batch·(1 − momentum); inference: normalises with
- *                the moving statistics.
+ *                the moving statistics. (A momentum of exactly 0 cannot be asked for: 0
+ *                means the default.)
  *   Activation   act(x).
  *   Embedding    embeddings uniform(−0.05, 0.05) (input_dim, units); integer input of any
  *                shape -> input shape + (units); ids outside [0, input_dim) are an error.
@@ -124,8 +126,8 @@ TFL_API tfl_tensor *tfl_layer_call(tfl_layer *layer, const tfl_tensor *x, bool t
 
 /**
  * The output shape for an input of shape (rank, shape), batch axis included, without
- * running anything (a -1 batch stays -1). Returns the output rank, or -1 with the error
- * kept (as tfl_layer_call's shape errors).
+ * running anything (a -1 batch stays -1). out_shape needs room for TFL_MAX_RANK entries.
+ * Returns the output rank, or -1 with the error kept (as tfl_layer_call's shape errors).
  */
 TFL_API int tfl_layer_output_shape(tfl_layer *layer, int rank, const int64_t *shape,
                                    int64_t *out_shape);

@@ -44,7 +44,9 @@ extern "C" {
 
 typedef struct tfl_model tfl_model;
 
-/** Losses per example, then averaged over the batch (Keras's default reduction). */
+/** Losses per example, then averaged over the batch (Keras's default reduction). Every loss
+ * takes the model's raw outputs (logits), Keras's from_logits=True: a model ending in a
+ * softmax or sigmoid activation would apply it twice. */
 typedef enum tfl_loss_kind {
     TFL_LOSS_NONE = 0,
     /* -log softmax(logits)[label]: integer labels, logits (batch, classes) */
@@ -62,7 +64,7 @@ typedef enum tfl_loss_kind {
 TFL_API const char *tfl_loss_name(tfl_loss_kind kind);
 
 /**
- * The loss per example (shape: the batch axis) of `pred` against `labels`; labels are
+ * The loss per example (shape: pred's shape without its last axis) of `pred` against `labels`; labels are
  * integer class ids for SPARSE_CATEGORICAL_CROSSENTROPY (int32 or int64, shape of pred
  * without its last axis) and of pred's dtype and shape otherwise (an int32 or int64 label
  * vector is one-hot encoded for CATEGORICAL_CROSSENTROPY, converted for the other two).
@@ -135,7 +137,9 @@ typedef struct tfl_epoch_logs {
 
 /** A callback: any function may be NULL. Return TFL_OK to go on; any other status stops fit
  * with that status (the message kept in ctx is the callback's to set). Set *stop to end
- * training after this epoch (early stopping). */
+ * training after this epoch (early stopping). on_train_end runs for every callback whose
+ * on_train_begin succeeded (or that has none), also when fit fails, so that it can release
+ * what it holds; a failing on_train_begin cleans up after itself. */
 typedef struct tfl_callback {
     tfl_status (*on_train_begin)(tfl_model *model, void *user);
     tfl_status (*on_epoch_end)(tfl_model *model, const tfl_epoch_logs *logs, void *user,
@@ -170,19 +174,23 @@ typedef struct tfl_history {
 
 /**
  * Trains the model on `train` (its batches: x float, y labels), epoch after epoch. The
- * dataset's batch size and order are set from opts. The trainable variables are built on
- * the first batch.
+ * dataset's batch size and order are set from opts at the start of every epoch. The
+ * variables are built on the first batch. The validation data is checked (labels, example
+ * shape) before any step.
  * Returns: TFL_OK (also when early stopping ends it), or the first error: a step's
  * (INVALID_ARGUMENT for labels that do not fit the loss, ...), a callback's status, or
  * FAILED_PRECONDITION when the model has no optimizer or loss, or INVALID_ARGUMENT for
- * bad options. A failure leaves the variables as the last complete step left them.
+ * bad options or training data that gives no batch. A failure leaves the trainable
+ * variables and the optimizer as the last complete step left them (BatchNormalization's
+ * moving statistics are updated in the forward pass, so a failing batch may have moved
+ * them).
  */
 TFL_API tfl_status tfl_model_fit(tfl_model *model, tfl_dataset *train, const tfl_fit_opts *opts,
                                  tfl_history *history);
 
 /**
  * Mean loss and accuracy over `data` in inference mode (batches of batch_size, 0: 32, in
- * order). loss/accuracy may be NULL; accuracy is NaN without TFL_METRIC_ACCURACY.
+ * order: this sets data's batching, as tfl_dataset_batch does). loss/accuracy may be NULL; accuracy is NaN without TFL_METRIC_ACCURACY.
  * Errors: FAILED_PRECONDITION (no loss compiled), the steps' errors.
  */
 TFL_API tfl_status tfl_model_evaluate(tfl_model *model, tfl_dataset *data, int64_t batch_size,
@@ -205,7 +213,9 @@ typedef struct tfl_early_stopping {
     const char *monitor;           /* "loss", "accuracy", "val_loss" (NULL), "val_accuracy" */
     double min_delta;              /* >= 0 */
     int patience;                  /* epochs without improvement to wait; >= 0 */
-    bool restore_best_weights;     /* copy back the best epoch's trainable variables */
+    bool restore_best_weights;     /* at the end of training (stopped early or not), copy
+                                      back every variable of the best epoch (moving
+                                      statistics too), as Keras 3 does */
     /* state, set by fit */
     double best;
     int best_epoch, wait, stopped_epoch; /* stopped_epoch: -1 when it did not stop */
