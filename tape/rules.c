@@ -33,6 +33,7 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(SQRT, sqrt, 0, OUT),
     R(ABS, abs, 0, IN(0)),
     R(RELU, relu, 0, OUT),
+    R(RELU_GRAD, relu_grad, 0, IN(1), 0),
     R(LEAKY_RELU, leaky_relu, A(scalar), IN(0)),
     R(SIGMOID, sigmoid, 0, OUT),
     R(TANH, tanh, 0, OUT),

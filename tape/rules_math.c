@@ -93,10 +93,14 @@ TFL_RULE(abs)
     g->dx[0] = tfl_mul(CTX, dy, tfl_sign(CTX, X(0)));
 }
 
-TFL_RULE(relu)
+TFL_RULE(relu) { g->dx[0] = tfl_relu_grad(CTX, DY, Y); }
+
+/* ReluGrad(dy, y) = dy [y > 0]: linear in dy (the same mask again); flat in y almost everywhere
+ * (TensorFlow's gradient: zeros) */
+TFL_RULE(relu_grad)
 {
-    tfl_tensor *zero = tfl__scalar_like(g, Y, 0);
-    g->dx[0] = tfl_where(CTX, tfl_greater(CTX, Y, zero), DY, zero);
+    if (g->need[0]) g->dx[0] = tfl__sum_to_input(g, tfl_relu_grad(CTX, DY, X(1)), 0);
+    if (g->need[1]) g->dx[1] = tfl__zeros_like_input(g, 1);
 }
 
 TFL_RULE(leaky_relu)

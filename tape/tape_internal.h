@@ -131,7 +131,7 @@ tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i);
 #define TFL_RULE(name) void tfl__grad_##name(const tfl__grad_call *g)
 TFL_RULE(identity); TFL_RULE(add); TFL_RULE(sub); TFL_RULE(mul); TFL_RULE(div); TFL_RULE(pow);
 TFL_RULE(maximum); TFL_RULE(minimum); TFL_RULE(neg); TFL_RULE(exp); TFL_RULE(log);
-TFL_RULE(sqrt); TFL_RULE(abs); TFL_RULE(relu); TFL_RULE(leaky_relu); TFL_RULE(sigmoid);
+TFL_RULE(sqrt); TFL_RULE(abs); TFL_RULE(relu); TFL_RULE(relu_grad); TFL_RULE(leaky_relu); TFL_RULE(sigmoid);
 TFL_RULE(tanh); TFL_RULE(gelu); TFL_RULE(softmax); TFL_RULE(log_softmax); TFL_RULE(erf);
 TFL_RULE(sign); TFL_RULE(conj); TFL_RULE(cast); TFL_RULE(where);          /* rules_math.c */
 TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);

@@ -185,6 +185,8 @@ static inline float gelu_f(float x, double approximate)
 }
 
 UN_LOOP(relu_f32_loop, float, float, x < 0.0f ? 0.0f : x)
+BIN_LOOP(relu_grad_f32_loop, float, float, y > 0.0f ? x : 0.0f) /* x: dy, y: features */
+BIN_LOOP(relu_grad_f64_loop, double, double, y > 0.0 ? x : 0.0)
 UN_LOOP(relu_f64_loop, double, double, x < 0.0 ? 0.0 : x)
 UN_LOOP(leaky_f32_loop, float, float, x > 0.0f ? x : (float)A * x)
 UN_LOOP(leaky_f64_loop, double, double, x > 0.0 ? x : A * x)
@@ -254,6 +256,7 @@ static const tfl__loop_fn sign_loops[TFL_DTYPE_COUNT] = NUMERIC(sign);
 static const tfl__loop_fn conj_loops[TFL_DTYPE_COUNT] = {D(COMPLEX64) = conj_c64_loop,
                                                          D(COMPLEX128) = conj_c128_loop};
 static const tfl__loop_fn relu_loops[TFL_DTYPE_COUNT] = FLOAT(relu);
+static const tfl__loop_fn relu_grad_loops[TFL_DTYPE_COUNT] = FLOAT(relu_grad);
 static const tfl__loop_fn leaky_loops[TFL_DTYPE_COUNT] = FLOAT(leaky);
 static const tfl__loop_fn sigmoid_loops[TFL_DTYPE_COUNT] = FLOAT(sigmoid);
 static const tfl__loop_fn tanh_loops[TFL_DTYPE_COUNT] = FLOAT(tanh);
@@ -335,6 +338,7 @@ const tfl__kernel tfl__cpu_elementwise_kernels[TFL_OP_COUNT] = {
     EW(SIGN, sign_loops, M_NUM),
     EW(CONJ, conj_loops, TFL_MASK_COMPLEX),
     EW(RELU, relu_loops, M_FLOAT),
+    EW(RELU_GRAD, relu_grad_loops, M_FLOAT),
     EW(LEAKY_RELU, leaky_loops, M_FLOAT),
     EW(SIGMOID, sigmoid_loops, M_FLOAT),
     EW(TANH, tanh_loops, M_FLOAT),

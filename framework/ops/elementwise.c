@@ -50,6 +50,7 @@ static tfl_tensor *unary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x)
     {                                                                                   \
         return binary(ctx, TFL_OP_##OP, a, b, out_bool);                                \
     }
+BINARY_OP(tfl_relu_grad, RELU_GRAD, false)
 BINARY_OP(tfl_add, ADD, false)
 BINARY_OP(tfl_sub, SUB, false)
 BINARY_OP(tfl_mul, MUL, false)

@@ -27,6 +27,7 @@
     X(SQRT, "Sqrt", 1, TFL_MASK_FLOAT | TFL_MASK_COMPLEX, TFL_OPF_HALF_VIA_F32)            \
     X(ABS, "Abs", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)                               \
     X(RELU, "Relu", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                               \
+    X(RELU_GRAD, "ReluGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                      \
     X(LEAKY_RELU, "LeakyRelu", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                    \
     X(SIGMOID, "Sigmoid", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                         \
     X(TANH, "Tanh", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                               \

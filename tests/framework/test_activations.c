@@ -68,6 +68,30 @@ static void test_relu(void **state)
     th_end(ctx);
 }
 
+/* ReluGrad: dy where features > 0 (0 and -0 count as not positive), broadcasting, errors */
+static void test_relu_grad(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    for (int d = 0; d < NELEMS(k_floats); d++)
+        TH_EXPECT(ctx,
+                  tfl_relu_grad(ctx, TH_T(ctx, k_floats[d], (2, 3), (1, -2, 3, 4, 5, -6)),
+                                TH_T(ctx, k_floats[d], (2, 3), (0.5, 2, 0, -0.0, -1, 7))),
+                  k_floats[d], (2, 3), (1, -2, 0, 0, 0, -6), 0);
+    TH_EXPECT(ctx, tfl_relu_grad(ctx, TH_T(ctx, TH_F32, (3), (1, 2, 3)),
+                                 TH_T(ctx, TH_F32, (2, 3), (1, -1, 1, -1, 1, -1))),
+              TH_F32, (2, 3), (1, 0, 3, 0, 2, 0), 0);
+    TH_EXPECT_INVALID(ctx, tfl_relu_grad(ctx, TH_T(ctx, TH_I32, (2), (1, 2)),
+                                         TH_T(ctx, TH_I32, (2), (1, 2))),
+                      "ReluGrad", "dtype int32 is not supported; expected one of " FLOATS_ONLY);
+    TH_EXPECT_INVALID(ctx, tfl_relu_grad(ctx, TH_T(ctx, TH_F32, (2), (1, 2)),
+                                         TH_T(ctx, TH_F64, (2), (1, 2))),
+                      "ReluGrad", "dtypes differ: a is float32, b is float64");
+    TH_EXPECT_INVALID(ctx, tfl_relu_grad(ctx, TH_T(ctx, TH_F32, (2), (1, 2)),
+                                         TH_T(ctx, TH_F32, (3), (1, 2, 3))),
+                      "ReluGrad", "incompatible shapes: (2,) vs (3,)");
+    th_end(ctx);
+}
+
 static void test_leaky_relu(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -424,6 +448,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_relu),
+        TH_TEST(test_relu_grad),
         TH_TEST(test_leaky_relu),
         TH_TEST(test_leaky_relu_ref),
         TH_TEST(test_sigmoid),

@@ -33,6 +33,7 @@ B(b_log) { return tfl_log(ctx, x[0]); }
 B(b_sqrt) { return tfl_sqrt(ctx, x[0]); }
 B(b_abs) { return tfl_abs(ctx, x[0]); }
 B(b_relu) { return tfl_relu(ctx, x[0]); }
+B(b_relu_grad) { return tfl_relu_grad(ctx, x[0], x[1]); }
 B(b_leaky_relu) { return tfl_leaky_relu(ctx, x[0], 0.2); }
 B(b_sigmoid) { return tfl_sigmoid(ctx, x[0]); }
 B(b_tanh) { return tfl_tanh(ctx, x[0]); }
@@ -233,6 +234,8 @@ static const gc_case cases[] = {
     C1("Sqrt", "positive", b_sqrt, SH(2, 3), POS, BOTH),
     C1("Abs", "away_from_zero", b_abs, SH(2, 3), AWAY0, BOTH),
     C1("Relu", "away_from_zero", b_relu, SH(2, 3), AWAY0, GC_F64),
+    C2("ReluGrad", "same", b_relu_grad, SH(2, 3), SH(2, 3), ANY, AWAY0, GC_F64),
+    C2("ReluGrad", "broadcast_dy", b_relu_grad, SH(3), SH(2, 3), ANY, AWAY0, GC_F64),
     C1("LeakyRelu", "away_from_zero", b_leaky_relu, SH(2, 3), AWAY0, GC_F64),
     C1("Sigmoid", "matrix", b_sigmoid, SH(2, 3), ANY, GC_F64),
     C1("Tanh", "matrix", b_tanh, SH(2, 3), ANY, GC_F64),

@@ -68,6 +68,9 @@ TFL_API tfl_tensor *tfl_identity(tfl_ctx *ctx, const tfl_tensor *x);
 
 /** max(x, 0). */
 TFL_API tfl_tensor *tfl_relu(tfl_ctx *ctx, const tfl_tensor *x);
+/** TensorFlow's ReluGrad: dy where features > 0, else 0 (relu's backward in one pass, also
+ * for hand-written rules); the two broadcast together and share a floating dtype. */
+TFL_API tfl_tensor *tfl_relu_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *features);
 /** x if x > 0 else alpha * x (TensorFlow's default alpha is 0.2, PyTorch's 0.01). */
 TFL_API tfl_tensor *tfl_leaky_relu(tfl_ctx *ctx, const tfl_tensor *x, double alpha);
 /** 1 / (1 + e^-x), computed without overflow. */
