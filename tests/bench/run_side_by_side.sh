@@ -2,8 +2,9 @@
 # run_side_by_side.sh: runs tapeflow's bench_ops, the PyTorch equivalent (torch_ops.py) and,
 # when TensorFlow imports, the TensorFlow equivalent of the variable figures (tf_ops.py);
 # then tapeflow's bench_tape (the gradient tape) and its PyTorch twin (torch_tape.py),
-# bench_optim (optimizer updates) with torch_optim.py, and bench_conv (the small CNN's conv
-# and max-pool layers) with torch_conv.py; one
+# bench_optim (optimizer updates) with torch_optim.py, bench_conv (the small CNN's conv
+# and max-pool layers) with torch_conv.py; on request (BENCHES=train), training on
+# Fashion-MNIST, bench_train with torch_train.py and keras_train.py (Keras, the tf column); one
 # after the other, all on 2 threads, prints their outputs and a table of tapeflow against
 # torch and TensorFlow per figure. Builds nothing.
 # Usage: tests/bench/run_side_by_side.sh [BUILD_DIR] [extra args for all, e.g. --quick]
@@ -12,6 +13,11 @@
 # torch_ops.py, tf_ops.py), tape (bench_tape, torch_tape.py), optim (bench_optim,
 # torch_optim.py) and conv (bench_conv, torch_conv.py). A program not built is an error when its
 # pair was asked for explicitly, and skipped with a note otherwise.
+# train (not in the default list: BENCHES=train, or e.g. BENCHES="ops train") runs, for the
+# models mlp and cnn, bench_train --model M --threads 2 (skipped with a note when it is not
+# built, even when asked for), torch_train.py and keras_train.py (skipped when TensorFlow does
+# not import): samples/s and peak RSS (MiB) in the table; a figure of the twins without a
+# tapeflow figure shows "-" for the value and the ratios.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -96,8 +102,36 @@ for pair in $benches; do
       python3 "$here/torch_conv.py" --threads "$threads" "$@" | tee -a "$tmp/torch.txt"
       echo
       ;;
+    train)
+      bench="$build/tests/bench/bench_train"
+      have_tf=0
+      python3 -c "import tensorflow" >/dev/null 2>&1 && have_tf=1
+      ran=$((ran + 1))
+      for model in mlp cnn; do
+        if [[ -x "$bench" ]]; then
+          echo "== tapeflow: OMP_NUM_THREADS=$threads $bench --model $model --threads $threads $*"
+          OMP_NUM_THREADS=$threads "$bench" --model "$model" --threads "$threads" "$@" |
+            tee -a "$tmp/tapeflow.txt"
+        else
+          echo "== tapeflow: skipped ($bench not found; build the bench_train target first)"
+        fi
+        echo
+        echo "== torch: python3 $here/torch_train.py --model $model --threads $threads $*"
+        python3 "$here/torch_train.py" --model "$model" --threads "$threads" "$@" |
+          tee -a "$tmp/torch.txt"
+        echo
+        if [[ $have_tf -eq 1 ]]; then
+          echo "== keras: python3 $here/keras_train.py --model $model --threads $threads $*"
+          OMP_NUM_THREADS=$threads python3 "$here/keras_train.py" --model "$model" \
+            --threads "$threads" "$@" | tee -a "$tmp/tf.txt"
+        else
+          echo "== keras: skipped (python3 cannot import tensorflow); the tf columns stay empty"
+        fi
+        echo
+      done
+      ;;
     *)
-      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv)" >&2
+      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv, train)" >&2
       exit 2
       ;;
   esac
@@ -110,14 +144,26 @@ fi
 # Figures are paired by name: X with torch_X and tf_X, and sgemm_{tapeflow,blis}_N with
 # torch_sgemm_N. "value" is the tapeflow figure, "ratio" is value/torch and "ratio_tf"
 # value/tf, and "faster"/"faster_tf" name the winner and by how much (times: ns/op, ns, us,
-# ms: lower is better; GFLOP/s and GB/s: higher is better). "-": no such twin (or TensorFlow
-# skipped). A difference of times (tape_chain_overhead) compares like a time.
+# ms, and memory, MiB: lower is better; GFLOP/s, GB/s and samples/s: higher is better). "-":
+# no such twin (or TensorFlow skipped). A difference of times (tape_chain_overhead) compares
+# like a time. The twins' train_* figures are listed even without a tapeflow figure (value
+# "-"; bench_train not built), after the others.
 awk '
   $1 != "bench" { next }
-  $2 ~ /^torch_/ { torch[$2] = $3; next }
-  $2 ~ /^tf_/    { tf[$2] = $3; next }
-  { rows[++nrows] = $2; v[nrows] = $3; u[nrows] = $4 }
-  function is_time(unit) { return unit == "ns/op" || unit == "ns" || unit == "us" || unit == "ms" }
+  $2 ~ /^torch_/ { torch[$2] = $3; twin(substr($2, 7), $4); next }
+  $2 ~ /^tf_/    { tf[$2] = $3; twin(substr($2, 4), $4); next }
+  { rows[++nrows] = $2; v[nrows] = $3; u[nrows] = $4; mine[$2] = 1 }
+  # the twins train_* figures in order of appearance, with their units
+  function twin(key, unit) {
+    if (key ~ /^train_/ && !(key in tunit)) { tunit[key] = unit; trains[++ntrains] = key }
+  }
+  # lower is better: times, and memory (MiB)
+  function is_time(unit) {
+    return unit == "ns/op" || unit == "ns" || unit == "us" || unit == "ms" || unit == "MiB"
+  }
+  function is_figure(unit) {
+    return is_time(unit) || unit == "GFLOP/s" || unit == "GB/s" || unit == "samples/s"
+  }
   # a value in 12 columns, with 3 decimals below 10 (sub-microsecond figures in us)
   function num(x) { return sprintf((x < 10 && x > -10) ? "%12.3f" : "%12.2f", x) }
   # "other ratio faster" for a twin; the faster column padded to w (0: not padded).
@@ -132,19 +178,28 @@ awk '
     n = 0
     for (i = 1; i <= nrows; i++) {
       name = rows[i]; unit = u[i]
-      if (!is_time(unit) && unit != "GFLOP/s" && unit != "GB/s") continue
+      if (!is_figure(unit)) continue
       key = name
       if (name ~ /^sgemm_(tapeflow|blis)_[0-9]+$/) { key = name; sub(/^sgemm_[a-z]+_/, "", key); key = "sgemm_" key }
       if (!(("torch_" key) in torch) && !(("tf_" key) in tf)) continue
       ours = (name ~ /blis/) ? "blis" : "tapeflow"
-      line[++n] = sprintf("%-28s %-8s %s %s %s", name, unit, num(v[i]),
+      line[++n] = sprintf("%-28s %-9s %s %s %s", name, unit, num(v[i]),
         (("torch_" key) in torch) ? cmp(v[i], torch["torch_" key], unit, ours, "torch", 16) \
                                   : sprintf("%12s %9s  %-16s", "-", "-", "-"),
         (("tf_" key) in tf) ? cmp(v[i], tf["tf_" key], unit, ours, "tf", 0) \
                             : sprintf("%12s %9s  %s", "-", "-", "-"))
     }
+    for (i = 1; i <= ntrains; i++) {
+      key = trains[i]; unit = tunit[key]
+      if ((key in mine) || !is_figure(unit)) continue
+      line[++n] = sprintf("%-28s %-9s %12s %s %s", key, unit, "-",
+        (("torch_" key) in torch) ? sprintf("%s %9s  %-16s", num(torch["torch_" key]), "-", "-") \
+                                  : sprintf("%12s %9s  %-16s", "-", "-", "-"),
+        (("tf_" key) in tf) ? sprintf("%s %9s  %s", num(tf["tf_" key]), "-", "-") \
+                            : sprintf("%12s %9s  %s", "-", "-", "-"))
+    }
     if (n == 0) { print "no figures to compare"; exit }
-    printf "%-28s %-8s %12s %12s %9s  %-16s %12s %9s  %s\n", "figure", "unit", "value",
+    printf "%-28s %-9s %12s %12s %9s  %-16s %12s %9s  %s\n", "figure", "unit", "value",
       "torch", "ratio", "faster", "tf", "ratio_tf", "faster_tf"
     for (i = 1; i <= n; i++) print line[i]
   }
