@@ -78,6 +78,57 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
 static bool pair_ok(const int v[2], int least) { return v[0] >= least && v[1] >= least; }
 
 /* Checks spec and fills the defaults into *s. */
+/* The spec fields each kind reads; a field set for a kind that ignores it is an error (as
+ * an optimizer option its kind does not have). */
+enum {
+    F_ACT = 1 << 0, F_UNITS = 1 << 1, F_INPUT_DIM = 1 << 2, F_NO_BIAS = 1 << 3,
+    F_KSIZE = 1 << 4, F_STRIDES = 1 << 5, F_DILATIONS = 1 << 6, F_PADDING = 1 << 7,
+    F_TARGET = 1 << 8, F_RATE = 1 << 9, F_SEED = 1 << 10, F_BN = 1 << 11, F_KINIT = 1 << 12,
+    F_BINIT = 1 << 13,
+};
+static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
+    [TFL_LAYER_DENSE] = F_ACT | F_UNITS | F_NO_BIAS | F_KINIT | F_BINIT,
+    [TFL_LAYER_CONV2D] = F_ACT | F_UNITS | F_NO_BIAS | F_KSIZE | F_STRIDES | F_DILATIONS |
+                         F_PADDING | F_KINIT | F_BINIT,
+    [TFL_LAYER_MAX_POOL2D] = F_KSIZE | F_STRIDES | F_PADDING,
+    [TFL_LAYER_AVG_POOL2D] = F_KSIZE | F_STRIDES | F_PADDING,
+    [TFL_LAYER_RESHAPE] = F_TARGET,
+    [TFL_LAYER_DROPOUT] = F_RATE | F_SEED,
+    [TFL_LAYER_BATCH_NORM] = F_BN,
+    [TFL_LAYER_ACTIVATION] = F_ACT,
+    [TFL_LAYER_EMBEDDING] = F_UNITS | F_INPUT_DIM | F_KINIT,
+};
+
+/* The first field set in s that its kind does not read, or NULL. */
+static const char *unused_field(const tfl_layer_spec *s)
+{
+    const unsigned used = kind_fields[s->kind];
+    const struct {
+        unsigned flag;
+        bool set;
+        const char *name;
+    } fields[] = {
+        {F_ACT, s->activation != TFL_ACT_LINEAR, "activation"},
+        {F_UNITS, s->units != 0, "units"},
+        {F_INPUT_DIM, s->input_dim != 0, "input_dim"},
+        {F_NO_BIAS, s->no_bias, "no_bias"},
+        {F_KSIZE, s->kernel_size[0] || s->kernel_size[1], "kernel_size"},
+        {F_STRIDES, s->strides[0] || s->strides[1], "strides"},
+        {F_DILATIONS, s->dilations[0] || s->dilations[1], "dilations"},
+        {F_PADDING, s->padding != TFL_PADDING_VALID, "padding"},
+        {F_TARGET, s->target_rank != 0, "target_rank"},
+        {F_RATE, s->rate != 0, "rate"},
+        {F_SEED, s->seed != 0, "seed"},
+        {F_BN, s->momentum != 0 || s->epsilon != 0 || s->no_center || s->no_scale,
+         "momentum/epsilon/no_center/no_scale"},
+        {F_KINIT, s->kernel_init != NULL, "kernel_init"},
+        {F_BINIT, s->bias_init != NULL, "bias_init"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].set && !(used & fields[i].flag)) return fields[i].name;
+    return NULL;
+}
+
 static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_spec *s)
 {
     const char *who = "tfl_layer_new";
@@ -85,6 +136,9 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
     TFL_CHECK_RET(ctx, s->kind > 0 && s->kind < TFL_LAYER_KIND_END, false, TFL_INVALID_ARGUMENT,
                   "%s: unknown layer kind %d", who, (int)s->kind);
     const char *k = kinds[s->kind].cls;
+    const char *unused = unused_field(s);
+    TFL_CHECK_RET(ctx, !unused, false, TFL_INVALID_ARGUMENT, "%s: %s has no option '%s'", who, k,
+                  unused);
     TFL_CHECK_RET(ctx, (unsigned)s->activation < TFL_ACT_END, false, TFL_INVALID_ARGUMENT,
                   "%s: %s: unknown activation %d", who, k, (int)s->activation);
     TFL_CHECK_RET(ctx, s->padding == TFL_PADDING_VALID || s->padding == TFL_PADDING_SAME, false,

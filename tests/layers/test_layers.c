@@ -155,8 +155,9 @@ static void test_default_names(void **state)
                            "dropout",     "batch_normalization", "activation", "embedding"};
     tfl_layer *k[TFL_LAYER_KIND_END] = {NULL};
     for (int kind = TFL_LAYER_CONV2D; kind < TFL_LAYER_KIND_END; kind++) {
-        k[kind] = LAYER(ctx, .kind = (tfl_layer_kind)kind, .units = 2, .input_dim = 3,
-                        .kernel_size = {1, 1});
+        bool conv = kind == TFL_LAYER_CONV2D, emb = kind == TFL_LAYER_EMBEDDING;
+        k[kind] = LAYER(ctx, .kind = (tfl_layer_kind)kind, .units = conv || emb ? 2 : 0,
+                        .input_dim = emb ? 3 : 0, .kernel_size = {conv, conv});
         assert_string_equal(tfl_layer_name(k[kind]), bases[kind]);
         assert_int_equal(tfl_layer_kind_of(k[kind]), kind);
     }
@@ -254,6 +255,18 @@ static void test_spec_errors(void **state)
          "BatchNormalization's epsilon must be > 0 (0: 1e-3), got -0.001"},
         {{.kind = BN, .epsilon = INFINITY},
          "BatchNormalization's epsilon must be > 0 (0: 1e-3), got inf"},
+        /* a field the kind does not read */
+        {{.kind = DROP, .units = 3}, "Dropout has no option 'units'"},
+        {{.kind = BN, .activation = TFL_ACT_RELU}, "BatchNormalization has no option 'activation'"},
+        {{.kind = D, .units = 2, .kernel_size = {3, 3}}, "Dense has no option 'kernel_size'"},
+        {{.kind = TFL_LAYER_MAX_POOL2D, .dilations = {2, 2}},
+         "MaxPooling2D has no option 'dilations'"},
+        {{.kind = TFL_LAYER_FLATTEN, .rate = 0.5}, "Flatten has no option 'rate'"},
+        {{.kind = TFL_LAYER_EMBEDDING, .units = 2, .input_dim = 3, .no_bias = true},
+         "Embedding has no option 'no_bias'"},
+        {{.kind = D, .units = 2, .momentum = 0.9},
+         "Dense has no option 'momentum/epsilon/no_center/no_scale'"},
+        {{.kind = DROP, .target_rank = 1}, "Dropout has no option 'target_rank'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tfl_layer *l = tfl_layer_new(ctx, &cases[i].spec);
