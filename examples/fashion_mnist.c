@@ -1,10 +1,7 @@
 /*
  * examples/fashion_mnist.c: trains a classifier of Fashion-MNIST (Zalando's 28x28 grey
- * images of clothes, 10 classes) through tfl_model_fit, the way a Keras user would:
- *
- *   mlp  Flatten, Dense 256 relu, Dense 256 relu, Dense 10
- *   cnn  Reshape (28, 28, 1), Conv2D 32 3x3 relu, MaxPool 2, Conv2D 64 3x3 relu, MaxPool 2,
- *        Flatten, Dense 128 relu, Dense 10
+ * images of clothes, 10 classes) through tfl_model_fit, the way a Keras user would, with
+ * the MLP or the CNN of fashion_mnist_models.h.
  *
  * Adam (lr 1e-3), sparse softmax cross-entropy from logits, batches of 128 shuffled per
  * epoch, inputs scaled to [0, 1]; after each epoch the test set (10000 images) gives
@@ -15,7 +12,7 @@
  * The data comes from Debian's dataset-fashion-mnist package (make train installs it):
  * DIR defaults to /usr/share/datasets/fashion-mnist. Same seed, same losses.
  */
-#include <tapeflow/tapeflow.h>
+#include "fashion_mnist_models.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,29 +60,6 @@ static tfl_dataset *load(tfl_ctx *ctx, const char *dir, const char *part)
     return tfl_dataset_from_idx(ctx, images, labels, NULL); /* bytes, scaled by 1/255 */
 }
 
-static void add_layers(tfl_model *m, bool cnn)
-{
-    if (cnn) {
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_RESHAPE, .target_rank = 3,
-                                           .target_shape = {28, 28, 1}});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 32,
-                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 64,
-                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 128,
-                                           .activation = TFL_ACT_RELU});
-    } else {
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
-        for (int i = 0; i < 2; i++)
-            tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 256,
-                                               .activation = TFL_ACT_RELU});
-    }
-    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 10});
-}
-
 int main(int argc, char **argv)
 {
     args a;
@@ -99,7 +73,7 @@ int main(int argc, char **argv)
     tfl_dataset *train = load(ctx, a.data, "train");
     tfl_dataset *test = train ? load(ctx, a.data, "t10k") : NULL;
     tfl_model *m = tfl_model_new(ctx, a.model);
-    if (m) add_layers(m, !strcmp(a.model, "cnn"));
+    if (m) fashion_mnist_add_layers(m, !strcmp(a.model, "cnn"));
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     oo.learning_rate = 1e-3;
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);

@@ -13,6 +13,7 @@
  */
 #define BENCH_NAME "bench_train"
 #include "bench_util.h"
+#include "fashion_mnist_models.h" /* examples/: the models the example trains */
 
 #include <string.h>
 #include <sys/resource.h>
@@ -23,29 +24,6 @@ static double cpu_s(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
            (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
-static void add_model(tfl_model *m, bool cnn)
-{
-    if (cnn) {
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_RESHAPE, .target_rank = 3,
-                                           .target_shape = {28, 28, 1}});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 32,
-                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = 64,
-                                           .kernel_size = {3, 3}, .activation = TFL_ACT_RELU});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 128,
-                                           .activation = TFL_ACT_RELU});
-    } else {
-        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
-        for (int i = 0; i < 2; i++)
-            tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 256,
-                                               .activation = TFL_ACT_RELU});
-    }
-    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 10});
 }
 
 int main(int argc, char **argv)
@@ -81,7 +59,7 @@ int main(int argc, char **argv)
     check_status(ctx, tfl_dataset_split(rest, steps * batch, &timed, &unused), "split");
 
     tfl_model *m = tfl_model_new(ctx, model);
-    add_model(m, cnn);
+    fashion_mnist_add_layers(m, cnn);
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);
     check_status(ctx, tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
