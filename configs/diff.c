@@ -78,11 +78,12 @@ static void flatten(leaves *L, const ynode *n, const char *path, int depth)
         for (const ynode *c = n->first; c; c = c->next, i++)
             flatten(L, c, tfl__arena_printf(a, "%s[%zu]", path, i), depth + 1);
     } else {
-        for (const ynode *k = n->first; k && k->next; k = k->next->next)
+        for (const ynode *k = n->first; k && k->next; k = k->next->next) {
+            const char *key = k->text[0] ? k->text : "\"\""; /* an empty key shows as "" */
             flatten(L, k->next,
-                    *path ? tfl__arena_printf(a, "%s.%s", path, k->text)
-                          : tfl__arena_strdup(a, k->text),
+                    *path ? tfl__arena_printf(a, "%s.%s", path, key) : tfl__arena_strdup(a, key),
                     depth + 1);
+        }
     }
     if (a->failed) L->failed = true;
 }
@@ -139,7 +140,7 @@ static bool read_side(tfl_config *scratch, const char *what, const char *text, s
         tfl__set_error(scratch->ctx, TFL_RESOURCE_EXHAUSTED, "tfl_config_diff: out of memory");
         return false;
     }
-    qsort(L->v, L->n, sizeof *L->v, by_path);
+    if (L->n > 1) qsort(L->v, L->n, sizeof *L->v, by_path);
     return true;
 }
 
@@ -199,7 +200,7 @@ int64_t tfl_config_diff(tfl_config *cfg, const char *was, size_t len,
         /* the config's key order; keys gone from it after them, in the earlier order */
         tmp[n++] = (ranked){b ? b->order : B.n + a->order, ch};
     }
-    qsort(tmp, n, sizeof *tmp, by_rank);
+    if (n > 1) qsort(tmp, n, sizeof *tmp, by_rank);
     for (size_t i = 0; i < n; i++)
         out[i] = tmp[i].ch;
     *changes = out;
