@@ -338,7 +338,8 @@ int cli_train(int argc, char **argv)
     tfl_epoch_logs *logs = calloc((size_t)epochs, sizeof *logs);
     tfl_history h = {logs, logs ? epochs : 0, 0};
 
-    /* checkpoints: every checkpoint.every epochs, on SIGINT/SIGTERM and at the end; resume
+    /* checkpoints: every checkpoint.every epochs (or checkpoint.every_steps steps), on
+     * SIGINT/SIGTERM and at the end; resume
      * from the newest one of this run */
     tfl_ckpt_manager *mgr = tfl_ckpt_manager_new(
         r.ctx, cdir,
@@ -370,8 +371,12 @@ int cli_train(int argc, char **argv)
     int64_t n = tfl_dataset_size(r.data.train), bs = fo.batch_size ? fo.batch_size : 32;
     int64_t per_epoch = fo.drop_remainder ? n / bs : n / bs + (n % bs != 0);
     int64_t every = strtoll(cfg_get(r.cfg, "checkpoint.every", buf, sizeof buf), NULL, 10);
+    int64_t every_steps =
+        strtoll(cfg_get(r.cfg, "checkpoint.every_steps", buf, sizeof buf), NULL, 10);
     tfl_step_checkpoint sc = {.manager = mgr,
-                              .every_steps = every > 0 && per_epoch > 0 ? every * per_epoch : 0,
+                              .every_steps = every_steps > 0                 ? every_steps
+                                             : every > 0 && per_epoch > 0 ? every * per_epoch
+                                                                          : 0,
                               .request = &cli_save_request,
                               .stop_on_request = true,
                               .shuffle_seed = fo.seed,
