@@ -283,7 +283,7 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
         if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
         st = tfl_dataset_next(data, &x, &y);
-        if (st == TFL_OK) {
+        if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard gives nothing */
             outs[got] = tfl_keep(tfl_model_call(m, x, false));
             st = outs[got] ? TFL_OK : tfl_ctx_status(ctx);
             got += outs[got] != NULL;
@@ -292,7 +292,11 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
     }
     tfl_tensor *all = NULL;
     if (st == TFL_OK || st == TFL_OUT_OF_RANGE) {
-        if (!got)
+        if (!got && tfl_dataset_shard_count(data) > 1)
+            tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
+                           "empty (shard %d of %d has no example)", m->name,
+                           tfl_dataset_shard_index(data), tfl_dataset_shard_count(data));
+        else if (!got)
             tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
                            "empty", m->name);
         else if (got == 1) all = tfl__frame_adopt(ctx, tfl_tensor_retain(outs[0]));

@@ -389,6 +389,37 @@ static void bad_replicas_are_refused(void **state)
     drop_rig(&r);
 }
 
+/* predict of a sharded dataset: this shard's rows of every batch, empty shards skipped */
+static void predict_sees_its_shard(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    rig r = make_rig(ctx, 9);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *all = tfl_model_predict(r.m, r.ds, 4); /* builds the model */
+    assert_non_null(all);
+    assert_int_equal(tfl_dataset_shard(r.ds, 1, 3), TFL_OK);
+    /* batches 4, 4, 1 -> shard 1 of 3: rows [1, 2), [5, 6) and none of the last */
+    tfl_tensor *part = tfl_model_predict(r.m, r.ds, 4);
+    assert_non_null(part);
+    assert_int_equal(tfl_tensor_dim(part, 0), 2);
+    static const int rows[2] = {1, 5};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double a = 0, b = 1;
+            assert_int_equal(tfl_tensor_get(part, i * 2 + j, &a), TFL_OK);
+            assert_int_equal(tfl_tensor_get(all, rows[i] * 2 + j, &b), TFL_OK);
+            assert_true(a == b);
+        }
+    /* a shard with no example at all */
+    assert_int_equal(tfl_dataset_shard(r.ds, 0, 12), TFL_OK); /* 4, 4, 1 rows: none of each */
+    assert_null(tfl_model_predict(r.m, r.ds, 4));
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
+                      "the dataset is empty (shard 0 of 12 has no "
+                      "example)");
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    drop_rig(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +428,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(figures_are_reduced, setup, teardown),
         cmocka_unit_test_setup_teardown(shard_gradients_average_to_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_replicas_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(predict_sees_its_shard, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
