@@ -266,7 +266,12 @@ typedef struct tfl_fit_opts {
      *  - initial_progress holds the epoch's global sums of before the resume: replica 0
      *    starts from them, the others from 0 (initial_progress.skipped_steps: every one), so
      *    that the reduced figures count them once. A checkpoint that wants exact resumed
-     *    figures saves the sums reduced across the replicas (a collective: on every replica).
+     *    figures saves the sums reduced across the replicas (a collective: on every replica);
+     *  - every replica must take the same path: a callback that stops fit (on_step_end,
+     *    on_epoch_end) or skips a step does so on every replica at the same step (decide from
+     *    reduced figures: early stopping on val_loss is), or the others wait in their next
+     *    collective; so does a replica whose fit fails: its caller ends the job (the
+     *    `tapeflow` program aborts it through MPI).
      */
     const tfl_replicas *replicas;
 } tfl_fit_opts;
