@@ -200,6 +200,30 @@ static void test_event_runs(void **state)
     assert_int_equal(tfl_curves_load_run(c, dir, NULL, NULL, NULL), TFL_NOT_FOUND);
     expect_kept_error(f->ctx, TFL_NOT_FOUND, "has no metrics.csv and no event files");
     tfl_curves_free(c);
+    /* a run with metrics.csv and event files: the CSV for its columns, the event files for
+     * a metric the CSV lacks */
+    char csv[500];
+    snprintf(csv, sizeof csv, "%s/metrics.csv", sub);
+    FILE *fp = fopen(csv, "w");
+    assert_non_null(fp);
+    fputs("epoch,accuracy\n0,0.5\n1,0.75\n", fp);
+    fclose(fp);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "accuracy", NULL, &added), TFL_OK);
+    assert_int_equal(added, 1);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 2);
+    assert_has(svg, ">epoch</text>");
+    tfl_curves_free(c);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "loss", NULL, &added), TFL_OK);
+    assert_int_equal(added, 2);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 2 * 10);
+    assert_has(svg, ">step</text>");
+    tfl_curves_free(c);
     remove_tree(dir);
 }
 

@@ -10,7 +10,9 @@
  *
  * A run is a directory holding metrics.csv (the CSV logger's columns: epoch, loss, accuracy,
  * val_loss, val_accuracy, seconds), or event files (tfl_tensorboard_callback's train/ and
- * validation/ subdirectories, or events in the directory itself), or one such file. The
+ * validation/ subdirectories, or events in the directory itself), or one such file; a
+ * directory with both is read from metrics.csv unless the metric is not one of its columns
+ * (step/learning_rate, grad_norm, samples_per_second: the event files of train/). The
  * metric "loss" gives the curves of the column "loss" (training) and "val_loss"
  * (validation), or of the tags "epoch/loss" in train/ and validation/ (else the tag as it is,
  * then "step/<metric>"). A run resumed over itself is drawn once: CSV rows whose epoch goes
