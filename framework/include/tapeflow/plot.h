@@ -41,6 +41,8 @@ typedef struct tfl_plot_opts {
     const char *title;         /* NULL: the metric of the first loaded run */
     const char *x_label;       /* NULL: "epoch" or "step", from the data */
     const char *y_label;       /* NULL: the metric */
+    bool log_y_auto;           /* log_y when every point is > 0 and the largest is more
+                                  than 100 times the smallest (a loss from 2 to 0.004) */
 } tfl_plot_opts;
 
 /** An empty set of curves. NULL with RESOURCE_EXHAUSTED kept. */
