@@ -227,6 +227,43 @@ static void test_event_runs(void **state)
     remove_tree(dir);
 }
 
+/* log_y_auto, metric names as words, large tick values shortened */
+static void test_auto_log_and_labels(void **state)
+{
+    fixture *f = *state;
+    tfl_curves *c = tfl_curves_new(f->ctx);
+    double x[3] = {1, 2, 3}, wide[3] = {2, 0.1, 0.004}, narrow[3] = {2, 1, 0.5};
+    assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 3, x, wide), TFL_OK);
+    const tfl_plot_opts autolog = {.log_y_auto = true};
+    const char *svg = tfl_curves_svg(c, &autolog, NULL);
+    assert_non_null(svg);
+    assert_has(svg, " (log scale)</text>"); /* 500 times: a log axis */
+    assert_has(svg, ">0.01</text>");
+    tfl_curves_free(c);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 3, x, narrow), TFL_OK);
+    svg = tfl_curves_svg(c, &autolog, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "(log scale)"), 0); /* 4 times: linear */
+    tfl_curves_free(c);
+    /* a metric of a CSV run: its name as words in the title and axis label; 700000 as 700k */
+    char dir[256], path[300];
+    temp_dir(dir, sizeof dir, "plot");
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    const char *csv = "epoch,samples_per_second\n0,100000\n1,700000\n";
+    spit(path, csv, strlen(csv));
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, dir, "samples_per_second", "r", NULL), TFL_OK);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_has(svg, ">Samples per second</text>");
+    assert_has(svg, ">samples per second</text>");
+    assert_has(svg, ">700k</text>");
+    assert_has(svg, ">100k</text>");
+    tfl_curves_free(c);
+    remove_tree(dir);
+}
+
 static void test_added_curves_and_errors(void **state)
 {
     fixture *f = *state;
@@ -269,6 +306,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_csv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auto_log_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_added_curves_and_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
