@@ -84,7 +84,7 @@ grep -q "event file:\|curves:" out.txt && fail "--quiet printed the paths"
 
 # ---- SIGINT: the event file is flushed and ends with the last step's scalars; resuming
 # writes SessionLog START at the step after the checkpoint
-long=(--set training.epochs=400 --set training.batch_size=8 --set checkpoint.every=1000
+long=(--set training.epochs=1000 --set training.batch_size=8 --set checkpoint.every=1000
       --set logging.every_steps=1 --set logging.log_interval=50)
 "$TAPEFLOW" train "$quad" "${long[@]}" --run-dir r3 > out.txt 2> err.txt &
 pid=$!
@@ -110,7 +110,7 @@ sed -n 2p dump.txt | grep -qx "session $((n + 1)) 1" ||
   fail "the resumed run's START: $(sed -n 2p dump.txt), expected step $((n + 1))"
 [ "$(grep "^scalar" dump.txt | head -1 | cut -d' ' -f2)" = $((n + 1)) ] ||
   fail "the resumed run's first scalar is not at step $((n + 1))"
-[ "$(value 8000 epoch/loss | grep -c .)" = 1 ] || fail "the resumed run did not end at step 8000"
+[ "$(value 20000 epoch/loss | grep -c .)" = 1 ] || fail "the resumed run did not end at step 20000"
 
 # ---- tapeflow plot: two runs overlaid, a metric of the event files, errors
 run 0 plot --help && has out.txt "usage: tapeflow plot RUN..."
