@@ -360,7 +360,8 @@ int cli_train(int argc, char **argv)
                 sc.last_step == rs.steps ? "a checkpoint of that step was saved"
                                          : "no checkpoint could be saved",
                 csv_path);
-        if (tbl.event_file[0]) fprintf(stderr, "tapeflow: event file (flushed): %s\n", tbl.event_file);
+        if (tbl.event_file[0])
+            fprintf(stderr, "tapeflow: event file (flushed): %s\n", tbl.event_file);
         code = CLI_INTERRUPTED;
     } else {
         /* the final state (after the last epoch's end: a resume finds nothing left to do) */
