@@ -327,10 +327,14 @@ static tfl_status read_events(tfl_ctx *ctx, const char *path, const char *const 
                     for (int k = 0; k < 3; k++) plist_purge(&lists[k], (double)ev.step);
                 *started = true;
             } else if (ev.kind == TFL_EVENT_SCALAR) {
-                for (int k = 0; k < 3 && st == TFL_OK; k++)
-                    if (tags[k] && !strcmp(ev.tag, tags[k]) &&
-                        !plist_push(ctx, &lists[k], (double)ev.step, ev.value))
-                        st = TFL_RESOURCE_EXHAUSTED;
+                for (int k = 0; k < 3 && st == TFL_OK; k++) {
+                    if (!tags[k] || strcmp(ev.tag, tags[k])) continue;
+                    /* a step at or before the tag's last point replaces the points from it
+                     * on (a resumed fit that does the epoch end of its checkpoint again) */
+                    plist *l = &lists[k];
+                    if (l->n && (double)ev.step <= l->p[l->n - 1].x) plist_purge(l, (double)ev.step);
+                    if (!plist_push(ctx, l, (double)ev.step, ev.value)) st = TFL_RESOURCE_EXHAUSTED;
+                }
                 if (st != TFL_OK) break;
             }
         }

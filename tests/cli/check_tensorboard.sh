@@ -82,13 +82,13 @@ has x1/curves.svg ">Accuracy</text>"
 [ "$(grep -c '<g class="series"' x1/curves.svg)" = 2 ] || fail "x1/curves.svg: not a series per metric"
 grep -q "event file:\|curves:" out.txt && fail "--quiet printed the paths"
 
-# ---- SIGINT: the event file is flushed and ends with the last step's scalars; resuming
-# writes SessionLog START at the step after the checkpoint
-long=(--set training.epochs=1000 --set training.batch_size=8 --set checkpoint.every=1000
+# ---- SIGINT: the event file is flushed and ends with the last step's scalars (the run is
+# far from its end when the signal comes: it stops after the step in progress)
+long=(--set training.epochs=100000 --set training.batch_size=8 --set checkpoint.every=1000
       --set logging.every_steps=1 --set logging.log_interval=50)
 "$TAPEFLOW" train "$quad" "${long[@]}" --run-dir r3 > out.txt 2> err.txt &
 pid=$!
-for _ in $(seq 1000); do grep -q "step 100 " out.txt 2>/dev/null && break; sleep 0.02; done
+for _ in $(seq 1500); do grep -q "step 100 " out.txt 2>/dev/null && break; sleep 0.02; done
 kill -INT $pid
 set +e; wait $pid; status=$?; set -e
 [ "$status" = 130 ] || fail "SIGINT: exit status $status, expected 130"
@@ -101,16 +101,33 @@ last=$(grep "^scalar" dump.txt | tail -1 | cut -d' ' -f2)
 [ "$last" = "$n" ] || fail "the last scalar is at step $last, the run stopped after step $n"
 [ -n "$(value "$n" step/loss)" ] && [ -n "$(value "$n" step/grad_norm)" ] ||
   fail "no step/loss or step/grad_norm of the last step $n"
-first=$(ls r3/train)
-run 0 train "$quad" "${long[@]}" --run-dir r3 --quiet
-new=$(ls r3/train | grep -vxF "$first" || true)
-[ "$(echo "$new" | grep -c .)" = 1 ] || fail "resuming made not one new event file: $(ls r3/train)"
-"$DUMP" "r3/train/$new" > dump.txt || fail "the resumed run's event file does not read back"
-sed -n 2p dump.txt | grep -qx "session $((n + 1)) 1" ||
-  fail "the resumed run's START: $(sed -n 2p dump.txt), expected step $((n + 1))"
-[ "$(grep "^scalar" dump.txt | head -1 | cut -d' ' -f2)" = $((n + 1)) ] ||
-  fail "the resumed run's first scalar is not at step $((n + 1))"
-[ "$(value 20000 epoch/loss | grep -c .)" = 1 ] || fail "the resumed run did not end at step 20000"
+
+# ---- resume: checkpoints at steps 20, 40 and 50 (the end); without the last (a crash before
+# it was written) training resumes from step 40 and its new event file starts with
+# SessionLog{START} at step 41; TensorBoard (and tapeflow plot) then drop the first file's
+# points from step 41 on: one point per epoch remains
+run 0 train "$quad" --set training.epochs=10 --set checkpoint.every=4 --set logging.every_steps=5 \
+  --run-dir r5 --quiet
+[ -f r5/checkpoints/ckpt-00000050.safetensors ] || fail "no checkpoint of step 50: $(ls r5/checkpoints)"
+rm -f r5/checkpoints/ckpt-00000050.safetensors
+first=$(ls r5/train)
+run 0 train "$quad" --set training.epochs=10 --set checkpoint.every=4 --set logging.every_steps=5 \
+  --run-dir r5 && has out.txt "resuming from r5/checkpoints/ckpt-00000040.safetensors"
+new=$(ls r5/train | grep -vxF "$first" || true)
+[ "$(echo "$new" | grep -c .)" = 1 ] || fail "resuming made not one new event file: $(ls r5/train)"
+"$DUMP" "r5/train/$new" > dump.txt || fail "the resumed run's event file does not read back"
+sed -n 2p dump.txt | grep -qx "session 41 1" || fail "the resumed run's START: $(sed -n 2p dump.txt)"
+grep -qx "text 41 config" dump.txt || fail "the resumed run's config text is not at step 41"
+# the epoch end of the checkpoint's step done again (at 40, the same figure), then steps 45, 50
+[ "$(grep "^scalar" dump.txt | cut -d' ' -f2 | sort -n | uniq | tr '\n' ' ')" = "40 45 50 " ] ||
+  fail "the resumed run's scalars are not at steps 40, 45 and 50: $(grep "^scalar" dump.txt | head -3)"
+"$DUMP" "r5/train/$first" > first.txt
+[ "$(grep "^scalar 40 epoch/loss " first.txt)" = "$(grep "^scalar 40 epoch/loss " dump.txt)" ] ||
+  fail "the epoch end at step 40 differs after resuming"
+close "$(value 50 epoch/loss)" "$(awk -F, 'END { print $2 }' r5/metrics.csv)" ||
+  fail "the resumed run's last epoch/loss is not metrics.csv's"
+run 0 plot r5/train -o resumed.svg
+[ "$(grep -c '<circle' resumed.svg)" = 10 ] || fail "resumed.svg: $(grep -c '<circle' resumed.svg) points, expected 10"
 
 # ---- tapeflow plot: two runs overlaid, a metric of the event files, errors
 run 0 plot --help && has out.txt "usage: tapeflow plot RUN..."

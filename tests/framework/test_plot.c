@@ -224,6 +224,27 @@ static void test_event_runs(void **state)
     assert_int_equal(count_of(svg, "<circle"), 2 * 10);
     assert_has(svg, ">step</text>");
     tfl_curves_free(c);
+    /* a resumed fit's file that logs its checkpoint's epoch end again (step 20, before its
+     * START at 21): that point replaces the first file's, no duplicate */
+    snprintf(sub, sizeof sub, "%s/again", dir);
+    tfl_summary_writer *sw = tfl_summary_writer_new(f->ctx, sub, NULL);
+    assert_non_null(sw);
+    assert_int_equal(tfl_summary_session_start(sw, 1), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 10, 1.0), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 20, 0.5), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 30, 9.0), TFL_OK); /* stale */
+    assert_int_equal(tfl_summary_session_start(sw, 21), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 20, 0.5), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 30, 0.25), TFL_OK);
+    assert_int_equal(tfl_summary_writer_close(sw), TFL_OK);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "loss", NULL, &added), TFL_OK);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 3);
+    assert_has(svg, ">0.2</text>"); /* 0.25 at step 30 (not the stale 9): the axis ends near 1 */
+    assert_int_equal(count_of(svg, ">8</text>"), 0);
+    tfl_curves_free(c);
     remove_tree(dir);
 }
 

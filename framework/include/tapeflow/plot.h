@@ -17,7 +17,8 @@
  * (validation), or of the tags "epoch/loss" in train/ and validation/ (else the tag as it is,
  * then "step/<metric>"). A run resumed over itself is drawn once: CSV rows whose epoch goes
  * back replace the rows from that epoch on, and an event file's later SessionLog{START} at
- * step s drops the earlier points at steps >= s, as TensorBoard does.
+ * step s drops the earlier points at steps >= s, as TensorBoard does; a point at or before
+ * the last one of its tag replaces the points from its step on.
  *
  * The picture: axes with "nice" ticks (1, 2, 5 × 10^k; decades on a log axis), a grid,
  * labelled axes, a title, one colour per run (training solid, validation dashed, markers

@@ -355,10 +355,12 @@ TFL_API tfl_callback tfl_nonfinite_guard_callback(tfl_nonfinite_guard *guard);
  *    "step/grad_norm" (the global norm sqrt(sum of squares) of the gradients as this
  *    callback's on_gradients sees them: put it after a clipping hook to see clipped norms)
  *    and "step/samples_per_second" (since the previous logged step of the epoch);
- *  - every epoch end, at g: "epoch/loss" and "epoch/accuracy" in train, the val_ figures
- *    under the same tags in validation (a figure not measured is not written); with
- *    `histograms`, "weights/<variable>" of every trainable variable, and
- *    "gradients/<variable>" at the epoch's last step; both writers are flushed;
+ *  - every epoch end, at g (a fit resumed from a checkpoint of an epoch's last step does
+ *    that epoch's end again, at base: the same figures, before START's step): "epoch/loss"
+ *    and "epoch/accuracy" in train, the val_ figures under the same tags in validation (a
+ *    figure not measured is not written); with `histograms`, "weights/<variable>" of every
+ *    trainable variable, and "gradients/<variable>" at the epoch's last step; both writers
+ *    are flushed;
  *  - at train end: both writers closed (flushed).
  * logdir NULL disables it: nothing is made or written. Errors: the writers' (a directory that
  * cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
