@@ -197,7 +197,14 @@ int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs, const c
                 code = e.code == TFL_NOT_FOUND || e.code == TFL_INVALID_ARGUMENT ? CLI_USAGE
                                                                                  : CLI_RUNTIME;
             }
+            if (code == CLI_OK && !added)
+                fprintf(stderr, "tapeflow: warning: %s has no values of '%s'\n", runs[i].path,
+                        metrics[k]);
             total += added;
+        }
+        if (code == CLI_OK && tfl_curves_count(c) == 0) {
+            cli_error("no run has values of '%s'; nothing was written", metrics[k]);
+            code = CLI_USAGE;
         }
         size_t len = 0;
         const char *svg = code == CLI_OK ? tfl_curves_svg(c, &po, &len) : NULL;

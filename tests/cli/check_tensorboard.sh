@@ -167,6 +167,10 @@ run 2 plot nope && has err.txt "no run at 'nope'"
 [ ! -e curves.svg ] || fail "a failed plot wrote curves.svg"
 run 2 plot r1 --metric f1 && has err.txt "'f1'"
 run 2 plot r2 --metric f1 && has err.txt "has no metric 'f1' (it has: loss, accuracy, val_loss"
+# a regression's metrics.csv has an accuracy column without values
+run 2 plot r2 --metric accuracy -o acc.svg && has err.txt "r2 has no values of 'accuracy'" &&
+  has err.txt "no run has values of 'accuracy'; nothing was written"
+[ ! -e acc.svg ] || fail "a plot without values wrote acc.svg"
 run 2 plot r1 --metric && has err.txt "option '--metric' needs a value"
 run 2 plot r1 --bogus && has err.txt "unknown option '--bogus'"
 (cd r1 && "$TAPEFLOW" plot . > ../out.txt 2>&1) || fail "plot . failed: $(cat out.txt)"
