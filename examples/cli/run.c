@@ -88,6 +88,13 @@ static const char *body(const char *resolved)
     return nl ? nl + 1 : resolved;
 }
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- callbacks of the run -------------------------------------------------------------------- */
 
 typedef struct run_state {
@@ -355,6 +362,8 @@ int cli_train(int argc, char **argv)
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
                              .metadata_values = meta_values};
     tfl_train_state state = {.shuffle_seed = fo.seed, .history = &h};
+    cli_tensorboard tbl = {0};
+    double t_start = now_seconds();
     if (resume) {
         if (tfl_train_state_restore(r.model, latest, &state) != TFL_OK) {
             code = cli_ctx_error(r.ctx, "resuming");
@@ -397,11 +406,15 @@ int cli_train(int argc, char **argv)
     run_state rs = {.quiet = a.quiet, .tty = isatty(STDOUT_FILENO), .stopped_epoch = -1,
                     .steps = fo.initial_step};
     rs.log_interval = strtoll(cfg_get(r.cfg, "logging.log_interval", buf, sizeof buf), NULL, 10);
-    tfl_callback cbs[4] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
+    tfl_callback cbs[5] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
                            {.on_step_end = on_step, .user = &rs},
                            tfl_step_checkpoint_callback(&sc)};
     fo.callbacks = cbs;
     fo.n_callbacks = 4;
+    /* TensorBoard (logs.c): event files in <dir>/train and <dir>/validation, closed (flushed)
+     * by fit's train end, also when a signal stops it */
+    if (cli_tensorboard_init(&tbl, r.cfg, dir, fo.initial_step, resolved))
+        cbs[fo.n_callbacks++] = cli_tensorboard_callback(&tbl);
     fo.progress = a.quiet ? NULL : stdout;
     if (!a.quiet) printf("run directory: %s\n", dir);
     fflush(stdout);
@@ -420,6 +433,8 @@ int cli_train(int argc, char **argv)
                 sc.last_step == rs.steps ? "a checkpoint of that step was saved"
                                          : "no checkpoint could be saved",
                 csv_path);
+        if (tbl.event_file[0])
+            fprintf(stderr, "tapeflow: event file (flushed): %s\n", tbl.event_file);
         code = CLI_INTERRUPTED;
     } else {
         /* the final state (after the last epoch's end: a resume finds nothing left to do) */
@@ -444,16 +459,19 @@ int cli_train(int argc, char **argv)
         }
         if (!a.quiet && h.count > 0) {
             const tfl_epoch_logs *l = &logs[h.count < h.cap ? h.count - 1 : h.cap - 1];
-            printf("trained %d epoch%s, %lld steps; final loss %.4f", h.count,
-                   h.count == 1 ? "" : "s", (long long)rs.steps, l->loss);
+            printf("trained %d epoch%s, %lld steps in %.1f s; final loss %.4f", h.count,
+                   h.count == 1 ? "" : "s", (long long)rs.steps, now_seconds() - t_start, l->loss);
+            if (!isnan(l->accuracy)) printf(", accuracy %.4f", l->accuracy);
+            if (!isnan(l->val_loss)) printf(", val_loss %.4f", l->val_loss);
             if (!isnan(l->val_accuracy)) printf(", val_accuracy %.4f", l->val_accuracy);
-            else if (!isnan(l->val_loss)) printf(", val_loss %.4f", l->val_loss);
             printf("%s; run directory %s\n", guard.skipped ? " (non-finite steps skipped)" : "",
                    dir);
         }
+        cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
         code = CLI_OK;
     }
 out:
+    cli_tensorboard_free(&tbl);
     tfl_ckpt_manager_free(mgr);
     free(logs);
     run_free(&r);
