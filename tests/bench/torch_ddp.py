@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_ddp.py: data-parallel training on Fashion-MNIST with PyTorch DDP (gloo, CPU), bench_ddp's twin.
+"""torch_ddp.py: data-parallel Fashion-MNIST training, PyTorch DDP on gloo (CPU); bench_ddp's twin.
 
 The models and the recipe of torch_train.py (and bench_train): --model mlp (784-256-256-10,
 ReLU) or cnn (conv 3x3 32, max-pool 2, conv 3x3 64, max-pool 2, dense 128, dense 10), torch's
@@ -261,8 +261,8 @@ def main():
         h.update(p.detach().contiguous().numpy().tobytes())
     digests = [None] * world
     dist.all_gather_object(digests, h.hexdigest())
-    note0(f"parameters after the timed steps: {'identical' if len(set(digests)) == 1 else 'DIFFERENT'} "
-          f"on the {world} ranks (sha256 {digests[0][:16]}...)")
+    same = "identical" if len(set(digests)) == 1 else "DIFFERENT"
+    note0(f"parameters after the timed steps: {same} on the {world} ranks (sha256 {digests[0][:16]}...)")
 
     ar_s = time_allreduce(torch, dist, nparams, args.allreduce_iters)
     gbps = nparams * 4 / ar_s / 1e9
