@@ -35,6 +35,14 @@ Two modes, picked by the environment:
     per-call latency and per-byte cost for the README's scaling estimate).
     After the timed steps the ranks compare a hash of their parameters (a note says whether
     they are identical, as DDP promises).
+On a 2-core machine the figures need both cores idle: one other busy process makes the
+1-process, 2-thread mode collapse (torch's OpenMP threads wait on each other at every op:
+the mlp from ~40000-60000 down to ~1000-10000 samples/s) far more than the 2 single-threaded
+ranks (~15000-20000 samples/s either way), so compare runs taken in the same conditions.
+Measured on a 2-core AMD EPYC, torch 2.15, both cores idle at the start (medians of 3):
+mlp 58000 samples/s alone on 2 threads against 21900 on 2 ranks (0.38x; all-reduce of its
+1.08 MB 1.0-2.3 ms, 0.5-1.1 GB/s); cnn 3980 against 4100 (1.03x; 0.90 MB in 1.6-2.2 ms).
+gloo's all-reduce costs ~1-2 ms even for 4 KiB here, ~11 ms for 16 MiB (~1.5 GB/s).
 Both modes time --steps steps (default 200 mlp, 60 cnn; --quick 50, 15) after --warmup
 steps (default 20, --quick 5), and note on stderr the wall time, the last loss, the process's
 cpu_util and the median, fastest and slowest single step (rank 0's).
