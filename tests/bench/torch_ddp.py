@@ -270,7 +270,8 @@ def main():
     digests = [None] * world
     dist.all_gather_object(digests, h.hexdigest())
     same = "identical" if len(set(digests)) == 1 else "DIFFERENT"
-    note0(f"parameters after the timed steps: {same} on the {world} ranks (sha256 {digests[0][:16]}...)")
+    note0(f"parameters after the timed steps: {same} on the {world} ranks "
+          f"(sha256 {digests[0][:16]}...)")
 
     ar_s = time_allreduce(torch, dist, nparams, args.allreduce_iters)
     gbps = nparams * 4 / ar_s / 1e9
