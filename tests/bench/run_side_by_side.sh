@@ -19,6 +19,13 @@
 # built, even when asked for), torch_train.py and keras_train.py (skipped when TensorFlow does
 # not import): samples/s and peak RSS (MiB) in the table; a figure of the twins without a
 # tapeflow figure shows "-" for the value and the ratios.
+# ddp (not in the default list: BENCHES=ddp), data-parallel training, for the models mlp and
+# cnn: bench_ddp --model M under $DDP_MPIRUN (default "mpirun --allow-run-as-root
+# --oversubscribe -np 2", OMP_NUM_THREADS=1; skipped with a note when it is not built), which
+# prints ddp_M_single_samples_per_s (1 process, 2 threads), ddp_M_samples_per_s (2 ranks, 1
+# thread each), ddp_M_allreduce_ms and ddp_M_allreduce_gbps; then its twin torch_ddp.py
+# twice, alone on 2 threads (torch_ddp_M_single_samples_per_s) and under "OMP_NUM_THREADS=1
+# torchrun --standalone --nproc_per_node 2" (PyTorch DDP on gloo: the other three figures).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -131,6 +138,30 @@ for pair in $benches; do
         echo
       done
       ;;
+    ddp)
+      bench="$build/tests/bench/bench_ddp"
+      mpirun_cmd="${DDP_MPIRUN:-mpirun --allow-run-as-root --oversubscribe -np 2}"
+      ran=$((ran + 1))
+      for model in mlp cnn; do
+        if [[ -x "$bench" ]]; then
+          echo "== tapeflow: OMP_NUM_THREADS=1 $mpirun_cmd $bench --model $model $*"
+          # shellcheck disable=SC2086  # the launcher's words
+          OMP_NUM_THREADS=1 $mpirun_cmd "$bench" --model "$model" "$@" |
+            tee -a "$tmp/tapeflow.txt"
+        else
+          echo "== tapeflow: skipped ($bench not found; build the bench_ddp target first)"
+        fi
+        echo
+        echo "== torch: python3 $here/torch_ddp.py --model $model --threads $threads $*"
+        python3 "$here/torch_ddp.py" --model "$model" --threads "$threads" "$@" |
+          tee -a "$tmp/torch.txt"
+        echo
+        echo "== torch: OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 $here/torch_ddp.py --model $model $*"
+        OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 "$here/torch_ddp.py" \
+          --model "$model" "$@" | tee -a "$tmp/torch.txt"
+        echo
+      done
+      ;;
     ckpt)
       # checkpoints (not in the default list): bench_checkpoint and torch_checkpoint.py (raw,
       # torch.save/load, safetensors) write ~105 MB each into the build folder; their MB/s
@@ -146,7 +177,7 @@ for pair in $benches; do
       echo
       ;;
     *)
-      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv, train, ckpt)" >&2
+      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv, train, ddp, ckpt)" >&2
       exit 2
       ;;
   esac
@@ -161,16 +192,16 @@ fi
 # value/tf, and "faster"/"faster_tf" name the winner and by how much (times: ns/op, ns, us,
 # ms, and memory, MiB: lower is better; GFLOP/s, GB/s and samples/s: higher is better). "-":
 # no such twin (or TensorFlow skipped). A difference of times (tape_chain_overhead) compares
-# like a time. The twins' train_* figures are listed even without a tapeflow figure (value
-# "-"; bench_train not built), after the others.
+# like a time. The twins' train_* and ddp_* figures are listed even without a tapeflow figure
+# (value "-"; bench_train or bench_ddp not built), after the others.
 awk '
   $1 != "bench" { next }
   $2 ~ /^torch_/ { torch[$2] = $3; twin(substr($2, 7), $4); next }
   $2 ~ /^tf_/    { tf[$2] = $3; twin(substr($2, 4), $4); next }
   { rows[++nrows] = $2; v[nrows] = $3; u[nrows] = $4; mine[$2] = 1 }
-  # the twins train_* figures in order of appearance, with their units
+  # the twins train_* and ddp_* figures in order of appearance, with their units
   function twin(key, unit) {
-    if (key ~ /^train_/ && !(key in tunit)) { tunit[key] = unit; trains[++ntrains] = key }
+    if (key ~ /^(train|ddp)_/ && !(key in tunit)) { tunit[key] = unit; trains[++ntrains] = key }
   }
   # lower is better: times, and memory (MiB)
   function is_time(unit) {
