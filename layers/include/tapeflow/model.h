@@ -197,6 +197,13 @@ typedef struct tfl_callback {
                               bool *stop);
 } tfl_callback;
 
+/** Data-parallel replicas of fit (tfl_comm_replicas of <tapeflow/distributed.h> fills it). */
+typedef struct tfl_replicas {
+    int index, count;
+    tfl_status (*sum)(double *values, int n, void *user); /* in-place sum across replicas, same order everywhere */
+    void *user;
+} tfl_replicas;
+
 /** The batch size of fit, evaluate and predict when they are given 0 (Keras's). */
 #define TFL_DEFAULT_BATCH_SIZE 32
 
