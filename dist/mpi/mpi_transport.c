@@ -144,6 +144,15 @@ void tfl_mpi_transport(tfl_comm_transport *out, MPI_Comm comm)
     make(out, comm, 0);
 }
 
+/* MPI can be initialised once per process: what tfl_comm_world initialised is finalized at
+ * exit, so that world communicators can come and go. */
+static void finalize_at_exit(void)
+{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+}
+
 void tfl_mpi_world_transport(tfl_comm_transport *out, int flags)
 {
     (void)flags;
@@ -165,6 +174,7 @@ void tfl_mpi_world_transport(tfl_comm_transport *out, int flags)
             fail(rc, "MPI_Init_thread", out->error, sizeof out->error);
             return;
         }
+        atexit(finalize_at_exit);
     }
-    make(out, MPI_COMM_WORLD, !init);
+    make(out, MPI_COMM_WORLD, 0);
 }

@@ -23,7 +23,7 @@
  *     tfl_callback cbs[] = {tfl_data_parallel_callback(&dp), tfl_nonfinite_guard_callback(&g)};
  *     tfl_model_fit(m, train, &(tfl_fit_opts){.batch_size = 128,  // the global batch
  *                   .callbacks = cbs, .n_callbacks = 2, .replicas = &rep, ...}, NULL);
- *     tfl_comm_free(comm);                                   // MPI_Finalize if it initialised
+ *     tfl_comm_free(comm);           // MPI_Finalize at exit, if tfl_comm_world initialised it
  *
  * The callback must come before every other on_gradients hook (the non-finite guard,
  * clipping), so that those see the global gradient and decide the same on every rank.
@@ -69,8 +69,7 @@ typedef struct tfl_comm tfl_comm;
  *  - broadcast: bytes from root's buf into every other rank's buf;
  *  - barrier: returns when every rank has entered it;
  *  - abort: ends every process of the job with code (MPI_Abort), for programs only;
- *  - destroy: releases impl (frees a duplicated communicator; finalizes MPI only if this
- *    transport initialised it).
+ *  - destroy: releases impl (frees a duplicated communicator).
  * A constructor that fails leaves `error` non-empty: tfl_comm_new reports it.
  */
 typedef struct tfl_comm_transport {
@@ -104,8 +103,9 @@ typedef struct tfl_comm_opts {
 
 /**
  * The communicator of every process of the job: with MPI, a duplicate of MPI_COMM_WORLD
- * (MPI_Init_thread(FUNNELED) first if the application has not initialised MPI; tfl_comm_free
- * then finalizes it); one rank ("self") when the process was not started by mpirun.
+ * (MPI_Init_thread(FUNNELED) first if the application has not initialised MPI; it is then
+ * finalized at exit, since MPI starts once per process); one rank ("self") when the process
+ * was not started by mpirun.
  * Returns NULL with the error kept: FAILED_PRECONDITION when mpirun started several ranks but
  * this build has no MPI (TFL_MPI=OFF) or libtapeflow_mpi cannot be loaded (the message says
  * which), UNAVAILABLE (MPI's own error), INVALID_ARGUMENT (an unknown backend, a negative
@@ -125,9 +125,8 @@ TFL_API tfl_comm *tfl_comm_self(tfl_ctx *ctx, const tfl_comm_opts *opts);
 TFL_API tfl_comm *tfl_comm_new(tfl_ctx *ctx, const tfl_comm_transport *transport,
                                const tfl_comm_opts *opts);
 
-/** Frees the communicator (and MPI, if tfl_comm_world initialised it). NULL: no-op; freed
- * twice: MISUSE kept in its context (base.h). Not a collective, but MPI_Finalize is: free the
- * world communicator on every rank. */
+/** Frees the communicator (MPI_Comm_free of tapeflow's duplicate: a collective, so free it
+ * on every rank). NULL: no-op; freed twice: MISUSE kept in its context (base.h). */
 TFL_API void tfl_comm_free(tfl_comm *comm);
 
 /** This process's rank and the number of ranks; -1 for NULL or a freed communicator. */

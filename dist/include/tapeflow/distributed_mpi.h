@@ -33,7 +33,8 @@ TFL_API void tfl_mpi_transport(tfl_comm_transport *out, MPI_Comm comm);
 
 /**
  * A transport over MPI_COMM_WORLD: initialises MPI (MPI_Init_thread, FUNNELED) unless the
- * process has; destroy then finalizes it. What tfl_comm_world calls (flags: 0).
+ * process has, and then finalizes it at exit (atexit: MPI can be initialised once per
+ * process, so world communicators may come and go). What tfl_comm_world calls (flags: 0).
  */
 TFL_API void tfl_mpi_world_transport(tfl_comm_transport *out, int flags);
 
