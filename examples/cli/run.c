@@ -227,7 +227,8 @@ int cli_train(int argc, char **argv)
 {
     cli_args a;
     int code = cli_parse("train", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_QUIET, &a);
-    if (code != CLI_OK) return code;
+    if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
+    if (!cli_dist_writer()) a.quiet = true; /* progress from rank 0 only */
     run r = {0};
     if ((code = build(&r, &a)) != CLI_OK) {
         run_free(&r);
@@ -250,7 +251,11 @@ int cli_train(int argc, char **argv)
     }
     bool same_run = was != NULL;
     free(was);
-    if (!resolved || !make_dirs(dir) || !write_atomic(path, resolved)) {
+    /* under mpirun every rank has read the run directory before rank 0 writes it */
+    bool writer = cli_dist_writer();
+    if (cli_dist_barrier() != TFL_OK ||
+        !resolved || (writer && (!make_dirs(dir) || !write_atomic(path, resolved))) ||
+        cli_dist_barrier() != TFL_OK) {
         if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
         else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
         run_free(&r);
@@ -323,11 +328,17 @@ int cli_train(int argc, char **argv)
     run_state rs = {.quiet = a.quiet, .tty = isatty(STDOUT_FILENO), .stopped_epoch = -1,
                     .steps = fo.initial_step};
     rs.log_interval = strtoll(cfg_get(r.cfg, "logging.log_interval", buf, sizeof buf), NULL, 10);
-    tfl_callback cbs[4] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
+    tfl_callback cbs[8] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
                            {.on_step_end = on_step, .user = &rs},
                            tfl_step_checkpoint_callback(&sc)};
+    int n_cbs = 4;
+    if (!writer) { /* rank 0 alone writes metrics and checkpoints */
+        cbs[0] = cbs[1], cbs[1] = cbs[2];
+        n_cbs = 2;
+    }
+    if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8)) != CLI_OK) goto out;
     fo.callbacks = cbs;
-    fo.n_callbacks = 4;
+    fo.n_callbacks = n_cbs;
     fo.progress = a.quiet ? NULL : stdout;
     if (!a.quiet) printf("run directory: %s\n", dir);
     fflush(stdout);
@@ -349,7 +360,7 @@ int cli_train(int argc, char **argv)
         code = CLI_INTERRUPTED;
     } else {
         /* the final state (after the last epoch's end: a resume finds nothing left to do) */
-        if (fo.initial_epoch < epochs) {
+        if (fo.initial_epoch < epochs && writer) {
             state = (tfl_train_state){.epoch = epochs, .step = rs.steps, .shuffle_seed = fo.seed,
                                       .history = &h};
             if (save_final(&r, mgr, &state, &so) != TFL_OK) {

@@ -31,7 +31,7 @@ void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("tapeflow: error: ", stderr);
+    fprintf(stderr, "tapeflow: %serror: ", cli_rank_label);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
                 print_help(cmd);
                 return CLI_OK;
             }
-        return commands[i].run(argc, argv);
+        return cli_dist_end(commands[i].run(argc, argv));
     }
     fprintf(stderr, "tapeflow: unknown command '%s'\n\n%s", cmd, usage_text);
     return CLI_USAGE;

@@ -231,6 +231,7 @@ typedef struct tfl_fit_opts {
     int64_t initial_step;          /* >= 0: tfl_step_logs.step continues from it */
     tfl_epoch_progress initial_progress;
     bool append_history;           /* keep history->count and add the epochs after it */
+    const tfl_replicas *replicas;  /* data-parallel replicas (shards, epoch sums); NULL: one */
 } tfl_fit_opts;
 
 /** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
