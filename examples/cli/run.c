@@ -276,15 +276,21 @@ int cli_train(int argc, char **argv)
      * from the newest one of this run (same config) */
     char cdir[4200], latest[4400];
     ckpt_dir(r.cfg, dir, cdir, sizeof cdir);
-    tfl_ckpt_manager *mgr = tfl_ckpt_manager_new(
+    /* rank 0 alone saves; the others only read (cdir must reach rank 0's files to resume) */
+    tfl_ckpt_manager *mgr = !writer ? NULL : tfl_ckpt_manager_new(
         r.ctx, cdir,
         &(tfl_ckpt_manager_opts){
             .max_to_keep = (int)strtol(cfg_get(r.cfg, "checkpoint.keep", buf, sizeof buf), NULL, 10)});
-    if (!mgr) {
+    if (writer && !mgr) {
         code = cli_ctx_error(r.ctx, "the checkpoint directory");
         free(logs);
         run_free(&r);
         return code;
+    }
+    /* rank 0's manager may rewrite the index: the others read it after */
+    if (cli_dist_barrier() != TFL_OK) {
+        code = cli_ctx_error(r.ctx, "waiting for rank 0's checkpoint directory");
+        goto out;
     }
     const char *meta_keys[] = {"tapeflow.config"}, *meta_values[] = {resolved};
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
