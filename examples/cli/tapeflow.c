@@ -236,8 +236,9 @@ static int cli_version(int argc, char **argv)
         fprintf(stderr, "tapeflow version: unexpected argument '%s'\n", argv[2]);
         return CLI_USAGE;
     }
-    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\n", TFL_VERSION_STRING,
-           TFL_HAVE_CUDA ? "yes" : "no (CPU only)", TFL_HAVE_CUDNN ? "yes" : "no");
+    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n",
+           TFL_VERSION_STRING, TFL_HAVE_CUDA ? "yes" : "no (CPU only)",
+           TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)");
     return CLI_OK;
 }
 
