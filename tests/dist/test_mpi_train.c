@@ -244,11 +244,12 @@ static uint64_t hash_vars(tfl_model *m, tfl_optimizer *opt)
 static double ranks_differing(tfl_comm *c, uint64_t h)
 {
     tfl_ctx *ctx = tfl_comm_ctx(c);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK); /* inside fit's step frame too */
     tfl_tensor *t = tfl_tensor_new(ctx, TFL_DTYPE_INT64, 1, (int64_t[]){1}, &h);
     assert_int_equal(tfl_comm_broadcast(c, 1, &t, 0), TFL_OK);
     uint64_t root;
     assert_int_equal(tfl_tensor_to_host(t, &root, sizeof root), TFL_OK);
-    tfl_tensor_release(t);
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     double differ = root != h;
     assert_int_equal(tfl_comm_allreduce_doubles(c, &differ, 1), TFL_OK);
     return differ;
@@ -308,11 +309,127 @@ static void test_custom_loop_matches_one_process(void **state)
     free(d);
 }
 
+/* ---- tfl_model_fit with the data-parallel callback and the replicas --------------------- */
+
+typedef struct hasher {
+    tfl_comm *comm;
+    tfl_optimizer *opt;
+    int64_t steps, differing;
+} hasher;
+
+static tfl_status hash_step(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
+{
+    (void)lg, (void)stop;
+    hasher *h = user;
+    h->steps++;
+    h->differing += (int64_t)ranks_differing(h->comm, hash_vars(m, h->opt));
+    return TFL_OK;
+}
+
+static tfl_dataset *dataset(tfl_ctx *ctx, const data *d, int64_t rows)
+{
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){rows, FEATURES}, d->x);
+    tfl_tensor *y = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){rows}, d->y);
+    tfl_dataset *ds = tfl_dataset_from_arrays(ctx, x, y, NULL);
+    tfl_tensor_release(x);
+    tfl_tensor_release(y);
+    assert_non_null(ds);
+    return ds;
+}
+
+/* fit on 2 epochs of 4 shuffled batches of 128 (and a last one of 40): the ranks agree after
+ * every step (batch normalization's moving statistics included) and end as one process's
+ * fit on the same data, whatever the shards */
+static void test_fit(void **state)
+{
+    (void)state;
+    data *d = malloc(sizeof *d);
+    make_data(d);
+    const int64_t rows = 4 * BATCH + 40;
+    for (int bn = 0; bn < 2; bn++) {
+        tfl_ctx *ctx = new_ctx(11);
+        tfl_comm *comm = world(ctx, 1000);
+        tfl_optimizer *opt;
+        tfl_model *m = tfl_model_new(ctx, "mlp");
+        assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
+                                                           .activation = TFL_ACT_RELU}));
+        if (bn) assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_BATCH_NORM}));
+        assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES}));
+        tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
+        o.learning_rate = 0.01;
+        opt = tfl_optimizer_new(ctx, &o);
+        assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                           TFL_METRIC_ACCURACY), TFL_OK);
+        tfl_dataset *ds = dataset(ctx, d, rows);
+        tfl_data_parallel dp = {.comm = comm};
+        hasher h = {.comm = comm, .opt = opt};
+        tfl_replicas rep = tfl_comm_replicas(comm);
+        tfl_callback cbs[] = {tfl_data_parallel_callback(&dp), {.on_step_end = hash_step, .user = &h}};
+        tfl_fit_opts fo = {.epochs = 2, .batch_size = BATCH, .shuffle = true, .seed = 3,
+                           .callbacks = cbs, .n_callbacks = 2, .replicas = &rep};
+        /* not built: refused on every rank before any collective could wait */
+        assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_FAILED_PRECONDITION);
+        assert_non_null(strstr(tfl_ctx_error(ctx).message, "is not built"));
+        tfl_ctx_clear_error(ctx);
+        assert_int_equal(tfl_model_build(m, 2, (int64_t[]){-1, FEATURES}), TFL_OK);
+        tfl_epoch_logs logs[2];
+        tfl_history hist = {logs, 2, 0};
+        assert_int_equal(tfl_model_fit(m, ds, &fo, &hist), TFL_OK);
+        assert_true(dp.broadcast_done);
+        assert_int_equal(dp.steps, 10);
+        assert_int_equal(h.steps, 10);
+        assert_int_equal(h.differing, 0); /* identical after every step */
+        if (!bn) { /* one process, the same fit without the callback */
+            tfl_ctx *rctx = new_ctx(11);
+            tfl_model *r = tfl_model_new(rctx, "mlp");
+            tfl_model_add(r, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
+                                               .activation = TFL_ACT_RELU});
+            tfl_model_add(r, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES});
+            assert_int_equal(tfl_model_build(r, 2, (int64_t[]){-1, FEATURES}), TFL_OK);
+            tfl_optimizer *ropt = tfl_optimizer_new(rctx, &o);
+            assert_int_equal(tfl_model_compile(r, ropt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                               TFL_METRIC_ACCURACY), TFL_OK);
+            tfl_dataset *rds = dataset(rctx, d, rows);
+            tfl_epoch_logs rl[2];
+            tfl_history rh = {rl, 2, 0};
+            assert_int_equal(tfl_model_fit(r, rds, &(tfl_fit_opts){.epochs = 2, .batch_size = BATCH,
+                                                                   .shuffle = true, .seed = 3}, &rh),
+                             TFL_OK);
+            tfl_tensor *a[8], *b[8];
+            int nv = tfl_model_variables(m, TFL_VARS_ALL, a, 8);
+            assert_int_equal(tfl_model_variables(r, TFL_VARS_ALL, b, 8), nv);
+            double diff = 0;
+            for (int i = 0; i < nv; i++)
+                for (int64_t j = 0; j < tfl_tensor_numel(a[i]); j++)
+                    diff = fmax(diff, fabs(at(a[i], j) - at(b[i], j)));
+            if (tfl_comm_rank(comm) == 0)
+                printf("np=%d: fit, 2 epochs: largest difference from one process %.3g; epoch 2 "
+                       "loss %.6f vs %.6f\n", tfl_comm_size(comm), diff, logs[1].loss, rl[1].loss);
+            assert_true(diff < 1e-5);
+            assert_true(fabs(logs[1].loss - rl[1].loss) < 1e-5);
+            assert_int_equal(logs[1].samples, rl[1].samples);
+            tfl_dataset_free(rds);
+            tfl_model_free(r);
+            tfl_optimizer_free(ropt);
+            tfl_ctx_free(rctx);
+        }
+        tfl_dataset_free(ds);
+        tfl_model_free(m);
+        tfl_optimizer_free(opt);
+        tfl_comm_free(comm);
+        if (tfl_ctx_status(ctx) != TFL_OK) print_error("%s\n", tfl_ctx_error(ctx).message);
+        assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+        tfl_ctx_free(ctx);
+    }
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_custom_loop_matches_one_process),
+        cmocka_unit_test(test_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
