@@ -18,7 +18,7 @@ static void config_free_obj(tfl__ctx_obj *obj)
     tfl_config_free((tfl_config *)obj);
 }
 
-static tfl_config *config_new(tfl_ctx *ctx, const char *file, size_t n_overrides)
+tfl_config *tfl__config_new(tfl_ctx *ctx, const char *file, size_t n_overrides)
 {
     tfl_config *cfg = tfl__obj_new(ctx, sizeof *cfg, TFL__MAGIC_CONFIG, config_free_obj);
     if (!cfg) return NULL;
@@ -103,7 +103,7 @@ tfl_config *tfl_config_parse(tfl_ctx *ctx, const char *text, size_t len, const c
         tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_config_parse: NULL text of %zu bytes", len);
         return NULL;
     }
-    tfl_config *cfg = config_new(ctx, name ? name : "<config>", n_overrides);
+    tfl_config *cfg = tfl__config_new(ctx, name ? name : "<config>", n_overrides);
     if (!cfg) {
         if (status) *status = TFL_RESOURCE_EXHAUSTED;
         return NULL;
@@ -121,7 +121,7 @@ tfl_config *tfl_config_load(tfl_ctx *ctx, const char *path, const char *const *o
         tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_config_load: NULL path");
         return NULL;
     }
-    tfl_config *cfg = config_new(ctx, path, n_overrides);
+    tfl_config *cfg = tfl__config_new(ctx, path, n_overrides);
     if (!cfg) {
         if (status) *status = TFL_RESOURCE_EXHAUSTED;
         return NULL;

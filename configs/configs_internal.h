@@ -190,6 +190,12 @@ struct tfl_config {
     bool fatal; /* the document could not be read: no validation */
 };
 
+/** A config record with its arena, before anything is read (config.c). */
+tfl_config *tfl__config_new(tfl_ctx *ctx, const char *file, size_t n_overrides);
+/** The resolved config as YAML (head: with tfl_config_format's first comment line), in host
+ * memory the caller frees with tfl__host_free; NULL on RESOURCE_EXHAUSTED (emit.c). cfg
+ * must be valid. */
+char *tfl__config_emit(const tfl_config *cfg, bool head);
 /** Validates cfg->root into cfg->res (resolve.c). */
 void tfl__config_resolve(tfl_config *cfg);
 /** The rules across keys, after tfl__config_resolve (rules.c). */

@@ -147,16 +147,24 @@ const char *tfl_config_format(tfl_config *cfg)
                        cfg->total_diags);
         return NULL;
     }
+    char *text = tfl__config_emit(cfg, true);
+    if (!text) return NULL;
+    if (cfg->format_text) tfl__host_free(cfg->ctx, cfg->format_text);
+    cfg->format_text = text;
+    return text;
+}
+
+char *tfl__config_emit(const tfl_config *cfg, bool head)
+{
     tfl__buf b = {.ctx = cfg->ctx};
-    tfl__buf_printf(&b, "# %s resolved by tapeflow %s: every key explicit\n", cfg->file,
-                    TFL_VERSION_STRING);
+    if (head)
+        tfl__buf_printf(&b, "# %s resolved by tapeflow %s: every key explicit\n", cfg->file,
+                        TFL_VERSION_STRING);
     emit_body(&b, cfg->res, 0);
     if (b.failed) {
         tfl__host_free(cfg->ctx, b.p);
         return NULL;
     }
-    if (cfg->format_text) tfl__host_free(cfg->ctx, cfg->format_text);
-    cfg->format_text = b.p;
     return b.p;
 }
 

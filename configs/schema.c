@@ -238,6 +238,8 @@ static const sec_def training_sec = {"training", training_keys, COUNT(training_k
 static const key_def checkpoint_keys[] = {
     {"directory", VT_PATH, 0, NUL, NULL, 0, 0, 0, 0, 0, 0, "null: <run dir>/checkpoints"},
     {"every", VT_INT, 0, RNG, "1", 1, 1e9, 0, 0, 0, 0, "epochs between checkpoints"},
+    {"every_steps", VT_INT, 0, RNG, "0", 0, 1e9, 0, 0, 0, 0,
+     "steps between checkpoints, mid-epoch too; 0: every `every` epochs"},
     {"keep", VT_INT, 0, RNG, "5", 0, 1e6, 0, 0, 0, 0, "the newest kept; 0: all"},
     {"save_best_only", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0, "only when monitor improved"},
     {"monitor", VT_ENUM, 0, 0, "val_loss", 0, 0, &enum_monitor, 0, 0, 0,

@@ -331,6 +331,7 @@ ynode *tfl__yaml_parse(tfl_config *cfg, const char *text, size_t len, int src)
     }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
+        cfg->arena.failed = true; /* the config's "an allocation failed" */
         tfl__set_error(cfg->ctx, TFL_RESOURCE_EXHAUSTED, "config: libyaml has no memory");
         return NULL;
     }
@@ -339,6 +340,7 @@ ynode *tfl__yaml_parse(tfl_config *cfg, const char *text, size_t len, int src)
     parse_state *ps = tfl__host_alloc(cfg->ctx, sizeof *ps, 16);
     if (!ps) {
         yaml_parser_delete(&parser);
+        cfg->arena.failed = true;
         tfl__set_error(cfg->ctx, TFL_RESOURCE_EXHAUSTED, "config: out of memory");
         return NULL;
     }

@@ -29,6 +29,8 @@ struct tfl_dataset {
     uint64_t epoch;
     int64_t pos;            /* next example of the epoch (index into the order) */
     int64_t *perm;          /* n indices when shuffling, else NULL */
+    int shard_index;        /* this shard of every global batch (tfl_dataset_shard) */
+    int shard_count;        /* 1: no sharding */
 };
 
 /* ---- store ------------------------------------------------------------------------------- */
@@ -164,6 +166,7 @@ static tfl_dataset *view_new(tfl_ctx *ctx, tfl__ds_store *s, int64_t begin, int6
     ds->scale = scale != 0.0f ? scale : default_scale(s);
     ds->offset = offset;
     ds->batch = DEFAULT_BATCH;
+    ds->shard_count = 1;
     fill_lut(ds);
     return ds;
 }
@@ -333,6 +336,36 @@ tfl_status tfl_dataset_batch(tfl_dataset *ds, int64_t batch_size, const tfl_batc
 
 /* ---- batches ------------------------------------------------------------------------------- */
 
+/* floor(i·m / c) without overflow (i <= c): shard i of c starts at this row of a global batch
+ * of m rows. */
+static int64_t shard_row(int64_t m, int i, int c)
+{
+    return (m / c) * i + (m % c) * i / c; /* (m % c)·i < c² < 2^62 */
+}
+
+tfl_status tfl_dataset_shard(tfl_dataset *ds, int index, int count)
+{
+    if (!ds) return TFL_INVALID_ARGUMENT;
+    if (!alive(ds, "tfl_dataset_shard")) return TFL_MISUSE;
+    TFL_CHECK(ds->ctx, count >= 1, TFL_INVALID_ARGUMENT,
+              "Dataset shard: count must be >= 1, got %d (index %d)", count, index);
+    TFL_CHECK(ds->ctx, index >= 0 && index < count, TFL_INVALID_ARGUMENT,
+              "Dataset shard: index must be in [0, %d) (count %d), got %d", count, count, index);
+    ds->shard_index = index;
+    ds->shard_count = count;
+    return TFL_OK;
+}
+
+int tfl_dataset_shard_index(const tfl_dataset *ds)
+{
+    return ds && alive(ds, "tfl_dataset_shard_index") ? ds->shard_index : -1;
+}
+
+int tfl_dataset_shard_count(const tfl_dataset *ds)
+{
+    return ds && alive(ds, "tfl_dataset_shard_count") ? ds->shard_count : -1;
+}
+
 /* Writes example `ex` (a store index) normalised into dst (feat floats). */
 static void convert_example(const tfl_dataset *ds, int64_t ex, float *dst)
 {
@@ -358,8 +391,9 @@ static void drop(tfl_ctx *ctx, tfl_tensor *t)
 
 /* The rest of tfl_dataset_next for a dataset of targets: b examples into buf (tx's data on
  * the host, else a host buffer of b * feat floats that this frees) and b * tdim targets. */
-static tfl_status next_targets(tfl_dataset *ds, int64_t b, tfl_tensor *tx, float *buf,
-                               bool on_host, tfl_tensor **x, tfl_tensor **y)
+static tfl_status next_targets(tfl_dataset *ds, int64_t lo, int64_t b, int64_t m,
+                               tfl_tensor *tx, float *buf, bool on_host, tfl_tensor **x,
+                               tfl_tensor **y)
 {
     tfl_ctx *ctx = ds->ctx;
     const tfl__ds_store *s = ds->store;
@@ -374,7 +408,7 @@ static tfl_status next_targets(tfl_dataset *ds, int64_t b, tfl_tensor *tx, float
                               (long long)(b * k), tbytes);
     }
     for (int64_t i = 0; i < b; i++) {
-        int64_t at = ds->pos + i;
+        int64_t at = lo + i;
         int64_t ex = ds->begin + (ds->perm ? ds->perm[at] : at);
         convert_example(ds, ex, buf + (size_t)i * (size_t)s->feat);
         memcpy(tv + (size_t)i * (size_t)k, s->t + (size_t)ex * (size_t)k,
@@ -394,7 +428,7 @@ static tfl_status next_targets(tfl_dataset *ds, int64_t b, tfl_tensor *tx, float
         drop(ctx, tx);
         return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
     }
-    ds->pos += b;
+    ds->pos += m;
     *x = tx;
     *y = ty;
     return TFL_OK;
@@ -409,8 +443,14 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
     tfl_ctx *ctx = ds->ctx;
     TFL_CHECK(ctx, x, TFL_INVALID_ARGUMENT, "Dataset next: x must not be NULL");
     int64_t left = ds->n - ds->pos;
-    int64_t b = left < ds->batch ? left : ds->batch;
-    if (b <= 0 || (ds->drop_remainder && b < ds->batch)) return TFL_OUT_OF_RANGE;
+    int64_t m = left < ds->batch ? left : ds->batch; /* the global batch's rows */
+    if (m <= 0 || (ds->drop_remainder && m < ds->batch)) return TFL_OUT_OF_RANGE;
+    int64_t lo = ds->pos, b = m; /* this shard's rows: [lo, lo + b) of the epoch's order */
+    if (ds->shard_count > 1) {
+        int64_t a = shard_row(m, ds->shard_index, ds->shard_count);
+        lo += a;
+        b = shard_row(m, ds->shard_index + 1, ds->shard_count) - a;
+    }
 
     const tfl__ds_store *s = ds->store;
     int64_t shape[TFL_MAX_RANK];
@@ -430,7 +470,7 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
         TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED,
                   "Dataset next: out of host memory for a batch (%zu bytes)", bytes);
     }
-    if (y && s->t) return next_targets(ds, b, tx, buf, on_host, x, y);
+    if (y && s->t) return next_targets(ds, lo, b, m, tx, buf, on_host, x, y);
     int32_t labels_small[256];
     int32_t *labels = NULL;
     if (y && s->y) {
@@ -444,7 +484,7 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
         }
     }
     for (int64_t k = 0; k < b; k++) {
-        int64_t i = ds->pos + k;
+        int64_t i = lo + k;
         int64_t ex = ds->begin + (ds->perm ? ds->perm[i] : i);
         convert_example(ds, ex, buf + (size_t)k * (size_t)s->feat);
         if (labels) labels[k] = s->y[ex];
@@ -460,7 +500,7 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
         drop(ctx, tx);
         return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
     }
-    ds->pos += b;
+    ds->pos += m;
     *x = tx;
     if (y) *y = ty;
     return TFL_OK;

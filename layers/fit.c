@@ -71,6 +71,46 @@ static bool gather_vars(tfl_model *m)
     return true;
 }
 
+/* The end of a step, once m->grads hold the gradients: the callbacks' on_gradients, then the
+ * optimizer's apply unless a hook skipped the step (sl->skipped). */
+static tfl_status hooks_and_apply(tfl_model *m, const tfl_fit_opts *o, tfl_step_logs *sl)
+{
+    tfl_status st = TFL_OK;
+    bool skip = false;
+    for (int i = 0; i < o->n_callbacks && st == TFL_OK; i++)
+        if (o->callbacks[i].on_gradients) {
+            st = o->callbacks[i].on_gradients(m, m->n_train_vars, m->train_vars, m->grads, sl,
+                                              o->callbacks[i].user, &skip);
+            sl->skipped = skip;
+        }
+    if (st == TFL_OK && !skip)
+        st = tfl_optimizer_apply(m->optimizer, m->n_train_vars, m->train_vars, m->grads);
+    return st;
+}
+
+/* A step on a batch of 0 rows (an empty shard, see tfl_dataset_shard): no forward pass (no
+ * statistics of nothing); zero gradients of every trainable variable go through the hooks
+ * and the apply as any step's would, so that the replicas' collectives stay matched. Loss 0,
+ * weight 0 in the epoch's sums. */
+static tfl_status empty_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tensor *x,
+                             tfl_step_logs *sl)
+{
+    tfl_ctx *ctx = m->ctx;
+    if (!m->layers[m->n_layers - 1]->built) { /* the first batch is empty: build from its shape */
+        int64_t shape[TFL_MAX_RANK];
+        int rank = tfl_tensor_rank(x);
+        memcpy(shape, tfl_tensor_shape(x), sizeof(int64_t) * (size_t)rank);
+        shape[0] = -1;
+        tfl_status st = tfl_model_build(m, rank, shape);
+        if (st != TFL_OK) return st;
+    }
+    if (!gather_vars(m)) return tfl_ctx_status(ctx);
+    for (int i = 0; i < m->n_train_vars; i++)
+        if (!(m->grads[i] = tfl_zeros_like(ctx, m->train_vars[i]))) return tfl_ctx_status(ctx);
+    sl->loss = 0;
+    return hooks_and_apply(m, o, sl);
+}
+
 /* One training step on (x, y), in the caller's frame: forward under a tape, gradients, the
  * callbacks' on_gradients, apply. Sets sl->loss and sl->skipped; adds the batch's loss sum
  * and correct count unless a hook skipped the step. */
@@ -91,16 +131,12 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
                                m->grads, 0);
     tfl_tape_free(tape);
     if (st == TFL_OK) st = tfl_tensor_get(loss, 0, &sl->loss);
-    bool skip = false;
-    for (int i = 0; i < o->n_callbacks && st == TFL_OK; i++)
-        if (o->callbacks[i].on_gradients) {
-            st = o->callbacks[i].on_gradients(m, m->n_train_vars, m->train_vars, m->grads, sl,
-                                              o->callbacks[i].user, &skip);
-            sl->skipped = skip;
-        }
-    if (st == TFL_OK && !skip)
-        st = tfl_optimizer_apply(m->optimizer, m->n_train_vars, m->train_vars, m->grads);
-    if (st != TFL_OK || skip) return st;
+    if (st == TFL_OK && o->replicas) /* every replica reduces the same list: no NULL */
+        for (int i = 0; i < m->n_train_vars && st == TFL_OK; i++)
+            if (!m->grads[i] && !(m->grads[i] = tfl_zeros_like(ctx, m->train_vars[i])))
+                st = tfl_ctx_status(ctx);
+    if (st == TFL_OK) st = hooks_and_apply(m, o, sl);
+    if (st != TFL_OK || sl->skipped) return st;
     int64_t b = tfl_tensor_dim(per, 0);
     *loss_sum += sl->loss * (double)b;
     if (m->metrics & TFL_METRIC_ACCURACY) {
@@ -139,22 +175,54 @@ static tfl_status check_ready(tfl_model *m, tfl_dataset *data, const char *who, 
     return TFL_OK;
 }
 
-tfl_status tfl_model_evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size, double *loss,
-                              double *accuracy)
+static tfl_status check_replicas(tfl_model *m, const tfl_replicas *r, const char *who)
 {
-    if (!m) return TFL_INVALID_ARGUMENT;
-    if (!tfl__model_alive(m, "tfl_model_evaluate")) return TFL_MISUSE;
     tfl_ctx *ctx = m->ctx;
-    tfl_status st = check_ready(m, data, "tfl_model_evaluate", false);
+    if (!r) return TFL_OK;
+    TFL_CHECK_RET(ctx, r->count >= 1, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "%s: %s: "
+                  "replicas->count must be >= 1, got %d", who, m->name, r->count);
+    TFL_CHECK_RET(ctx, r->index >= 0 && r->index < r->count, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: %s: replicas->index must be in [0, %d) "
+                  "(replicas->count %d), got %d", who, m->name, r->count, r->count, r->index);
+    TFL_CHECK_RET(ctx, r->sum, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "%s: %s: "
+                  "replicas->sum is NULL (the replicas' figures need an all-reduce of sums)",
+                  who, m->name);
+    return TFL_OK;
+}
+
+/* Adds v[0..n) across the replicas (none: v unchanged). A failing sum that kept no error
+ * gets one naming `what`. */
+static tfl_status reduce_sums(tfl_model *m, const tfl_replicas *r, double *v, int n,
+                              const char *who, const char *what)
+{
+    if (!r) return TFL_OK;
+    tfl_status st = r->sum(v, n, r->user);
+    if (st != TFL_OK && tfl_ctx_status(m->ctx) == TFL_OK)
+        tfl__set_error(m->ctx, st, "%s: %s: replicas->sum of %s failed (%s)", who, m->name,
+                       what, tfl_status_name(st));
+    return st;
+}
+
+/* Evaluates data (this replica's shard with replicas, the sharding restored after) and
+ * reduces its sums across the replicas. */
+static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
+                           const tfl_replicas *r, const char *who, double *loss,
+                           double *accuracy)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_status st = check_ready(m, data, who, false);
+    if (st == TFL_OK) st = check_replicas(m, r, who);
     if (st == TFL_OK) st = tfl_dataset_batch(data, batch_or_default(batch_size), NULL);
     if (st != TFL_OK) return st;
+    int shard_index = tfl_dataset_shard_index(data), shard_count = tfl_dataset_shard_count(data);
+    if (r && (st = tfl_dataset_shard(data, r->index, r->count)) != TFL_OK) return st;
     double sum = 0, correct = 0;
     int64_t n = 0;
     for (;;) {
-        if ((st = tfl_frame_push(ctx)) != TFL_OK) return st;
+        if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
         st = tfl_dataset_next(data, &x, &y);
-        if (st == TFL_OK) {
+        if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard adds nothing */
             tfl_tensor *pred = tfl_model_call(m, x, false);
             tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
             tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
@@ -168,12 +236,34 @@ tfl_status tfl_model_evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_siz
             n += per ? tfl_tensor_dim(per, 0) : 0;
         }
         tfl_frame_pop(ctx);
-        if (st == TFL_OUT_OF_RANGE) break;
-        if (st != TFL_OK) return st;
+        if (st != TFL_OK) break;
     }
-    if (loss) *loss = n ? sum / (double)n : NAN;
-    if (accuracy) *accuracy = n && (m->metrics & TFL_METRIC_ACCURACY) ? correct / (double)n : NAN;
+    if (r) tfl_dataset_shard(data, shard_index, shard_count); /* valid: it was the shard */
+    if (st != TFL_OUT_OF_RANGE) return st;
+    double v[3] = {sum, correct, (double)n};
+    if ((st = reduce_sums(m, r, v, 3, who, "the evaluation's sums")) != TFL_OK) return st;
+    if (loss) *loss = v[2] > 0 ? v[0] / v[2] : NAN;
+    if (accuracy)
+        *accuracy = v[2] > 0 && (m->metrics & TFL_METRIC_ACCURACY) ? v[1] / v[2] : NAN;
     return TFL_OK;
+}
+
+tfl_status tfl_model_evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size, double *loss,
+                              double *accuracy)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    if (!tfl__model_alive(m, "tfl_model_evaluate")) return TFL_MISUSE;
+    return evaluate(m, data, batch_size, NULL, "tfl_model_evaluate", loss, accuracy);
+}
+
+tfl_status tfl_model_evaluate_replicated(tfl_model *m, tfl_dataset *data, int64_t batch_size,
+                                         const tfl_replicas *replicas, double *loss,
+                                         double *accuracy)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    if (!tfl__model_alive(m, "tfl_model_evaluate_replicated")) return TFL_MISUSE;
+    return evaluate(m, data, batch_size, replicas, "tfl_model_evaluate_replicated", loss,
+                    accuracy);
 }
 
 tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_size)
@@ -193,7 +283,7 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
         if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
         st = tfl_dataset_next(data, &x, &y);
-        if (st == TFL_OK) {
+        if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard gives nothing */
             outs[got] = tfl_keep(tfl_model_call(m, x, false));
             st = outs[got] ? TFL_OK : tfl_ctx_status(ctx);
             got += outs[got] != NULL;
@@ -202,7 +292,11 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
     }
     tfl_tensor *all = NULL;
     if (st == TFL_OK || st == TFL_OUT_OF_RANGE) {
-        if (!got)
+        if (!got && tfl_dataset_shard_count(data) > 1)
+            tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
+                           "empty (shard %d of %d has no example)", m->name,
+                           tfl_dataset_shard_index(data), tfl_dataset_shard_count(data));
+        else if (!got)
             tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_predict: %s: the dataset is "
                            "empty", m->name);
         else if (got == 1) all = tfl__frame_adopt(ctx, tfl_tensor_retain(outs[0]));
@@ -274,9 +368,11 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts
     if (lg->epoch == o->initial_epoch && o->initial_batch > 0) { /* resuming mid-epoch */
         if ((st = tfl_dataset_seek(train, o->initial_batch)) != TFL_OK) return st;
         batch = o->initial_batch;
-        sum = o->initial_progress.loss_sum;
-        correct = o->initial_progress.correct;
-        lg->samples = o->initial_progress.samples;
+        if (!o->replicas || o->replicas->index == 0) { /* global sums: counted once */
+            sum = o->initial_progress.loss_sum;
+            correct = o->initial_progress.correct;
+            lg->samples = o->initial_progress.samples;
+        }
         lg->skipped_steps = o->initial_progress.skipped_steps;
     }
     while (!*stop) {
@@ -286,7 +382,8 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts
         if (st == TFL_OK) {
             tfl_step_logs sl = {.epoch = lg->epoch, .batch = batch, .batches = batches,
                                 .step = *step + 1, .samples = tfl_tensor_dim(x, 0), .loss = NAN};
-            st = train_step(m, o, x, y, &sl, &sum, &correct);
+            st = sl.samples > 0 ? train_step(m, o, x, y, &sl, &sum, &correct)
+                                : empty_step(m, o, x, &sl);
             if (st == TFL_OK) {
                 if (sl.skipped) lg->skipped_steps++;
                 else lg->samples += sl.samples;
@@ -304,6 +401,14 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts
         if (st != TFL_OK) return st;
         draw_bar(p, lg, batch, batches, now_s() - t0,
                  lg->samples ? sum / (double)lg->samples : NAN);
+    }
+    if (o->replicas) { /* the epoch's figures are the replicas' together */
+        double v[3] = {sum, correct, (double)lg->samples};
+        if ((st = reduce_sums(m, o->replicas, v, 3, "tfl_model_fit", "the epoch's sums")) != TFL_OK)
+            return st;
+        sum = v[0];
+        correct = v[1];
+        lg->samples = (int64_t)v[2];
     }
     lg->seconds = now_s() - t0;
     lg->loss = lg->samples ? sum / (double)lg->samples : NAN;
@@ -360,6 +465,7 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
     tfl_fit_opts o = opts ? *opts : (tfl_fit_opts){0};
     tfl_status st = check_ready(m, train, "tfl_model_fit", true);
     if (st == TFL_OK) st = check_fit_opts(m, &o);
+    if (st == TFL_OK) st = check_replicas(m, o.replicas, "tfl_model_fit");
     if (st == TFL_OK && o.validation) st = check_validation(m, train, o.validation);
     if (st != TFL_OK) return st;
     if (history && !o.append_history) history->count = 0;
@@ -379,6 +485,11 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
                   TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: initial_batch %lld is past the %lld "
                   "batches of an epoch", m->name, (long long)o.initial_batch,
                   (long long)tfl_dataset_num_batches(train));
+    /* with replicas, this replica's shard of every batch; the caller's sharding comes back */
+    int shard_index = tfl_dataset_shard_index(train), shard_count = tfl_dataset_shard_count(train);
+    if (o.replicas &&
+        (st = tfl_dataset_shard(train, o.replicas->index, o.replicas->count)) != TFL_OK)
+        return st;
     progress p = {o.progress, o.progress && isatty(fileno(o.progress)), 0};
     /* callbacks whose train_begin ran get their train_end, even after an error */
     int begun = 0;
@@ -395,8 +506,8 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
         if (p.out && p.tty) fprintf(p.out, "epoch %d/%d\n", e + 1, epochs);
         if ((st = run_epoch(m, train, &o, &p, &lg, &step, &stop)) != TFL_OK || stop) break;
         if (o.validation) {
-            st = tfl_model_evaluate(m, o.validation, batch_or_default(o.batch_size),
-                                    &lg.val_loss, &lg.val_accuracy);
+            st = evaluate(m, o.validation, batch_or_default(o.batch_size), o.replicas,
+                          "tfl_model_fit: validation", &lg.val_loss, &lg.val_accuracy);
             if (st != TFL_OK) break;
         }
         any = true;
@@ -415,5 +526,6 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
             tfl_status s = o.callbacks[i].on_train_end(m, any ? &last : NULL, o.callbacks[i].user);
             if (st == TFL_OK) st = s;
         }
+    if (o.replicas) tfl_dataset_shard(train, shard_index, shard_count);
     return st;
 }

@@ -129,7 +129,7 @@ int cli_diff(int argc, char **argv)
     int code = CLI_OK;
     if (tfl_ckpt_diff(ctx, argv[2], argv[3], print_diff, NULL, &n) != TFL_OK)
         code = cli_ctx_error(ctx, "diff");
-    else printf("%lld tensor%s differ\n", (long long)n, n == 1 ? "" : "s");
+    else printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ");
     tfl_ctx_free(ctx);
     return code;
 }

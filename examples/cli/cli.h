@@ -28,11 +28,12 @@ typedef struct cli_args {
     const char *run_dir;               /* --run-dir DIR (NULL: runs/<config name>) */
     const char *input, *output;        /* predict's --input FILE / --output FILE */
     bool quiet;                        /* --quiet */
+    bool allow_config_change;          /* train's --allow-config-change */
     bool help;                         /* --help / -h */
 } cli_args;
 
 /** Which options a subcommand takes (for parsing and its --help). */
-enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8 };
+enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16 };
 
 /** Parses argv[first..] for a subcommand: returns CLI_OK or CLI_USAGE (message printed). */
 int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowed, cli_args *a);

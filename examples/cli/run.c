@@ -11,7 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- files ----------------------------------------------------------------------------------- */
@@ -84,27 +86,6 @@ static const char *body(const char *resolved)
 {
     const char *nl = resolved[0] == '#' ? strchr(resolved, '\n') : NULL;
     return nl ? nl + 1 : resolved;
-}
-
-/* Prints the lines of `was` and `now` that the other lacks (the keys that changed). */
-static void print_changed_lines(const char *was, const char *now)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        const char *a = pass ? now : was, *b = pass ? was : now;
-        for (const char *l = a; *l;) {
-            const char *e = strchr(l, '\n');
-            size_t n = e ? (size_t)(e - l) : strlen(l);
-            bool found = false;
-            for (const char *m = b; *m && !found;) {
-                const char *f = strchr(m, '\n');
-                size_t k = f ? (size_t)(f - m) : strlen(m);
-                found = k == n && !strncmp(l, m, n);
-                m = f ? f + 1 : m + k;
-            }
-            if (!found) fprintf(stderr, "  %s %.*s\n", pass ? "now:" : "was:", (int)n, l);
-            l = e ? e + 1 : l + n;
-        }
-    }
 }
 
 /* ---- callbacks of the run -------------------------------------------------------------------- */
@@ -212,6 +193,94 @@ static const char *ckpt_dir(const tfl_config *cfg, const char *run_dir, char *bu
     return buf;
 }
 
+/* ---- the config a run was trained with --------------------------------------------------- */
+
+/* The keys changed since the run began (tfl_config_diff), for run.log. */
+typedef struct changes {
+    const tfl_config_change *v; /* owned by the run's config */
+    int64_t n;
+    const char *since;          /* the file the earlier config came from */
+    bool forced;                /* --allow-config-change let changes of the training through */
+} changes;
+
+/*
+ * Compares the config with the one the run was trained with: the newest checkpoint's
+ * "tapeflow.config" (what its state was trained with), else the run directory's config.yaml.
+ * Shows every changed key; refuses (CLI_USAGE, nothing written) when a key other than
+ * training.epochs, logging.* and checkpoint.* changed, unless --allow-config-change.
+ */
+static int compare_configs(run *r, const cli_args *a, const char *ckpt, const char *was,
+                           const char *yaml_path, changes *out)
+{
+    static char since[4400];
+    tfl_ckpt *ck = ckpt ? tfl_ckpt_open(r->ctx, ckpt) : NULL;
+    const char *ref = ck ? tfl_ckpt_metadata(ck, "tapeflow.config") : NULL;
+    if (!ck) tfl_ctx_clear_error(r->ctx);
+    snprintf(since, sizeof since, "%s", ref ? ckpt : yaml_path);
+    out->since = since;
+    const char *text = body(ref ? ref : was);
+    out->n = tfl_config_diff(r->cfg, text, strlen(text), &out->v);
+    tfl_ckpt_close(ck);
+    if (out->n < 0) {
+        out->n = 0;
+        cli_error("cannot compare the config with the one of '%s': %s", since,
+                  tfl_ctx_error(r->ctx).message);
+        return CLI_RUNTIME;
+    }
+    if (out->n == 0) return CLI_OK;
+    int64_t fixed = 0;
+    for (int64_t i = 0; i < out->n; i++)
+        fixed += !out->v[i].resumable;
+    fprintf(stderr, "tapeflow: the config differs from the one of '%s' in %lld key%s:\n", since,
+            (long long)out->n, out->n == 1 ? "" : "s");
+    for (int64_t i = 0; i < out->n; i++) {
+        const tfl_config_change *c = &out->v[i];
+        fprintf(stderr, "  %s: %s -> %s%s\n", c->path, c->was ? c->was : "(absent)",
+                c->now ? c->now : "(absent)", c->resumable ? "" : "   [changes the training]");
+    }
+    if (fixed > 0 && !a->allow_config_change) {
+        cli_error("refusing to continue this run: %lld changed key%s change%s what is trained; "
+                  "a run continues with changes to training.epochs, logging.* and checkpoint.* "
+                  "only. Pass --allow-config-change to continue anyway, or give another "
+                  "--run-dir; nothing was written",
+                  (long long)fixed, fixed == 1 ? "" : "s", fixed == 1 ? "s" : "");
+        return CLI_USAGE;
+    }
+    out->forced = fixed > 0;
+    return CLI_OK;
+}
+
+/* Appends a line (and the config changes, when there are any) to <run dir>/run.log. */
+static void run_log(const char *dir, const changes *ch, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void run_log(const char *dir, const changes *ch, const char *fmt, ...)
+{
+    if (!cli_dist_writer()) return; /* under mpirun, rank 0 alone writes */
+    char path[4200], when[32];
+    snprintf(path, sizeof path, "%s/run.log", dir);
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "tapeflow: warning: cannot append to '%s': %s\n", path, strerror(errno));
+        return;
+    }
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fprintf(f, "%s ", when);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    if (ch->n > 0)
+        fprintf(f, "  config changes since %s%s:\n", ch->since,
+                ch->forced ? " (with --allow-config-change)" : "");
+    for (int64_t i = 0; i < ch->n; i++)
+        fprintf(f, "    %s: %s -> %s\n", ch->v[i].path, ch->v[i].was ? ch->v[i].was : "(absent)",
+                ch->v[i].now ? ch->v[i].now : "(absent)");
+    if (fclose(f) != 0)
+        fprintf(stderr, "tapeflow: warning: cannot write '%s': %s\n", path, strerror(errno));
+}
+
 /* Saves the training state after fit's last step through the manager. */
 static tfl_status save_final(run *r, tfl_ckpt_manager *mgr, const tfl_train_state *state,
                              const tfl_ckpt_save_opts *so)
@@ -226,30 +295,33 @@ static tfl_status save_final(run *r, tfl_ckpt_manager *mgr, const tfl_train_stat
 int cli_train(int argc, char **argv)
 {
     cli_args a;
-    int code = cli_parse("train", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_QUIET, &a);
+    int code = cli_parse("train", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_QUIET | CLI_OPT_ALLOW, &a);
     if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
-    if (!cli_dist_writer()) a.quiet = true; /* progress from rank 0 only */
+    if (!cli_dist_writer()) a.quiet = true; /* progress from rank 0 only (dist.c) */
     run r = {0};
     if ((code = build(&r, &a)) != CLI_OK) {
         run_free(&r);
         return code;
     }
     const char *resolved = tfl_config_format(r.cfg);
-    char dir[4096], path[4200], buf[512];
+    char dir[4096], path[4200], buf[512], cdir[4200], latest[4400];
     cli_run_dir(r.cfg, &a, dir, sizeof dir);
+    ckpt_dir(r.cfg, dir, cdir, sizeof cdir);
     snprintf(path, sizeof path, "%s/config.yaml", dir);
     char *was = resolved ? read_file(path) : NULL;
-    if (was && strcmp(body(was), body(resolved)) != 0) {
-        cli_error("the run directory '%s' holds a run of another config; these lines differ:",
-                  dir);
-        print_changed_lines(body(was), body(resolved));
-        fprintf(stderr, "tapeflow: give another --run-dir, or remove '%s'; nothing was written\n",
-                dir);
+    bool same_run = was != NULL;
+    /* resuming: the newest checkpoint, and the config it was trained with (else the run
+     * directory's config.yaml) compared with this one key by key */
+    int64_t ck_step = -1;
+    bool resume = same_run &&
+                  tfl_ckpt_latest(r.ctx, cdir, NULL, latest, sizeof latest, &ck_step) == TFL_OK;
+    if (!resume) tfl_ctx_clear_error(r.ctx); /* NOT_FOUND: nothing to resume */
+    changes ch = {0};
+    if (same_run && (code = compare_configs(&r, &a, resume ? latest : NULL, was, path, &ch)) != CLI_OK) {
         free(was);
         run_free(&r);
-        return CLI_USAGE;
+        return code;
     }
-    bool same_run = was != NULL;
     free(was);
     /* under mpirun every rank has read the run directory before rank 0 writes it */
     bool writer = cli_dist_writer();
@@ -272,12 +344,10 @@ int cli_train(int argc, char **argv)
     tfl_epoch_logs *logs = calloc((size_t)epochs, sizeof *logs);
     tfl_history h = {logs, logs ? epochs : 0, 0};
 
-    /* checkpoints: every checkpoint.every epochs, on SIGINT/SIGTERM and at the end; resume
-     * from the newest one of this run (same config) */
-    char cdir[4200], latest[4400];
-    ckpt_dir(r.cfg, dir, cdir, sizeof cdir);
-    /* rank 0 alone saves; the others only read (cdir must reach rank 0's files to resume) */
-    tfl_ckpt_manager *mgr = !writer ? NULL : tfl_ckpt_manager_new(
+    /* checkpoints: every checkpoint.every epochs (or checkpoint.every_steps steps), on
+     * SIGINT/SIGTERM and at the end; resume
+     * from the newest one of this run */
+    tfl_ckpt_manager *mgr = !writer ? NULL : tfl_ckpt_manager_new( /* rank 0 alone saves */
         r.ctx, cdir,
         &(tfl_ckpt_manager_opts){
             .max_to_keep = (int)strtol(cfg_get(r.cfg, "checkpoint.keep", buf, sizeof buf), NULL, 10)});
@@ -287,17 +357,11 @@ int cli_train(int argc, char **argv)
         run_free(&r);
         return code;
     }
-    /* rank 0's manager may rewrite the index: the others read it after */
-    if (cli_dist_barrier() != TFL_OK) {
-        code = cli_ctx_error(r.ctx, "waiting for rank 0's checkpoint directory");
-        goto out;
-    }
     const char *meta_keys[] = {"tapeflow.config"}, *meta_values[] = {resolved};
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
                              .metadata_values = meta_values};
     tfl_train_state state = {.shuffle_seed = fo.seed, .history = &h};
-    int64_t ck_step = -1;
-    if (same_run && tfl_ckpt_latest(r.ctx, cdir, NULL, latest, sizeof latest, &ck_step) == TFL_OK) {
+    if (resume) {
         if (tfl_train_state_restore(r.model, latest, &state) != TFL_OK) {
             code = cli_ctx_error(r.ctx, "resuming");
             goto out;
@@ -306,14 +370,19 @@ int cli_train(int argc, char **argv)
             printf("resuming from %s (epoch %d, batch %lld, step %lld)\n", latest, state.epoch + 1,
                    (long long)state.batch, (long long)state.step);
         fo = tfl_fit_opts_resume(fo, &state);
+        run_log(dir, &ch, "resumed from %s at step %lld", latest, (long long)state.step);
     } else {
-        tfl_ctx_clear_error(r.ctx); /* NOT_FOUND: a new run */
+        run_log(dir, &ch, "%s from %s", same_run ? "started again" : "started", a.config);
     }
     int64_t n = tfl_dataset_size(r.data.train), bs = fo.batch_size ? fo.batch_size : 32;
     int64_t per_epoch = fo.drop_remainder ? n / bs : n / bs + (n % bs != 0);
     int64_t every = strtoll(cfg_get(r.cfg, "checkpoint.every", buf, sizeof buf), NULL, 10);
+    int64_t every_steps =
+        strtoll(cfg_get(r.cfg, "checkpoint.every_steps", buf, sizeof buf), NULL, 10);
     tfl_step_checkpoint sc = {.manager = mgr,
-                              .every_steps = every > 0 && per_epoch > 0 ? every * per_epoch : 0,
+                              .every_steps = every_steps > 0                 ? every_steps
+                                             : every > 0 && per_epoch > 0 ? every * per_epoch
+                                                                          : 0,
                               .request = &cli_save_request,
                               .stop_on_request = true,
                               .shuffle_seed = fo.seed,

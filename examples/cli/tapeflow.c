@@ -76,15 +76,20 @@ static const char set_help[] =
 static void print_help(const char *cmd)
 {
     if (!strcmp(cmd, "train"))
-        printf("usage: tapeflow train CONFIG [--set PATH=VALUE]... [--run-dir DIR] [--quiet]\n\n"
+        printf("usage: tapeflow train CONFIG [--set PATH=VALUE]... [--run-dir DIR] [--quiet]\n"
+               "                      [--allow-config-change]\n\n"
                "Trains the model of CONFIG. The run directory (default runs/<config name>)\n"
-               "receives the resolved config.yaml, metrics.csv and checkpoints/ (every\n"
-               "checkpoint.every epochs, at the end, and on SIGINT/SIGTERM); training again\n"
-               "with the same config resumes from the newest checkpoint, and a run directory\n"
-               "of another config is refused. Progress: a bar on a terminal, one line per\n"
+               "receives the resolved config.yaml, metrics.csv, run.log and checkpoints/ (every\n"
+               "checkpoint.every epochs, at the end, and on SIGINT/SIGTERM). Training again\n"
+               "resumes from the newest checkpoint. Its config is compared with CONFIG and every\n"
+               "changed key is shown; a run continues with changes to training.epochs,\n"
+               "logging.* and checkpoint.* only, unless --allow-config-change is given, and the\n"
+               "changes are recorded in run.log. Progress: a bar on a terminal, one line per\n"
                "epoch (or per logging.log_interval steps) otherwise.\n\n%s"
                "  --run-dir DIR     where the run's files go\n"
-               "  --quiet           no progress output\n",
+               "  --quiet           no progress output\n"
+               "  --allow-config-change\n"
+               "                    resume although keys that change the training changed\n",
                set_help);
     else if (!strcmp(cmd, "eval"))
         printf("usage: tapeflow eval CONFIG [--set PATH=VALUE]... [--run-dir DIR]\n\n"
@@ -160,6 +165,10 @@ int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowe
         else if (IS("--output") && (allowed & CLI_OPT_IO)) slot = &a->output;
         else if (IS("--quiet") && (allowed & CLI_OPT_QUIET) && !eq) {
             a->quiet = true;
+            continue;
+        }
+        else if (IS("--allow-config-change") && (allowed & CLI_OPT_ALLOW) && !eq) {
+            a->allow_config_change = true;
             continue;
         }
 #undef IS

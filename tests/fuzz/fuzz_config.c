@@ -14,7 +14,10 @@
  *   - a valid config formats, and the formatted text parses to a valid config that formats to
  *     the same text; tfl_config_get follows snprintf's contract and keeps no error;
  *     tfl_config_build_model / _build_optimizer / _compile succeed (or run out of the budget);
- *   - an invalid config is refused by format, get and the builders (FAILED_PRECONDITION).
+ *   - an invalid config is refused by format, get and the builders (FAILED_PRECONDITION);
+ *   - tfl_config_diff reads the input as the earlier config of a run (a checkpoint's stored
+ *     config is untrusted) against the input's config or a fixed one: well-formed changes or
+ *     INVALID_ARGUMENT / RESOURCE_EXHAUSTED; a config compared with its own text has none.
  * Datasets are never loaded: the relative paths resolve against a temporary directory of
  * empty files (made at start, removed at exit) that only satisfy the loader's access() check. */
 #define _GNU_SOURCE /* mkdtemp */
@@ -305,7 +308,43 @@ static void check_valid(tfl_ctx *ctx, tfl_config *cfg, const char *const *sets, 
     tfl_model_free(m);
     tfl_optimizer_free(opt);
     CHECK(tfl_ctx_error(ctx).code == TFL_OK, cfg);
+
+    /* compared with its own resolved text: no change */
+    const tfl_config_change *ch;
+    f = tfl_config_format(cfg);
+    CHECK(f != NULL && tfl_config_diff(cfg, f, strlen(f), &ch) == 0, cfg);
 }
+
+/* tfl_config_diff with untrusted text as the earlier config (a checkpoint's stored config):
+ * a count and well-formed changes, or -1 with INVALID_ARGUMENT / RESOURCE_EXHAUSTED. */
+static void check_diff(tfl_ctx *ctx, tfl_config *cfg, const char *was, size_t len)
+{
+    const tfl_config_change *ch = NULL;
+    int64_t n = tfl_config_diff(cfg, was, len, &ch);
+    if (n < 0) {
+        tfl_status code = tfl_ctx_error(ctx).code;
+        CHECK(ch == NULL, cfg);
+        CHECK(code == TFL_INVALID_ARGUMENT || code == TFL_RESOURCE_EXHAUSTED, cfg);
+        tfl_ctx_clear_error(ctx);
+        return;
+    }
+    CHECK(n == 0 || ch != NULL, cfg);
+    for (int64_t i = 0; i < n; i++) {
+        CHECK(ch[i].path && ch[i].path[0], cfg);
+        CHECK(ch[i].was || ch[i].now, cfg);
+        CHECK(!ch[i].was || !ch[i].now || strcmp(ch[i].was, ch[i].now) != 0, cfg);
+        CHECK(ch[i].resumable == tfl_config_key_resumable(ch[i].path), cfg);
+    }
+    CHECK(tfl_ctx_error(ctx).code == TFL_OK, cfg);
+}
+
+/* A valid config to compare the input with when the input itself is not one. */
+static const char fixed_config[] = "data:\n"
+                                   "  train: {format: csv, path: data/xor.csv, header: true}\n"
+                                   "model:\n"
+                                   "  input_shape: [2]\n"
+                                   "  layers: [{dense: {units: 2}}]\n"
+                                   "loss: sparse_categorical_crossentropy\n";
 
 static void check_invalid(tfl_ctx *ctx, tfl_config *cfg)
 {
@@ -373,8 +412,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tfl_config_valid(cfg)) {
         tfl_ctx_clear_error(ctx);
         check_valid(ctx, cfg, (const char *const *)sets, n_sets);
+        check_diff(ctx, cfg, text, text_len);
     } else {
         check_invalid(ctx, cfg);
+        tfl_ctx_clear_error(ctx);
+        tfl_config *fixed = tfl_config_parse(ctx, fixed_config, strlen(fixed_config), NAME,
+                                             base_dir, NULL, 0, &st);
+        if (!fixed || st != TFL_OK) fail("the fixed config does not load", fixed);
+        check_diff(ctx, fixed, text, text_len);
+        tfl_config_free(fixed);
     }
     tfl_config_free(cfg);
     tfl_ctx_free(ctx);

@@ -297,6 +297,10 @@ static void test_dataset_double_free(void **state)
     expect_kept_error(ctx, TFL_MISUSE, "tfl_dataset_size: dataset " FREED);
     assert_null(tfl_dataset_feature_shape(ds));
     expect_kept_error(ctx, TFL_MISUSE, "tfl_dataset_feature_shape");
+    assert_int_equal(tfl_dataset_shard(ds, 0, 2), TFL_MISUSE);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_dataset_shard: dataset " FREED);
+    assert_int_equal(tfl_dataset_shard_count(ds), -1);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_dataset_shard_count: dataset " FREED);
     /* fit refuses it; the splits (sharing the examples) still work */
     tfl_model *m = tfl_model_new(ctx, NULL);
     assert_non_null(tfl_model_add(m, &dense2));
@@ -374,6 +378,8 @@ static void test_other_context_is_misuse(void **state)
     expect_kept_error(ctx, TFL_MISUSE, "tfl_model_fit: the dataset belongs to another context");
     assert_int_equal(tfl_model_evaluate(m, fds, 0, NULL, NULL), TFL_MISUSE);
     expect_kept_error(ctx, TFL_MISUSE, "the dataset belongs to another context");
+    assert_int_equal(tfl_model_evaluate_replicated(m, fds, 0, NULL, NULL, NULL), TFL_MISUSE);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_model_evaluate_replicated: the dataset belongs");
     assert_null(tfl_model_predict(m, fds, 0));
     expect_kept_error(ctx, TFL_MISUSE, "the dataset belongs to another context");
     assert_null(tfl_dataset_from_arrays(ctx, fx, NULL, NULL));

@@ -182,6 +182,46 @@ TFL_API tfl_status tfl_config_apply_context(tfl_config *cfg);
  */
 TFL_API int tfl_config_get(const tfl_config *cfg, const char *path, char *buf, size_t size);
 
+/* ---- comparing with the config a run was started with ---------------------------------------- */
+
+/** One key whose value differs (tfl_config_diff). */
+typedef struct tfl_config_change {
+    const char *path; /* "training.epochs", "model.layers[1].dense.units" */
+    const char *was;  /* the value's YAML text before; NULL: the key was not there */
+    const char *now;  /* the value now; NULL: the key is gone */
+    bool resumable;   /* tfl_config_key_resumable(path) */
+} tfl_config_change;
+
+/**
+ * The keys whose values differ between `was` (len bytes of the resolved YAML a run was
+ * started with, as tfl_config_format wrote it: the "tapeflow.config" metadata of a training
+ * checkpoint, or a run directory's config.yaml) and the valid config `cfg`. Both sides are
+ * read as YAML trees and compared leaf by leaf, without validating `was` again (a run whose
+ * data files have moved can still be compared). Lists of scalars ([3, 3]) are one value;
+ * list items are "[i]" (a layer added shows its keys with was == NULL). Comment lines, such
+ * as the version line, are not compared.
+ * Returns the number of changes (0: the same config), with *changes pointing at them in
+ * cfg's key order (keys gone from cfg last), owned by cfg until it is freed; or -1:
+ * INVALID_ARGUMENT (was is not YAML, or over TFL_CONFIG_MAX_BYTES; the message names the
+ * line), FAILED_PRECONDITION (cfg is invalid), RESOURCE_EXHAUSTED.
+ *
+ *     const tfl_config_change *ch;
+ *     int64_t n = tfl_config_diff(cfg, stored, strlen(stored), &ch);
+ *     for (int64_t i = 0; i < n; i++)
+ *         printf("%s: %s -> %s%s\n", ch[i].path, ch[i].was ? ch[i].was : "(absent)",
+ *                ch[i].now ? ch[i].now : "(absent)", ch[i].resumable ? "" : " (not resumable)");
+ */
+TFL_API int64_t tfl_config_diff(tfl_config *cfg, const char *was, size_t len,
+                                const tfl_config_change **changes);
+
+/**
+ * Whether a run may resume from a checkpoint with this key changed and still continue the
+ * same training: training.epochs, and the logging.* and checkpoint.* keys. Every other key
+ * changes what is trained or how (the model, data, loss, optimizer, batch size, seed, ...),
+ * and `tapeflow train` resumes with such a change only when given --allow-config-change.
+ */
+TFL_API bool tfl_config_key_resumable(const char *path);
+
 /** The schema as Markdown: every key with its type, default, range and meaning (the source
  * of configs/README.md's reference). Borrowed; NULL on RESOURCE_EXHAUSTED. */
 TFL_API const char *tfl_config_schema_markdown(tfl_config *cfg);

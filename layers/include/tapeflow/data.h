@@ -199,13 +199,43 @@ TFL_API tfl_status tfl_dataset_seek(tfl_dataset *ds, int64_t batch);
  * @param y receives the labels: int32 class indices of shape (b,); float32 targets
  *          (TFL_LABEL_VALUE) of shape (b,) or (b, k), as the dataset was made; NULL for a
  *          dataset without labels. y may be NULL when the caller does not want them.
- * b is the batch size, or less for the last batch of an epoch without drop_remainder.
+ * b is the batch size, or less for the last batch of an epoch without drop_remainder; of a
+ * sharded dataset (tfl_dataset_shard), this shard's rows of that global batch (maybe 0).
  * Returns: TFL_OK with new frame-owned tensors (owned by the caller when no frame is open);
  * TFL_OUT_OF_RANGE, with *x and *y NULL and no error kept, when the epoch has no more batches
  * (again at every call until tfl_dataset_reset or tfl_dataset_batch).
  * Errors: INVALID_ARGUMENT (NULL ds or x), RESOURCE_EXHAUSTED.
  */
 TFL_API tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y);
+
+/**
+ * Data parallelism: makes every batch this dataset yields only shard `index` of `count` of
+ * the global batch, so that `count` processes (replicas) reading the same data with the same
+ * batching and seed read disjoint parts of every batch and together the whole of it.
+ *  - The global batch keeps its size and order: tfl_dataset_batch's batch_size is the global
+ *    batch (B), and the order of an epoch (shuffled from seed and epoch, see the top of this
+ *    header) is the same on every replica. Of a global batch of m rows (m = B, or less for
+ *    the last batch of an epoch without drop_remainder), shard i gets the rows
+ *    [floor(i·m / count), floor((i + 1)·m / count)): consecutive, sizes differing by at most
+ *    one, the later shards the larger; shard 0 then shard 1 ... concatenated are the batch.
+ *  - A shard may be empty (m < count): tfl_dataset_next still gives TFL_OK with an x (and y)
+ *    of 0 rows, so that every replica takes the same number of steps (their collectives must
+ *    match). tfl_model_fit runs such a step's seams with zero gradients (model.h).
+ *  - Positions stay global: tfl_dataset_num_batches counts global batches (the steps of an
+ *    epoch, the same on every replica), tfl_dataset_seek(ds, k) moves to global batch k,
+ *    tfl_dataset_size is the whole dataset's size.
+ *  - count 1, index 0 (the default of every dataset, also of tfl_dataset_split's parts) is no
+ *    sharding. The shard outlives tfl_dataset_batch and tfl_dataset_reset; setting it does
+ *    not move the position. tfl_model_evaluate and tfl_model_predict of a sharded dataset see
+ *    this shard's rows only.
+ * Errors: INVALID_ARGUMENT (NULL ds; count < 1; index outside [0, count), naming both
+ * values); the shard is then unchanged.
+ */
+TFL_API tfl_status tfl_dataset_shard(tfl_dataset *ds, int index, int count);
+/** The shard set by tfl_dataset_shard: its index (0 by default) and count (1 by default);
+ * -1 for NULL. */
+TFL_API int tfl_dataset_shard_index(const tfl_dataset *ds);
+TFL_API int tfl_dataset_shard_count(const tfl_dataset *ds);
 
 /* ---- properties (pointers are borrowed from ds) --------------------------------------------
  * A NULL ds has no context to report to: sizes, ranks and counts give -1, the epoch and

@@ -158,11 +158,14 @@ typedef struct tfl_step_logs {
     int64_t batch;         /* 0-based, within the epoch */
     int64_t batches;       /* of the epoch */
     int64_t step;          /* steps fit has run so far in all its epochs, this one included */
-    int64_t samples;       /* examples in this batch */
-    double loss;           /* the batch's mean loss (NaN or Inf where it was not finite) */
+    int64_t samples;       /* examples in this batch; with replicas, this replica's rows of
+                              the global batch (its weight in an all-reduce; may be 0) */
+    double loss;           /* the batch's mean loss (NaN or Inf where it was not finite); with
+                              replicas, over this replica's rows (0 for 0 rows) */
     double seconds;        /* since the epoch began */
     bool skipped;          /* a gradient hook skipped it: variables and slots are untouched */
-    tfl_epoch_progress progress; /* the epoch's sums after this step (on_step_end) */
+    tfl_epoch_progress progress; /* the epoch's sums after this step (on_step_end); with
+                                    replicas, this replica's (see tfl_fit_opts.replicas) */
 } tfl_step_logs;
 
 /**
@@ -197,15 +200,26 @@ typedef struct tfl_callback {
                               bool *stop);
 } tfl_callback;
 
-/** Data-parallel replicas of fit (tfl_comm_replicas of <tapeflow/distributed.h> fills it). */
-typedef struct tfl_replicas {
-    int index, count;
-    tfl_status (*sum)(double *values, int n, void *user); /* in-place sum across replicas, same order everywhere */
-    void *user;
-} tfl_replicas;
-
 /** The batch size of fit, evaluate and predict when they are given 0 (Keras's). */
 #define TFL_DEFAULT_BATCH_SIZE 32
+
+/**
+ * Data parallelism (<tapeflow/distributed.h> fills this in; any other all-reduce can too):
+ * `count` replicas (processes) train one model together, each on its shard of every global
+ * batch, all with the same model, options, data and seed.
+ */
+typedef struct tfl_replicas {
+    int index, count; /* this replica's shard (fit shards the training and validation data
+                         with tfl_dataset_shard); 0 <= index < count */
+    /* Adds values[0..n) across the replicas in place, in the same order on every replica
+     * (an all-reduce of sums); TFL_OK or a status (with a message kept in the model's ctx,
+     * else fit keeps one naming the sum). Fit calls it on every replica with the same n at
+     * the same points: at the end of every epoch with the epoch's sums {loss_sum, correct,
+     * samples} before the figures are computed, and after every validation with its sums
+     * {loss_sum, correct, samples}. Never NULL. */
+    tfl_status (*sum)(double *values, int n, void *user);
+    void *user;
+} tfl_replicas;
 
 /** Options of tfl_model_fit; all-zero means defaults. */
 typedef struct tfl_fit_opts {
@@ -231,7 +245,35 @@ typedef struct tfl_fit_opts {
     int64_t initial_step;          /* >= 0: tfl_step_logs.step continues from it */
     tfl_epoch_progress initial_progress;
     bool append_history;           /* keep history->count and add the epochs after it */
-    const tfl_replicas *replicas;  /* data-parallel replicas (shards, epoch sums); NULL: one */
+    /* Data parallelism; NULL: one process (nothing of the below happens). With replicas:
+     *  - fit shards `train` and `validation` (tfl_dataset_shard(ds, index, count)) for its
+     *    run and gives them back their own sharding when it returns (also on an error);
+     *    batch_size is the global batch, and every replica takes the same steps: an empty
+     *    shard (a last global batch of fewer rows than replicas) is a step too;
+     *  - a step on 0 local rows runs no forward pass: its loss is 0, it weighs 0 in the sums,
+     *    and on_gradients sees zero gradients of every trainable variable (their shapes)
+     *    with logs->samples 0, then the apply runs as for any step, so hooks' collectives
+     *    stay matched;
+     *  - on_gradients never sees a NULL gradient (an unconnected variable's is zeros), so
+     *    every replica's all-reduce takes the same list; the hook that all-reduces weighs
+     *    each replica's gradients by logs->samples (its local rows): the global gradient is
+     *    sum(samples_r · grad_r) / sum(samples_r);
+     *  - what callbacks, the history and the progress line see at an epoch's end (loss,
+     *    accuracy, val_loss, val_accuracy, samples) is global: sums reduced with
+     *    replicas->sum, then divided. Per-step figures (tfl_step_logs: loss, samples,
+     *    progress; the progress bar's running loss) stay this replica's. skipped_steps is
+     *    this replica's count (hooks that decide after an all-reduce skip on all of them);
+     *  - initial_progress holds the epoch's global sums of before the resume: replica 0
+     *    starts from them, the others from 0 (initial_progress.skipped_steps: every one), so
+     *    that the reduced figures count them once. A checkpoint that wants exact resumed
+     *    figures saves the sums reduced across the replicas (a collective: on every replica);
+     *  - every replica must take the same path: a callback that stops fit (on_step_end,
+     *    on_epoch_end) or skips a step does so on every replica at the same step (decide from
+     *    reduced figures: early stopping on val_loss is), or the others wait in their next
+     *    collective; so does a replica whose fit fails: its caller ends the job (the
+     *    `tapeflow` program aborts it through MPI).
+     */
+    const tfl_replicas *replicas;
 } tfl_fit_opts;
 
 /** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
@@ -252,7 +294,9 @@ typedef struct tfl_history {
  * FAILED_PRECONDITION when the model has no optimizer or loss, or INVALID_ARGUMENT for
  * bad options, training data that gives no batch, or real-valued targets (TFL_LABEL_VALUE)
  * with sparse_categorical_crossentropy (also tfl_model_evaluate's), or MISUSE for a dataset of another
- * context or one already freed, or an optimizer freed since tfl_model_compile (base.h). A
+ * context or one already freed, or an optimizer freed since tfl_model_compile (base.h). Data
+ * parallelism: see tfl_fit_opts.replicas (INVALID_ARGUMENT for replicas with count < 1, an
+ * index outside [0, count) or a NULL sum; the sum's failing status stops fit). A
  * failure leaves the trainable
  * variables and the optimizer as the last complete step left them (BatchNormalization's
  * moving statistics are updated in the forward pass, so a failing batch may have moved
@@ -268,6 +312,20 @@ TFL_API tfl_status tfl_model_fit(tfl_model *model, tfl_dataset *train, const tfl
  */
 TFL_API tfl_status tfl_model_evaluate(tfl_model *model, tfl_dataset *data, int64_t batch_size,
                                       double *loss, double *accuracy);
+
+/**
+ * tfl_model_evaluate across replicas (data parallelism, see tfl_replicas): this replica
+ * evaluates its shard of every batch (tfl_dataset_shard(data, index, count); data's own
+ * sharding is given back after), then its sums {loss_sum, correct, samples} are added across
+ * the replicas with replicas->sum, so every replica gets the figures of the whole data set.
+ * Call it on every replica (the sum is a collective). replicas NULL: tfl_model_evaluate.
+ * Errors: tfl_model_evaluate's; INVALID_ARGUMENT for bad replicas (count < 1, index outside
+ * [0, count), a NULL sum); the sum's status.
+ */
+TFL_API tfl_status tfl_model_evaluate_replicated(tfl_model *model, tfl_dataset *data,
+                                                 int64_t batch_size,
+                                                 const tfl_replicas *replicas, double *loss,
+                                                 double *accuracy);
 
 /**
  * The model's outputs for every example of `data`, in order, in inference mode: a tensor
