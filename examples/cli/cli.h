@@ -69,7 +69,9 @@ bool cli_dist_writer(void);
 int cli_dist_size(void);
 tfl_status cli_dist_barrier(void);
 /** Under mpirun: the data-parallel callback first in cbs[0..*n), a stop shared by every rank
- * last, and fit's replicas (sharded data, global epoch figures). */
+ * last, and fit's replicas (sharded data, global epoch figures); cbs[0] (the metrics CSV) is
+ * dropped on ranks other than 0, cbs[*n - 1] (the step checkpoint) saves on rank 0 only with
+ * the epoch's sums reduced across the ranks. */
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
                  int cap);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */

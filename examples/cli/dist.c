@@ -74,10 +74,48 @@ static tfl_status sync_stop(tfl_model *m, const tfl_step_logs *lg, void *user, b
     return st;
 }
 
+/* The step checkpoint on every rank: the epoch's sums of the step are reduced across the
+ * ranks (a collective, so on every rank at every step: 4 doubles), and rank 0 saves with the
+ * global sums, so that a resumed epoch reports the figures of a straight run. */
+static tfl_callback saver;
+
+static tfl_status ckpt_begin(tfl_model *m, void *user)
+{
+    (void)user;
+    return cli_dist_writer() && saver.on_train_begin ? saver.on_train_begin(m, saver.user) : TFL_OK;
+}
+static tfl_status ckpt_epoch_end(tfl_model *m, const tfl_epoch_logs *lg, void *user, bool *stop)
+{
+    (void)user;
+    return cli_dist_writer() && saver.on_epoch_end ? saver.on_epoch_end(m, lg, saver.user, stop)
+                                                   : TFL_OK;
+}
+static tfl_status ckpt_end(tfl_model *m, const tfl_epoch_logs *lg, void *user)
+{
+    (void)user;
+    return cli_dist_writer() && saver.on_train_end ? saver.on_train_end(m, lg, saver.user) : TFL_OK;
+}
+static tfl_status ckpt_step_end(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
+{
+    (void)user;
+    tfl_step_logs g = *lg;
+    double sums[3] = {lg->progress.loss_sum, lg->progress.correct, (double)lg->progress.samples};
+    tfl_status st = tfl_comm_allreduce_doubles(train_comm, sums, 3);
+    if (st != TFL_OK || !cli_dist_writer() || !saver.on_step_end) return st;
+    g.progress.loss_sum = sums[0], g.progress.correct = sums[1];
+    g.progress.samples = (int64_t)sums[2];
+    return saver.on_step_end(m, &g, saver.user, stop);
+}
+
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
                  int cap)
 {
     if (job_size == 1) return CLI_OK;
+    /* cbs[0] the metrics CSV (rank 0 only), cbs[*n - 1] the step checkpoint (wrapped) */
+    saver = cbs[*n - 1];
+    cbs[*n - 1] = (tfl_callback){.on_train_begin = ckpt_begin, .on_epoch_end = ckpt_epoch_end,
+                                 .on_train_end = ckpt_end, .on_step_end = ckpt_step_end};
+    if (!cli_dist_writer()) memmove(cbs, cbs + 1, (size_t)--*n * sizeof *cbs);
     char buf[64];
     double mb = 25;
     if (tfl_config_get(cfg, "training.allreduce_bucket_mb", buf, sizeof buf) > 0) mb = atof(buf);

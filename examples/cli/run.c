@@ -406,11 +406,7 @@ int cli_train(int argc, char **argv)
     tfl_callback cbs[8] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
                            {.on_step_end = on_step, .user = &rs},
                            tfl_step_checkpoint_callback(&sc)};
-    int n_cbs = 4;
-    if (!writer) { /* rank 0 alone writes metrics and checkpoints */
-        cbs[0] = cbs[1], cbs[1] = cbs[2];
-        n_cbs = 2;
-    }
+    int n_cbs = 4; /* under mpirun (dist.c): rank 0 alone writes metrics and checkpoints */
     if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8)) != CLI_OK) goto out;
     fo.callbacks = cbs;
     fo.n_callbacks = n_cbs;

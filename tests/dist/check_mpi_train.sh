@@ -6,7 +6,8 @@
 #  - resume: a 1-process run's middle checkpoint resumed by 2 ranks, and a 2-rank run's by
 #    1 process, end with the weights of a straight 1-process run (tapeflow diff);
 #  - failure: rank 1 alone has a bad data file: the job ends non-zero (MPI_Abort), rank 1
-#    named in the message, no rank left waiting (mpirun returns; timeout only guards a hang).
+#    named in the message, rank 0 ended while waiting for it (mpirun returns; the timeout
+#    only guards against a hang, and a hang fails the check).
 TAPEFLOW=$1 SRC=$2
 shift 2
 MPIRUN=("$@")
@@ -75,11 +76,23 @@ sys.exit(0 if all(v <= 1e-4 for v in vals) else 1)
 PY
 done
 
+# the epoch figures are global: 2 ranks' metrics.csv matches 1 process's, epoch by epoch
+python3 - "$full/metrics.csv" "$two/metrics.csv" <<'PY' || fail "metrics.csv of 2 ranks differs from 1 process's"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+assert len(a) == len(b) == 200, (len(a), len(b))
+for x, y in zip(a, b):
+    assert abs(float(x["loss"]) - float(y["loss"])) <= 1e-4 * max(1.0, abs(float(x["loss"]))), (x, y)
+    assert x["accuracy"] == y["accuracy"], (x, y)
+PY
+
 # 3. rank 1 fails on its bad data file: the whole job ends, rank 1 named
 WRAP=
 echo "1,zzz,0" >> rank1/data/xor.csv
 mpi fail train config.yaml --run-dir bad
 has err.txt "tapeflow: rank 1 of 2: error:"
 has err.txt "'zzz' is not a number"
-has err.txt "MPI_ABORT was invoked on rank 1"
+# rank 0 was waiting for rank 1 (the barrier before it writes): ended, nothing written
+[ -e rank0/bad ] && fail "rank 0 went on and wrote its run directory"
+grep -q "^trained" out.txt && fail "a rank finished training"
 finish
