@@ -253,6 +253,16 @@ static const key_def logging_keys[] = {
     {"metrics_csv", VT_PATH, 0, NUL, NULL, 0, 0, 0, 0, 0, 0, "null: <run dir>/metrics.csv"},
     {"log_interval", VT_INT, 0, RNG, "0", 0, 1e9, 0, 0, 0, 0,
      "steps between progress lines off a terminal; 0: one line per epoch"},
+    {"tensorboard", VT_BOOL, 0, 0, "true", 0, 0, 0, 0, 0, 0,
+     "TensorBoard event files in <run dir>/train and <run dir>/validation"},
+    {"every_steps", VT_INT, 0, RNG, "50", 0, 1e9, 0, 0, 0, 0,
+     "steps between the event files' step scalars (loss, learning rate, gradient norm, "
+     "samples/s); 0: none"},
+    {"histograms", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0,
+     "histograms of the weights and gradients in the event files, once an epoch"},
+    {"flush_seconds", VT_FLOAT, 0, RNG | K_MIN_EXCL, "10", 0, INF, 0, 0, 0, 0,
+     "the event files are written out at least this often (and every epoch, on SIGINT and "
+     "SIGTERM, at the end)"},
 };
 static const sec_def logging_sec = {"logging", logging_keys, COUNT(logging_keys),
                                     NULL,      false,        "logs"};

@@ -10,9 +10,18 @@
 #include <math.h>
 #include <stdio.h>
 
-static bool due(const tfl_tensorboard *tb, int64_t step)
+/* The steps of this fit so far at a step of fit's count: fit's count continues from its
+ * initial_step (a resumed fit), which the first step seen gives away. */
+static int64_t fit_steps(tfl_tensorboard *tb, int64_t fit_step)
 {
-    return tb->every_steps > 0 && step % tb->every_steps == 0;
+    if (tb->fit_step0 < 0) tb->fit_step0 = fit_step - 1;
+    return fit_step - tb->fit_step0;
+}
+
+/* the global step g is logged when a multiple of every_steps */
+static bool due(const tfl_tensorboard *tb, int64_t g)
+{
+    return tb->every_steps > 0 && g % tb->every_steps == 0;
 }
 
 /* <logdir>/<sub>, a writer in it, SessionLog{START} at base + 1 */
@@ -50,6 +59,7 @@ static tfl_status tb_begin(tfl_model *m, void *user)
         if (iters && tfl_tensor_get(iters, 0, &it) == TFL_OK) tb->base = (int64_t)it;
     }
     tb->last_step = 0;
+    tb->fit_step0 = -1;
     tb->learning_rate = tb->grad_norm = NAN;
     tb->samples_since = 0;
     tb->seconds_at_log = 0;
@@ -113,7 +123,8 @@ static tfl_status tb_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl
     (void)skip;
     tfl_tensorboard *tb = user;
     if (!tb->train) return TFL_OK;
-    if (due(tb, logs->step)) { /* cheap: only on the steps that are logged */
+    int64_t g = tb->base + fit_steps(tb, logs->step);
+    if (due(tb, g)) { /* cheap: only on the steps that are logged */
         tb->learning_rate = m->optimizer ? tfl_optimizer_learning_rate(m->optimizer) : NAN;
         double sq = 0;
         for (int i = 0; i < n; i++) {
@@ -129,7 +140,7 @@ static tfl_status tb_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl
         tb->grad_norm = sqrt(sq);
     }
     if (tb->histograms && logs->batches > 0 && logs->batch == logs->batches - 1)
-        return histograms(m, tb->train, "gradients", n, vars, grads, tb->base + logs->step);
+        return histograms(m, tb->train, "gradients", n, vars, grads, g);
     return TFL_OK;
 }
 
@@ -143,10 +154,10 @@ static tfl_status tb_step(tfl_model *m, const tfl_step_logs *logs, void *user, b
         tb->samples_since = 0;
         tb->seconds_at_log = 0;
     }
-    tb->last_step = logs->step;
+    tb->last_step = fit_steps(tb, logs->step);
     tb->samples_since += logs->samples;
-    if (!due(tb, logs->step)) return TFL_OK;
-    int64_t g = tb->base + logs->step;
+    int64_t g = tb->base + tb->last_step;
+    if (!due(tb, g)) return TFL_OK;
     tfl_status st = tfl_summary_scalar(tb->train, "step/loss", g, logs->loss);
     if (st == TFL_OK && !isnan(tb->learning_rate))
         st = tfl_summary_scalar(tb->train, "step/learning_rate", g, tb->learning_rate);

@@ -76,8 +76,39 @@ int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_call
                  int cap);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
+/** TensorBoard logging of a training run (logs.c), from the config's logging section. */
+typedef struct cli_tensorboard {
+    tfl_tensorboard tb;      /* first: the library's seams get this struct as their user */
+    tfl_callback inner;
+    char *text;              /* the resolved config, for the Text tab */
+    char event_file[4200];   /* the training event file, once training began ("" before) */
+    bool enabled;
+} cli_tensorboard;
+/** Sets t up: false (nothing to add) when logging.tensorboard is false. resumed_step: the
+ * step training resumes from (0: a new run); it gets SessionLog{START} at resumed_step + 1. */
+bool cli_tensorboard_init(cli_tensorboard *t, const tfl_config *cfg, const char *run_dir,
+                          int64_t resumed_step, const char *resolved);
+tfl_callback cli_tensorboard_callback(cli_tensorboard *t);
+void cli_tensorboard_free(cli_tensorboard *t);
+
+/** A run to plot: its directory (or metrics.csv, or event file) and legend name (NULL: the
+ * path's last component). */
+typedef struct cli_plot_run {
+    const char *path, *name;
+} cli_plot_run;
+/** Draws the runs' curves of each metric (a panel each, two per row) into path ("-":
+ * standard output). Errors are printed; returns CLI_USAGE for a missing run or metric. */
+int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs,
+                     const char *const *metrics, int n_metrics, const tfl_plot_opts *opts,
+                     const char *path, int *n_curves);
+
+/** At the end of a run: curves.svg in the run directory (a warning when it cannot be made)
+ * and, unless quiet, the paths of the event file and of the plot. */
+void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
+                        const char *csv_path, const cli_tensorboard *t, bool quiet);
 
 int cli_train(int argc, char **argv);
+int cli_plot(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
 int cli_config(int argc, char **argv);

@@ -88,6 +88,13 @@ static const char *body(const char *resolved)
     return nl ? nl + 1 : resolved;
 }
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- callbacks of the run -------------------------------------------------------------------- */
 
 typedef struct run_state {
@@ -361,6 +368,8 @@ int cli_train(int argc, char **argv)
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
                              .metadata_values = meta_values};
     tfl_train_state state = {.shuffle_seed = fo.seed, .history = &h};
+    cli_tensorboard tbl = {0};
+    double t_start = now_seconds();
     if (resume) {
         if (tfl_train_state_restore(r.model, latest, &state) != TFL_OK) {
             code = cli_ctx_error(r.ctx, "resuming");
@@ -410,6 +419,10 @@ int cli_train(int argc, char **argv)
     if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8)) != CLI_OK) goto out;
     fo.callbacks = cbs;
     fo.n_callbacks = n_cbs;
+    /* TensorBoard (logs.c): event files in <dir>/train and <dir>/validation, closed (flushed)
+     * by fit's train end, also when a signal stops it; rank 0's alone under mpirun */
+    if (writer && cli_tensorboard_init(&tbl, r.cfg, dir, fo.initial_step, resolved))
+        cbs[fo.n_callbacks++] = cli_tensorboard_callback(&tbl);
     fo.progress = a.quiet ? NULL : stdout;
     if (!a.quiet) printf("run directory: %s\n", dir);
     fflush(stdout);
@@ -428,6 +441,8 @@ int cli_train(int argc, char **argv)
                 sc.last_step == rs.steps ? "a checkpoint of that step was saved"
                                          : "no checkpoint could be saved",
                 csv_path);
+        if (tbl.event_file[0])
+            fprintf(stderr, "tapeflow: event file (flushed): %s\n", tbl.event_file);
         code = CLI_INTERRUPTED;
     } else {
         /* the final state (after the last epoch's end: a resume finds nothing left to do) */
@@ -452,16 +467,19 @@ int cli_train(int argc, char **argv)
         }
         if (!a.quiet && h.count > 0) {
             const tfl_epoch_logs *l = &logs[h.count < h.cap ? h.count - 1 : h.cap - 1];
-            printf("trained %d epoch%s, %lld steps; final loss %.4f", h.count,
-                   h.count == 1 ? "" : "s", (long long)rs.steps, l->loss);
+            printf("trained %d epoch%s, %lld steps in %.1f s; final loss %.4f", h.count,
+                   h.count == 1 ? "" : "s", (long long)rs.steps, now_seconds() - t_start, l->loss);
+            if (!isnan(l->accuracy)) printf(", accuracy %.4f", l->accuracy);
+            if (!isnan(l->val_loss)) printf(", val_loss %.4f", l->val_loss);
             if (!isnan(l->val_accuracy)) printf(", val_accuracy %.4f", l->val_accuracy);
-            else if (!isnan(l->val_loss)) printf(", val_loss %.4f", l->val_loss);
             printf("%s; run directory %s\n", guard.skipped ? " (non-finite steps skipped)" : "",
                    dir);
         }
+        cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
         code = CLI_OK;
     }
 out:
+    cli_tensorboard_free(&tbl);
     tfl_ckpt_manager_free(mgr);
     free(logs);
     run_free(&r);

@@ -53,10 +53,12 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  train CONFIG     train (or resume); writes the run directory: config.yaml,\n"
-    "                   metrics.csv, checkpoints/\n"
+    "                   metrics.csv, checkpoints/, TensorBoard event files (train/,\n"
+    "                   validation/) and curves.svg\n"
     "  eval CONFIG      loss and metrics of the trained model on the test (or validation) data\n"
     "  predict CONFIG   the trained model's outputs for the examples of a file\n"
     "  config CONFIG    print the resolved config: every default explicit\n"
+    "  plot RUN...      training and validation curves of runs, overlaid, as SVG\n"
     "  version          the version and what this build contains\n"
     "  inspect CKPT     a checkpoint's tensors, sizes and step; checks its checksums\n"
     "  verify CKPT...   checks each checkpoint's checksums (exit 1 on a bad one)\n"
@@ -85,7 +87,14 @@ static void print_help(const char *cmd)
                "changed key is shown; a run continues with changes to training.epochs,\n"
                "logging.* and checkpoint.* only, unless --allow-config-change is given, and the\n"
                "changes are recorded in run.log. Progress: a bar on a terminal, one line per\n"
-               "epoch (or per logging.log_interval steps) otherwise.\n\n%s"
+               "epoch (or per logging.log_interval steps) otherwise.\n\n"
+               "TensorBoard event files go to train/ and validation/ in the run directory\n"
+               "(unless logging.tensorboard is false): every logging.every_steps steps the\n"
+               "loss, learning rate, gradient norm and samples/s; every epoch the metrics;\n"
+               "the resolved config as text; flushed every epoch, every\n"
+               "logging.flush_seconds, on SIGINT/SIGTERM and at the end. View them with\n"
+               "'tensorboard --logdir runs'. At the end, curves.svg (loss and accuracy per\n"
+               "epoch) and a summary line with the paths.\n\n%s"
                "  --run-dir DIR     where the run's files go\n"
                "  --quiet           no progress output\n"
                "  --allow-config-change\n"
@@ -113,6 +122,24 @@ static void print_help(const char *cmd)
                "Validates CONFIG with its overrides and prints the resolved config as YAML,\n"
                "every default explicit; it loads back to the same resolved config.\n\n%s",
                set_help);
+    else if (!strcmp(cmd, "plot"))
+        printf("usage: tapeflow plot RUN... [--metric NAME]... [-o FILE]\n"
+               "                     [--log-y | --linear-y] [--title TEXT]\n\n"
+               "Draws the training (solid) and validation (dashed) curves of each RUN, a\n"
+               "colour per run, as an SVG picture with axes, grid and legend. A RUN is a run\n"
+               "directory (its metrics.csv, per epoch; or its event files, per step, for a\n"
+               "metric metrics.csv lacks), a metrics.csv file or an event file.\n\n"
+               "  --metric NAME     loss (default), accuracy, or an event file's scalar:\n"
+               "                    learning_rate, grad_norm, samples_per_second, any tag;\n"
+               "                    repeated: a panel per metric\n"
+               "  -o, --output FILE where the SVG goes (default curves.svg in the current\n"
+               "                    directory; '-': standard output)\n"
+               "  --log-y           a logarithmic y axis (default: when every value is > 0\n"
+               "                    and the largest is over 100 times the smallest)\n"
+               "  --linear-y        a linear y axis\n"
+               "  --title TEXT      the title (default: the metric)\n\n"
+               "Example: tapeflow plot runs/mlp runs/mlp-wide --metric accuracy -o acc.svg\n"
+               "A missing run or a metric a run lacks exits 2, naming what it has.\n");
     else if (!strcmp(cmd, "inspect"))
         printf("usage: tapeflow inspect CHECKPOINT\n\nLists the tensors of a safetensors "
                "checkpoint (name, dtype, shape, bytes) and its\nstep, and verifies every "
@@ -260,6 +287,7 @@ static const command commands[] = {
     {"train", cli_train},     {"eval", cli_eval},     {"predict", cli_predict},
     {"config", cli_config},   {"version", cli_version},   {"inspect", cli_inspect},
     {"verify", cli_verify},   {"diff", cli_diff},         {"export", cli_export},
+    {"plot", cli_plot},
 };
 
 int main(int argc, char **argv)

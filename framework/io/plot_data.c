@@ -327,10 +327,14 @@ static tfl_status read_events(tfl_ctx *ctx, const char *path, const char *const 
                     for (int k = 0; k < 3; k++) plist_purge(&lists[k], (double)ev.step);
                 *started = true;
             } else if (ev.kind == TFL_EVENT_SCALAR) {
-                for (int k = 0; k < 3 && st == TFL_OK; k++)
-                    if (tags[k] && !strcmp(ev.tag, tags[k]) &&
-                        !plist_push(ctx, &lists[k], (double)ev.step, ev.value))
-                        st = TFL_RESOURCE_EXHAUSTED;
+                for (int k = 0; k < 3 && st == TFL_OK; k++) {
+                    if (!tags[k] || strcmp(ev.tag, tags[k])) continue;
+                    /* a step at or before the tag's last point replaces the points from it
+                     * on (a resumed fit that does the epoch end of its checkpoint again) */
+                    plist *l = &lists[k];
+                    if (l->n && (double)ev.step <= l->p[l->n - 1].x) plist_purge(l, (double)ev.step);
+                    if (!plist_push(ctx, l, (double)ev.step, ev.value)) st = TFL_RESOURCE_EXHAUSTED;
+                }
                 if (st != TFL_OK) break;
             }
         }
@@ -405,6 +409,24 @@ static tfl_status load_events(tfl_curves *c, const char *train, const char *vald
     return st;
 }
 
+/* Whether the CSV file's header has the column metric or val_<metric>. */
+static bool csv_has(const char *path, const char *metric)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    char header[4096], *fields[64];
+    bool found = false;
+    if (fgets(header, sizeof header, f)) {
+        header[strcspn(header, "\r\n")] = 0;
+        int n = split(header, fields, 64);
+        for (int i = 0; i < n && i < 64 && !found; i++)
+            found = !strcmp(fields[i], metric) ||
+                    (!strncmp(fields[i], "val_", 4) && !strcmp(fields[i] + 4, metric));
+    }
+    fclose(f);
+    return found;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -451,7 +473,9 @@ tfl_status tfl_curves_load_run(tfl_curves *c, const char *path, const char *metr
     } else {
         snprintf(a, k, "%s/metrics.csv", base);
         snprintf(b, k, "%s/train", base);
-        if (stat(a, &sb) == 0) {
+        /* metrics.csv, unless it lacks the metric and the event files may have it
+         * (step/learning_rate, step/grad_norm, ...) */
+        if (stat(a, &sb) == 0 && (csv_has(a, metric) || !has_event_files(b))) {
             st = load_csv(c, a, metric, name, added);
         } else if (has_event_files(b)) {
             snprintf(a, k, "%s/validation", base);

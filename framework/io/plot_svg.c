@@ -67,6 +67,18 @@ static void put_text(out *o, const char *t)
     }
 }
 
+/* a metric's name as words: "samples_per_second" -> "samples per second" */
+static void put_words(out *o, const char *t)
+{
+    for (; *t; t++) {
+        if (*t == '_') put(o, " ");
+        else {
+            char one[2] = {*t, 0};
+            put_text(o, one);
+        }
+    }
+}
+
 /* ---- ticks ---------------------------------------------------------------------------------- */
 
 /* a "nice" number near x: 1, 2, 5 (or 1, 2, 5, 10 when rounding) times a power of ten */
@@ -146,6 +158,15 @@ static void log_axis(axis *a, double lo, double hi)
         }
 }
 
+/* widens the drawn range a little at an end the data touches (a curve along the frame is
+ * hard to see); lo and hi are the data's */
+static void pad_ends(axis *a, double lo, double hi)
+{
+    double l = a->log ? log10(lo) : lo, h = a->log ? log10(hi) : hi, span = a->hi - a->lo;
+    if (l - a->lo < 0.01 * span) a->lo -= 0.04 * span;
+    if (a->hi - h < 0.01 * span) a->hi += 0.04 * span;
+}
+
 static double axis_pos(const axis *a, double v)
 {
     double t = a->log ? log10(v) : v;
@@ -154,7 +175,12 @@ static double axis_pos(const axis *a, double v)
 
 static void tick_label(const axis *a, double v, char *buf, size_t cap)
 {
-    if (!a->log) {
+    double top = fmax(fabs(a->lo), fabs(a->hi));
+    if (!a->log && top >= 1e5) { /* 700000 -> 700k, 2500000 -> 2.5M: labels stay short */
+        double unit = top >= 1e9 ? 1e9 : top >= 1e6 ? 1e6 : 1e3;
+        if (v == 0) snprintf(buf, cap, "0");
+        else snprintf(buf, cap, "%g%s", v / unit, unit == 1e9 ? "G" : unit == 1e6 ? "M" : "k");
+    } else if (!a->log) {
         snprintf(buf, cap, "%.*f", a->decimals, v);
     } else {
         double e = floor(log10(v) + 1e-9);
@@ -178,6 +204,16 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     /* the data's ranges */
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     bool integers = true;
+    if (o.log_y_auto && !o.log_y) { /* log when every point is > 0 over more than 2 decades */
+        for (int i = 0; i < c->n; i++)
+            for (int64_t k = 0; k < c->v[i].n; k++) {
+                y0 = fmin(y0, c->v[i].p[k].y);
+                y1 = fmax(y1, c->v[i].p[k].y);
+            }
+        o.log_y = y0 > 0 && y1 > 100 * y0;
+        y0 = INFINITY;
+        y1 = -INFINITY;
+    }
     int64_t points = 0;
     for (int i = 0; i < c->n; i++)
         for (int64_t k = 0; k < c->v[i].n; k++) {
@@ -200,6 +236,7 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     ax.hi += margin;
     if (o.log_y) log_axis(&ay, y0, y1);
     else linear_axis(&ay, y0, y1, 6, true, false);
+    pad_ends(&ay, y0, y1);
     const char *metric = c->metric[0] ? c->metric : "value";
     const char *title = o.title ? o.title : metric;
     const char *xl = o.x_label ? o.x_label : c->x_label[0] ? c->x_label : "x";
@@ -218,7 +255,8 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
         put(&s, "%c", title[0] - 'a' + 'A');
         title++;
     }
-    put_text(&s, title);
+    if (o.title) put_text(&s, title);
+    else put_words(&s, title);
     put(&s, "%s</text>\n", o.log_y ? " (log scale)" : "");
     /* grid and ticks */
     put(&s, "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
@@ -256,7 +294,8 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     }
     put(&s, "<text class=\"label\" x=\"20\" y=\"%.2f\" font-size=\"14\" text-anchor=\"middle\" "
             "transform=\"rotate(-90 20 %.2f)\">", T + ph / 2, T + ph / 2);
-    put_text(&s, yl);
+    if (o.y_label) put_text(&s, yl);
+    else put_words(&s, yl);
     put(&s, "</text>\n</g>\n");
     /* the curves, clipped to the plot area */
     put(&s, "<clipPath id=\"plot-area\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "

@@ -143,7 +143,8 @@ static void test_unknown_keys_and_names_suggest(void **state)
     expect_diag(ctx, BASE_YAML "training: {units: 3}\n", 9, 12,
                 "training.units: unknown key 'units'; it belongs in 'model.layers[]'");
     expect_diag(ctx, BASE_YAML "logging: {zzz: 1}\n", 9, 11,
-                "logging.zzz: unknown key 'zzz'; expected one of: metrics_csv, log_interval");
+                "logging.zzz: unknown key 'zzz'; expected one of: metrics_csv, log_interval, "
+                "tensorboard, every_steps, histograms, flush_seconds");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: adamm}\n", 9, 19,
                 "optimizer.kind: unknown optimizer 'adamm'; did you mean 'adam' or 'adamw'?");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: lion}\n", 9, 19,

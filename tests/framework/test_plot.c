@@ -200,6 +200,88 @@ static void test_event_runs(void **state)
     assert_int_equal(tfl_curves_load_run(c, dir, NULL, NULL, NULL), TFL_NOT_FOUND);
     expect_kept_error(f->ctx, TFL_NOT_FOUND, "has no metrics.csv and no event files");
     tfl_curves_free(c);
+    /* a run with metrics.csv and event files: the CSV for its columns, the event files for
+     * a metric the CSV lacks */
+    char csv[500];
+    snprintf(csv, sizeof csv, "%s/metrics.csv", sub);
+    FILE *fp = fopen(csv, "w");
+    assert_non_null(fp);
+    fputs("epoch,accuracy\n0,0.5\n1,0.75\n", fp);
+    fclose(fp);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "accuracy", NULL, &added), TFL_OK);
+    assert_int_equal(added, 1);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 2);
+    assert_has(svg, ">epoch</text>");
+    tfl_curves_free(c);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "loss", NULL, &added), TFL_OK);
+    assert_int_equal(added, 2);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 2 * 10);
+    assert_has(svg, ">step</text>");
+    tfl_curves_free(c);
+    /* a resumed fit's file that logs its checkpoint's epoch end again (step 20, before its
+     * START at 21): that point replaces the first file's, no duplicate */
+    snprintf(sub, sizeof sub, "%s/again", dir);
+    tfl_summary_writer *sw = tfl_summary_writer_new(f->ctx, sub, NULL);
+    assert_non_null(sw);
+    assert_int_equal(tfl_summary_session_start(sw, 1), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 10, 1.0), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 20, 0.5), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 30, 9.0), TFL_OK); /* stale */
+    assert_int_equal(tfl_summary_session_start(sw, 21), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 20, 0.5), TFL_OK);
+    assert_int_equal(tfl_summary_scalar(sw, "epoch/loss", 30, 0.25), TFL_OK);
+    assert_int_equal(tfl_summary_writer_close(sw), TFL_OK);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, sub, "loss", NULL, &added), TFL_OK);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "<circle"), 3);
+    assert_has(svg, ">0.2</text>"); /* 0.25 at step 30 (not the stale 9): the axis ends near 1 */
+    assert_int_equal(count_of(svg, ">8</text>"), 0);
+    tfl_curves_free(c);
+    remove_tree(dir);
+}
+
+/* log_y_auto, metric names as words, large tick values shortened */
+static void test_auto_log_and_labels(void **state)
+{
+    fixture *f = *state;
+    tfl_curves *c = tfl_curves_new(f->ctx);
+    double x[3] = {1, 2, 3}, wide[3] = {2, 0.1, 0.004}, narrow[3] = {2, 1, 0.5};
+    assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 3, x, wide), TFL_OK);
+    const tfl_plot_opts autolog = {.log_y_auto = true};
+    const char *svg = tfl_curves_svg(c, &autolog, NULL);
+    assert_non_null(svg);
+    assert_has(svg, " (log scale)</text>"); /* 500 times: a log axis */
+    assert_has(svg, ">0.01</text>");
+    tfl_curves_free(c);
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 3, x, narrow), TFL_OK);
+    svg = tfl_curves_svg(c, &autolog, NULL);
+    assert_non_null(svg);
+    assert_int_equal(count_of(svg, "(log scale)"), 0); /* 4 times: linear */
+    tfl_curves_free(c);
+    /* a metric of a CSV run: its name as words in the title and axis label; 700000 as 700k */
+    char dir[256], path[300];
+    temp_dir(dir, sizeof dir, "plot");
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    const char *csv = "epoch,samples_per_second\n0,100000\n1,700000\n";
+    spit(path, csv, strlen(csv));
+    c = tfl_curves_new(f->ctx);
+    assert_int_equal(tfl_curves_load_run(c, dir, "samples_per_second", "r", NULL), TFL_OK);
+    svg = tfl_curves_svg(c, NULL, NULL);
+    assert_non_null(svg);
+    assert_has(svg, ">Samples per second</text>");
+    assert_has(svg, ">samples per second</text>");
+    assert_has(svg, ">700k</text>");
+    assert_has(svg, ">100k</text>");
+    tfl_curves_free(c);
     remove_tree(dir);
 }
 
@@ -245,6 +327,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_csv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auto_log_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_added_curves_and_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,6 +260,20 @@ static void test_logs_steps_and_epochs(void **state)
     assert_int_equal(t->ev[1].step, 101);
     assert_int_equal(count_tag(t, TFL_EVENT_SCALAR, NULL), 2);
     (void)scalar_at(t, "epoch/loss", 105);
+    /* a fit that continues its step count (initial_step 100, as a resumed fit): the same
+     * global steps, not 100 + 100 + k; every_steps counts global steps */
+    tb.every_steps = 2;
+    assert_int_equal(tfl_model_fit(r.m, r.ds, &(tfl_fit_opts){.epochs = 1, .batch_size = 8,
+                                                              .initial_step = 100,
+                                                              .callbacks = cbs + 1,
+                                                              .n_callbacks = 1}, NULL), TFL_OK);
+    read_dir(f->ctx, dir, "train", t, 3);
+    assert_int_equal(t->ev[1].kind, TFL_EVENT_SESSION_LOG);
+    assert_int_equal(t->ev[1].step, 101);
+    assert_int_equal(count_tag(t, TFL_EVENT_SCALAR, "step/loss"), 2);
+    (void)scalar_at(t, "step/loss", 102);
+    (void)scalar_at(t, "step/loss", 104);
+    (void)scalar_at(t, "epoch/loss", 105);
     free(t);
     drop_rig(&r);
     remove_tree(dir);

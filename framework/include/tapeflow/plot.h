@@ -10,12 +10,15 @@
  *
  * A run is a directory holding metrics.csv (the CSV logger's columns: epoch, loss, accuracy,
  * val_loss, val_accuracy, seconds), or event files (tfl_tensorboard_callback's train/ and
- * validation/ subdirectories, or events in the directory itself), or one such file. The
+ * validation/ subdirectories, or events in the directory itself), or one such file; a
+ * directory with both is read from metrics.csv unless the metric is not one of its columns
+ * (step/learning_rate, grad_norm, samples_per_second: the event files of train/). The
  * metric "loss" gives the curves of the column "loss" (training) and "val_loss"
  * (validation), or of the tags "epoch/loss" in train/ and validation/ (else the tag as it is,
  * then "step/<metric>"). A run resumed over itself is drawn once: CSV rows whose epoch goes
  * back replace the rows from that epoch on, and an event file's later SessionLog{START} at
- * step s drops the earlier points at steps >= s, as TensorBoard does.
+ * step s drops the earlier points at steps >= s, as TensorBoard does; a point at or before
+ * the last one of its tag replaces the points from its step on.
  *
  * The picture: axes with "nice" ticks (1, 2, 5 × 10^k; decades on a log axis), a grid,
  * labelled axes, a title, one colour per run (training solid, validation dashed, markers
@@ -39,6 +42,8 @@ typedef struct tfl_plot_opts {
     const char *title;         /* NULL: the metric of the first loaded run */
     const char *x_label;       /* NULL: "epoch" or "step", from the data */
     const char *y_label;       /* NULL: the metric */
+    bool log_y_auto;           /* log_y when every point is > 0 and the largest is more
+                                  than 100 times the smallest (a loss from 2 to 0.004) */
 } tfl_plot_opts;
 
 /** An empty set of curves. NULL with RESOURCE_EXHAUSTED kept. */

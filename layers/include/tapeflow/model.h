@@ -411,19 +411,22 @@ TFL_API tfl_callback tfl_nonfinite_guard_callback(tfl_nonfinite_guard *guard);
  * (so TensorBoard draws training and validation as two runs in one chart). The x-axis is the
  * global step: g = base + the steps of this fit so far, base being initial_step or, when that
  * is 0, the optimizer's iterations at train begin (a run resumed from a checkpoint goes on
- * where it stopped).
+ * where it stopped). "This fit's steps" count from 1 also when the fit continues its step
+ * count (tfl_fit_opts.initial_step): a resumed fit gives initial_step the same value.
  *  - at train begin: SessionLog{START} at base + 1 in each writer (TensorBoard drops the
  *    points an earlier run logged after the checkpoint it resumed from) and `text` (if set)
  *    under the tag "config";
- *  - every `every_steps` steps of this fit (steps every_steps, 2 every_steps, ...), in train:
+ *  - at every global step g that is a multiple of `every_steps`, in train:
  *    "step/loss" (the batch's), "step/learning_rate" (the rate that step's apply used),
  *    "step/grad_norm" (the global norm sqrt(sum of squares) of the gradients as this
  *    callback's on_gradients sees them: put it after a clipping hook to see clipped norms)
  *    and "step/samples_per_second" (since the previous logged step of the epoch);
- *  - every epoch end, at g: "epoch/loss" and "epoch/accuracy" in train, the val_ figures
- *    under the same tags in validation (a figure not measured is not written); with
- *    `histograms`, "weights/<variable>" of every trainable variable, and
- *    "gradients/<variable>" at the epoch's last step; both writers are flushed;
+ *  - every epoch end, at g (a fit resumed from a checkpoint of an epoch's last step does
+ *    that epoch's end again, at base: the same figures, before START's step): "epoch/loss"
+ *    and "epoch/accuracy" in train, the val_ figures under the same tags in validation (a
+ *    figure not measured is not written); with `histograms`, "weights/<variable>" of every
+ *    trainable variable, and "gradients/<variable>" at the epoch's last step; both writers
+ *    are flushed;
  *  - at train end: both writers closed (flushed).
  * logdir NULL disables it: nothing is made or written. Errors: the writers' (a directory that
  * cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
@@ -437,7 +440,8 @@ typedef struct tfl_tensorboard {
     tfl_summary_writer_opts writer; /* flush interval (0: 10 s), file suffix, clock */
     /* state, set by fit */
     tfl_summary_writer *train, *validation;
-    int64_t base, last_step;
+    int64_t base, last_step; /* last_step: of this fit */
+    int64_t fit_step0;       /* fit's step count before this fit's first step (-1: not seen) */
     double learning_rate, grad_norm; /* of the step being logged (NaN: not measured) */
     int64_t samples_since;
     double seconds_at_log;
