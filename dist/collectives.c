@@ -36,18 +36,19 @@ static void pack(void *buf, const item *it, int64_t off, int64_t count, double f
     } else if (it->dtype == TFL_DTYPE_FLOAT32) {
         float *d = buf;
         const float *x = (const float *)(const void *)s;
-        for (int64_t i = 0; i < count; i++) d[i] = (float)((double)x[i] * f);
+        for (int64_t i = 0; i < count; i++)
+            d[i] = (float)((double)x[i] * f);
     } else { /* float64: the only other dtype scaled */
         double *d = buf;
         const double *x = (const double *)(const void *)s;
-        for (int64_t i = 0; i < count; i++) d[i] = x[i] * f;
+        for (int64_t i = 0; i < count; i++)
+            d[i] = x[i] * f;
     }
 }
 
 /* Runs the buckets of every dtype over items (all-reduce: sum of the packed values; root >= 0:
  * broadcast from root). f scales floating values while packing. */
-static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, double f,
-                              int root)
+static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, double f, int root)
 {
     char msg[512] = "";
     for (size_t d = 0; d < sizeof reduce_order / sizeof reduce_order[0]; d++) {
@@ -62,7 +63,7 @@ static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, 
         if (cap > total) cap = total;
         char *buf = tfl__comm_buffer(c, (size_t)cap * es);
         if (!buf) return TFL_RESOURCE_EXHAUSTED;
-        int i0 = 0;       /* the bucket's first item and offset in it */
+        int i0 = 0; /* the bucket's first item and offset in it */
         int64_t off0 = 0;
         while (i0 < n) {
             /* pack up to cap elements from (i0, off0) */
@@ -123,8 +124,10 @@ static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *
     if (!tfl__check_readable(ctx, who, t)) return TFL_FAILED_PRECONDITION;
     for (int j = 0; j < i; j++)
         TFL_CHECK(ctx, !ts[j] || tfl_tensor_numel(t) == 0 || tfl__data(ts[j]) != tfl__data(t),
-                  TFL_INVALID_ARGUMENT, "%s: tensors %d and %d share their data (a tensor given "
-                  "twice)", who, j, i);
+                  TFL_INVALID_ARGUMENT,
+                  "%s: tensors %d and %d share their data (a tensor given "
+                  "twice)",
+                  who, j, i);
     if (write && tfl_tensor_is_variable(t) && tfl__variable_own(t) != TFL_OK)
         return tfl_ctx_status(ctx);
     return TFL_OK;
@@ -133,8 +136,10 @@ static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *
 static tfl_status check_list(tfl_comm *c, const char *who, int n, const void *list)
 {
     if (!tfl__comm_alive(c, who)) return TFL_MISUSE;
-    TFL_CHECK(c->ctx, n >= 0 && (list || n == 0), TFL_INVALID_ARGUMENT, "%s: n must be >= 0 "
-              "with a list, got n %d and %s", who, n, list ? "a list" : "NULL");
+    TFL_CHECK(c->ctx, n >= 0 && (list || n == 0), TFL_INVALID_ARGUMENT,
+              "%s: n must be >= 0 "
+              "with a list, got n %d and %s",
+              who, n, list ? "a list" : "NULL");
     return TFL_OK;
 }
 
@@ -149,8 +154,7 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     const char *who = "tfl_comm_broadcast";
     TFL_TRY(check_list(comm, who, n, tensors));
     TFL_CHECK(comm->ctx, root >= 0 && root < comm->t.size, TFL_INVALID_ARGUMENT,
-              "%s: root %d is not a rank of this communicator (size %d)", who, root,
-              comm->t.size);
+              "%s: root %d is not a rank of this communicator (size %d)", who, root, comm->t.size);
     for (int i = 0; i < n; i++)
         if (tensors[i]) TFL_TRY(check_tensor(comm, who, tensors, i, comm->t.rank != root));
     if (comm->t.size == 1 || n == 0) return TFL_OK;
@@ -160,17 +164,18 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
      * buckets of bucket_bytes */
     for (int i = 0; i < n; i++) {
         if (!tensors[i]) continue;
-        size_t bytes = (size_t)tfl_tensor_numel(tensors[i]) *
-                       tfl_dtype_size(tfl_tensor_dtype(tensors[i]));
-        it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes,
-                       TFL_DTYPE_INVALID};
+        size_t bytes =
+            (size_t)tfl_tensor_numel(tensors[i]) * tfl_dtype_size(tfl_tensor_dtype(tensors[i]));
+        it[i] =
+            (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes, TFL_DTYPE_INVALID};
     }
     tfl_status st = TFL_OK;
     char msg[512] = "";
     int64_t cap = comm->bucket_bytes;
     char *buf = NULL;
     int64_t total = 0;
-    for (int i = 0; i < n; i++) total += it[i].numel;
+    for (int i = 0; i < n; i++)
+        total += it[i].numel;
     if (cap > total) cap = total;
     if (total > 0 && !(buf = tfl__comm_buffer(comm, (size_t)cap))) st = TFL_RESOURCE_EXHAUSTED;
     int i0 = 0;
@@ -187,7 +192,8 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
             }
             int64_t k = it[i].numel - off;
             if (k > cap - filled) k = cap - filled;
-            if (comm->t.rank == root) memcpy(buf + filled, (const char *)it[i].src + off, (size_t)k);
+            if (comm->t.rank == root)
+                memcpy(buf + filled, (const char *)it[i].src + off, (size_t)k);
             filled += k, off += k;
         }
         if (filled == 0) break;
@@ -218,7 +224,10 @@ static bool reducible(tfl_dtype dt)
     return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64 || dt == TFL_DTYPE_INT32 ||
            dt == TFL_DTYPE_INT64;
 }
-static bool floating(tfl_dtype dt) { return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64; }
+static bool floating(tfl_dtype dt)
+{
+    return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
+}
 
 /* The sum of the weights (weighted mean) through the header message; f = w / W. */
 static tfl_status weights(tfl_comm *c, const char *who, double *header, int len, double w,
@@ -231,13 +240,14 @@ static tfl_status weights(tfl_comm *c, const char *who, double *header, int len,
         return tfl__comm_fail(c, who, msg);
     TFL_CHECK(c->ctx, header[0] > 0 && isfinite(header[0]), TFL_INVALID_ARGUMENT,
               "%s: the ranks' weights sum to %g (this rank's: %g); a weighted mean needs a "
-              "positive sum", who, header[0], w);
+              "positive sum",
+              who, header[0], w);
     *f = w / header[0];
     return TFL_OK;
 }
 
-tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
-                              tfl_reduce_op op, double weight)
+tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors, tfl_reduce_op op,
+                              double weight)
 {
     if (!comm) return TFL_INVALID_ARGUMENT;
     const char *who = "tfl_comm_allreduce";
@@ -251,11 +261,13 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
         if (!tensors[i]) continue;
         TFL_TRY(check_tensor(comm, who, tensors, i, true));
         tfl_dtype dt = tfl_tensor_dtype(tensors[i]);
-        TFL_CHECK(ctx, reducible(dt), TFL_INVALID_ARGUMENT, "%s: tensor %d is %s; all-reduce "
-                  "takes float32, float64, int32 and int64", who, i, tfl_dtype_name(dt));
+        TFL_CHECK(ctx, reducible(dt), TFL_INVALID_ARGUMENT,
+                  "%s: tensor %d is %s; all-reduce "
+                  "takes float32, float64, int32 and int64",
+                  who, i, tfl_dtype_name(dt));
         TFL_CHECK(ctx, op == TFL_REDUCE_SUM || floating(dt), TFL_INVALID_ARGUMENT,
-                  "%s: tensor %d is %s; a mean needs a floating dtype (use TFL_REDUCE_SUM)", who,
-                  i, tfl_dtype_name(dt));
+                  "%s: tensor %d is %s; a mean needs a floating dtype (use TFL_REDUCE_SUM)", who, i,
+                  tfl_dtype_name(dt));
     }
     if (comm->t.size == 1 && op != TFL_REDUCE_WEIGHTED_MEAN) return TFL_OK;
     double t0 = tfl__comm_now(), f = 1.0;
@@ -293,20 +305,23 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
         TFL_CHECK(ctx, vars[i], TFL_INVALID_ARGUMENT, "%s: variable %d is NULL", who, i);
         if (!tfl__tensor_alive(vars[i], who)) return TFL_MISUSE;
         tfl_dtype dt = tfl_tensor_dtype(vars[i]);
-        TFL_CHECK(ctx, floating(dt), TFL_INVALID_ARGUMENT, "%s: variable %d (%s) is %s; "
-                  "gradients are float32 or float64", who, i,
-                  tfl_tensor_is_variable(vars[i]) ? tfl_variable_name(vars[i]) : "a tensor",
+        TFL_CHECK(ctx, floating(dt), TFL_INVALID_ARGUMENT,
+                  "%s: variable %d (%s) is %s; "
+                  "gradients are float32 or float64",
+                  who, i, tfl_tensor_is_variable(vars[i]) ? tfl_variable_name(vars[i]) : "a tensor",
                   tfl_dtype_name(dt));
         tfl_tensor *g = grads[i];
         if (!g) continue;
         if (!tfl__tensor_alive(g, who)) return TFL_MISUSE;
-        TFL_CHECK(ctx, g->ctx == ctx, TFL_MISUSE, "%s: gradient %d belongs to another context",
-                  who, i);
-        TFL_CHECK(ctx, tfl_tensor_dtype(g) == dt && tfl__same_shape(g->rank, g->shape,
-                  vars[i]->rank, vars[i]->shape), TFL_INVALID_ARGUMENT,
-                  "%s: gradient %d is %s %s, its variable %s %s", who, i,
-                  tfl_dtype_name(tfl_tensor_dtype(g)), tfl__shape_str(g->rank, g->shape, a, sizeof a),
-                  tfl_dtype_name(dt), tfl__shape_str(vars[i]->rank, vars[i]->shape, b, sizeof b));
+        TFL_CHECK(ctx, g->ctx == ctx, TFL_MISUSE, "%s: gradient %d belongs to another context", who,
+                  i);
+        TFL_CHECK(ctx,
+                  tfl_tensor_dtype(g) == dt &&
+                      tfl__same_shape(g->rank, g->shape, vars[i]->rank, vars[i]->shape),
+                  TFL_INVALID_ARGUMENT, "%s: gradient %d is %s %s, its variable %s %s", who, i,
+                  tfl_dtype_name(tfl_tensor_dtype(g)),
+                  tfl__shape_str(g->rank, g->shape, a, sizeof a), tfl_dtype_name(dt),
+                  tfl__shape_str(vars[i]->rank, vars[i]->shape, b, sizeof b));
         TFL_CHECK(ctx, tfl__tensor_device(g) == tfl__cpu(ctx), TFL_INVALID_ARGUMENT,
                   "%s: gradient %d is on %s; collectives run on host tensors (CPU:0)", who, i,
                   tfl_tensor_device(g));
@@ -320,7 +335,8 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
     tfl_tensor **out = it ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *out) : NULL;
     tfl_tensor **dense = out ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *dense) : NULL;
     tfl_status st = dense ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
-    for (int i = 0; i < n && st == TFL_OK; i++) header[i + 1] = grads[i] ? 1.0 : 0.0;
+    for (int i = 0; i < n && st == TFL_OK; i++)
+        header[i + 1] = grads[i] ? 1.0 : 0.0;
     if (st == TFL_OK) st = weights(comm, who, header, (int)len, weight, &f);
     tfl__device *cpu = tfl__cpu(ctx);
     for (int i = 0; i < n && st == TFL_OK; i++) {

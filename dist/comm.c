@@ -37,8 +37,10 @@ void *tfl__comm_buffer(tfl_comm *comm, size_t bytes)
     if (bytes <= comm->buf_bytes) return comm->buf;
     void *b = tfl__host_alloc(comm->ctx, bytes, 64);
     if (!b) {
-        tfl__set_error(comm->ctx, TFL_RESOURCE_EXHAUSTED, "all-reduce: no memory for a fusion "
-                       "buffer of %zu bytes", bytes);
+        tfl__set_error(comm->ctx, TFL_RESOURCE_EXHAUSTED,
+                       "all-reduce: no memory for a fusion "
+                       "buffer of %zu bytes",
+                       bytes);
         return NULL;
     }
     tfl__host_free(comm->ctx, comm->buf);
@@ -70,13 +72,20 @@ static void self_abort(void *impl, int code)
     (void)impl;
     exit(code); /* tfl_comm_abort only: a program ending its one-process job */
 }
-static void self_destroy(void *impl) { (void)impl; }
+static void self_destroy(void *impl)
+{
+    (void)impl;
+}
 
 static tfl_comm_transport self_transport(void)
 {
-    return (tfl_comm_transport){.name = "self", .rank = 0, .size = 1,
-                                .allreduce_sum = self_allreduce, .broadcast = self_broadcast,
-                                .barrier = self_barrier, .abort = self_abort,
+    return (tfl_comm_transport){.name = "self",
+                                .rank = 0,
+                                .size = 1,
+                                .allreduce_sum = self_allreduce,
+                                .broadcast = self_broadcast,
+                                .barrier = self_barrier,
+                                .abort = self_abort,
                                 .destroy = self_destroy};
 }
 
@@ -120,14 +129,16 @@ tfl_comm *tfl_comm_new(tfl_ctx *ctx, const tfl_comm_transport *t, const tfl_comm
                        t->name ? t->name : "?", t->error);
         ok = false;
     } else if (!t->allreduce_sum || !t->broadcast || !t->barrier || !t->abort || !t->destroy) {
-        tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: the transport '%s' lacks a function "
-                       "(allreduce_sum, broadcast, barrier, abort and destroy are needed)", who,
-                       t->name ? t->name : "?");
+        tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                       "%s: the transport '%s' lacks a function "
+                       "(allreduce_sum, broadcast, barrier, abort and destroy are needed)",
+                       who, t->name ? t->name : "?");
         ok = false;
     } else if (t->size < 1 || t->rank < 0 || t->rank >= t->size) {
-        tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: the transport '%s' has rank %d of size "
-                       "%d (want 0 <= rank < size)", who, t->name ? t->name : "?", t->rank,
-                       t->size);
+        tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                       "%s: the transport '%s' has rank %d of size "
+                       "%d (want 0 <= rank < size)",
+                       who, t->name ? t->name : "?", t->rank, t->size);
         ok = false;
     }
     ok = ok && check_opts(ctx, who, opts);
@@ -152,8 +163,7 @@ tfl_comm *tfl_comm_self(tfl_ctx *ctx, const tfl_comm_opts *opts)
 /* mpirun (ORTE), PRRTE/PMIx and Hydra-style launchers set one of these in every rank. */
 static bool launched_by_mpirun(int *size)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
-                                       "PMI_RANK"};
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"};
     *size = 0;
     bool any = false;
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
@@ -208,12 +218,15 @@ tfl_comm *tfl_comm_world(tfl_ctx *ctx, const tfl_comm_opts *opts)
     int size = 0;
     bool launched = launched_by_mpirun(&size);
     bool want_mpi;
-    if (!strcmp(backend, "auto")) want_mpi = launched;
-    else if (!strcmp(backend, "mpi")) want_mpi = true;
-    else if (!strcmp(backend, "self")) want_mpi = false;
+    if (!strcmp(backend, "auto"))
+        want_mpi = launched;
+    else if (!strcmp(backend, "mpi"))
+        want_mpi = true;
+    else if (!strcmp(backend, "self"))
+        want_mpi = false;
     else {
-        tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: unknown backend '%s' (auto, mpi, self)",
-                       who, backend);
+        tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: unknown backend '%s' (auto, mpi, self)", who,
+                       backend);
         return NULL;
     }
     if (!want_mpi) return tfl_comm_self(ctx, opts);
@@ -250,15 +263,19 @@ const char *tfl_comm_backend(const tfl_comm *comm)
 {
     return comm && tfl__comm_alive(comm, "tfl_comm_backend") ? comm->t.name : "";
 }
-tfl_ctx *tfl_comm_ctx(const tfl_comm *comm) { return comm ? comm->ctx : NULL; }
+tfl_ctx *tfl_comm_ctx(const tfl_comm *comm)
+{
+    return comm ? comm->ctx : NULL;
+}
 
 tfl_status tfl_comm_set_bucket_bytes(tfl_comm *comm, int64_t bytes)
 {
     if (!comm) return TFL_INVALID_ARGUMENT;
     if (!tfl__comm_alive(comm, "tfl_comm_set_bucket_bytes")) return TFL_MISUSE;
-    TFL_CHECK(comm->ctx, bytes >= 0, TFL_INVALID_ARGUMENT, "tfl_comm_set_bucket_bytes: bucket "
-              "bytes must be >= 0 (0: %lld), got %lld", (long long)TFL_DEFAULT_BUCKET_BYTES,
-              (long long)bytes);
+    TFL_CHECK(comm->ctx, bytes >= 0, TFL_INVALID_ARGUMENT,
+              "tfl_comm_set_bucket_bytes: bucket "
+              "bytes must be >= 0 (0: %lld), got %lld",
+              (long long)TFL_DEFAULT_BUCKET_BYTES, (long long)bytes);
     comm->bucket_bytes = bytes ? bytes : TFL_DEFAULT_BUCKET_BYTES;
     return TFL_OK;
 }
@@ -298,8 +315,7 @@ void tfl_comm_abort(tfl_comm *comm, int code)
 
 tfl_comm_stats tfl_comm_get_stats(const tfl_comm *comm)
 {
-    return comm && tfl__comm_alive(comm, "tfl_comm_get_stats") ? comm->stats
-                                                               : (tfl_comm_stats){0};
+    return comm && tfl__comm_alive(comm, "tfl_comm_get_stats") ? comm->stats : (tfl_comm_stats){0};
 }
 
 void tfl_comm_reset_stats(tfl_comm *comm)

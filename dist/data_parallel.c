@@ -16,8 +16,8 @@ tfl_replicas tfl_comm_replicas(tfl_comm *comm)
 {
     if (!comm || !tfl__comm_alive(comm, "tfl_comm_replicas"))
         return (tfl_replicas){.index = 0, .count = 1};
-    return (tfl_replicas){.index = comm->t.rank, .count = comm->t.size, .sum = replicas_sum,
-                          .user = comm};
+    return (tfl_replicas){
+        .index = comm->t.rank, .count = comm->t.size, .sum = replicas_sum, .user = comm};
 }
 
 /* The model's variables of `filter` (and, with opt, the optimizer's after them) in a new
@@ -66,19 +66,24 @@ static tfl_status dp_train_begin(tfl_model *m, void *user)
     TFL_CHECK(m->ctx, dp->comm, TFL_INVALID_ARGUMENT, "%s: no communicator (dp->comm is NULL)",
               who);
     if (!tfl__comm_alive(dp->comm, who)) return TFL_MISUSE;
-    TFL_CHECK(m->ctx, dp->comm->ctx == m->ctx, TFL_MISUSE, "%s: the communicator belongs to "
-              "another context than model %s", who, m->name);
+    TFL_CHECK(m->ctx, dp->comm->ctx == m->ctx, TFL_MISUSE,
+              "%s: the communicator belongs to "
+              "another context than model %s",
+              who, m->name);
     dp->steps = 0;
     dp->broadcast_done = false;
-    TFL_CHECK(m->ctx, m->in_rank > 0, TFL_FAILED_PRECONDITION, "%s: model %s is not built: "
+    TFL_CHECK(m->ctx, m->in_rank > 0, TFL_FAILED_PRECONDITION,
+              "%s: model %s is not built: "
               "call tfl_model_build before fit, so that every rank starts from rank 0's "
-              "weights", who, m->name);
+              "weights",
+              who, m->name);
     int nm;
     int64_t no;
     tfl_tensor **v = gather(m, TFL_VARS_ALL, true, &nm, &no);
     if (!v) return TFL_RESOURCE_EXHAUSTED;
     int64_t numel = 0;
-    for (int64_t i = 0; i < nm + no; i++) numel += tfl_tensor_numel(v[i]);
+    for (int64_t i = 0; i < nm + no; i++)
+        numel += tfl_tensor_numel(v[i]);
     tfl_status st = TFL_OK;
     if (dp->comm->t.size > 1) st = agree(dp, m, nm, no, numel);
     if (st == TFL_OK) st = tfl_comm_broadcast(dp->comm, (int)(nm + no), v, 0);
@@ -109,11 +114,14 @@ static tfl_status dp_step_end(tfl_model *m, const tfl_step_logs *logs, void *use
     int nf = 0, ni = 0;
     for (int i = 0; i < nm; i++) {
         tfl_dtype dt = tfl_tensor_dtype(v[i]);
-        if (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64) v[nf++] = v[i];
-        else ni++;
+        if (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64)
+            v[nf++] = v[i];
+        else
+            ni++;
     }
     tfl_status st = TFL_OK;
-    if (nf) st = tfl_comm_allreduce(dp->comm, nf, v, TFL_REDUCE_WEIGHTED_MEAN, (double)logs->samples);
+    if (nf)
+        st = tfl_comm_allreduce(dp->comm, nf, v, TFL_REDUCE_WEIGHTED_MEAN, (double)logs->samples);
     if (st == TFL_OK && ni) {
         int k = 0;
         tfl_model_variables(m, TFL_VARS_NON_TRAINABLE, v, nm);
@@ -129,6 +137,8 @@ static tfl_status dp_step_end(tfl_model *m, const tfl_step_logs *logs, void *use
 
 tfl_callback tfl_data_parallel_callback(tfl_data_parallel *dp)
 {
-    return (tfl_callback){.on_train_begin = dp_train_begin, .on_gradients = dp_gradients,
-                          .on_step_end = dp_step_end, .user = dp};
+    return (tfl_callback){.on_train_begin = dp_train_begin,
+                          .on_gradients = dp_gradients,
+                          .on_step_end = dp_step_end,
+                          .user = dp};
 }

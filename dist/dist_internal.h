@@ -11,11 +11,11 @@
 #include "internal.h"
 
 struct tfl_comm {
-    tfl__ctx_obj obj;              /* first: the handle's liveness (handles.c) */
-    tfl_ctx *ctx;                  /* right after the header, as every handle has it */
+    tfl__ctx_obj obj; /* first: the handle's liveness (handles.c) */
+    tfl_ctx *ctx;     /* right after the header, as every handle has it */
     tfl_comm_transport t;
-    int64_t bucket_bytes;          /* resolved (> 0) */
-    void *buf;                     /* the fusion buffer, grown on demand */
+    int64_t bucket_bytes; /* resolved (> 0) */
+    void *buf;            /* the fusion buffer, grown on demand */
     size_t buf_bytes;
     tfl_comm_stats stats;
 };

@@ -12,8 +12,8 @@
 #include <tapeflow/distributed_mpi.h>
 
 typedef struct mpi_impl {
-    MPI_Comm comm;                 /* our duplicate, MPI_ERRORS_RETURN */
-    int finalize;                  /* MPI_Init was ours: finalize at destroy */
+    MPI_Comm comm; /* our duplicate, MPI_ERRORS_RETURN */
+    int finalize;  /* MPI_Init was ours: finalize at destroy */
 } mpi_impl;
 
 /* "MPI_Allreduce: MPI_ERR_TRUNCATE: message truncated" into msg; returns rc. */
@@ -21,7 +21,8 @@ static int fail(int rc, const char *call, char *msg, size_t size)
 {
     char text[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "error %d", rc);
     snprintf(msg, size, "%s: %s", call, text);
     return rc ? rc : 1;
 }
@@ -136,7 +137,8 @@ void tfl_mpi_transport(tfl_comm_transport *out, MPI_Comm comm)
     if (!init || finalized) {
         memset(out, 0, sizeof *out);
         out->name = "mpi";
-        snprintf(out->error, sizeof out->error, "MPI is %s: tfl_comm_from_mpi needs an "
+        snprintf(out->error, sizeof out->error,
+                 "MPI is %s: tfl_comm_from_mpi needs an "
                  "initialised MPI (or use tfl_comm_world)",
                  finalized ? "finalized" : "not initialised");
         return;

@@ -42,7 +42,8 @@ int cli_dist_start(void)
     }
     job_rank = tfl_comm_rank(job);
     job_size = tfl_comm_size(job);
-    if (job_size > 1) snprintf(cli_rank_label, sizeof cli_rank_label, "rank %d of %d: ", job_rank, job_size);
+    if (job_size > 1)
+        snprintf(cli_rank_label, sizeof cli_rank_label, "rank %d of %d: ", job_rank, job_size);
     return CLI_OK;
 }
 
@@ -59,10 +60,19 @@ int cli_dist_end(int code)
     return code;
 }
 
-bool cli_dist_writer(void) { return job_rank == 0; }
-int cli_dist_size(void) { return job_size; }
+bool cli_dist_writer(void)
+{
+    return job_rank == 0;
+}
+int cli_dist_size(void)
+{
+    return job_size;
+}
 
-tfl_status cli_dist_barrier(void) { return job && job_size > 1 ? tfl_comm_barrier(job) : TFL_OK; }
+tfl_status cli_dist_barrier(void)
+{
+    return job && job_size > 1 ? tfl_comm_barrier(job) : TFL_OK;
+}
 
 /* Stops every rank at the same step: any rank's stop (a signal, a save request) is all's. */
 static tfl_status sync_stop(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
@@ -113,14 +123,17 @@ int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_call
     if (job_size == 1) return CLI_OK;
     /* cbs[0] the metrics CSV (rank 0 only), cbs[*n - 1] the step checkpoint (wrapped) */
     saver = cbs[*n - 1];
-    cbs[*n - 1] = (tfl_callback){.on_train_begin = ckpt_begin, .on_epoch_end = ckpt_epoch_end,
-                                 .on_train_end = ckpt_end, .on_step_end = ckpt_step_end};
-    if (!cli_dist_writer()) memmove(cbs, cbs + 1, (size_t)--*n * sizeof *cbs);
+    cbs[*n - 1] = (tfl_callback){.on_train_begin = ckpt_begin,
+                                 .on_epoch_end = ckpt_epoch_end,
+                                 .on_train_end = ckpt_end,
+                                 .on_step_end = ckpt_step_end};
+    if (!cli_dist_writer()) memmove(cbs, cbs + 1, (size_t)-- * n * sizeof *cbs);
     char buf[64];
     double mb = 25;
     if (tfl_config_get(cfg, "training.allreduce_bucket_mb", buf, sizeof buf) > 0) mb = atof(buf);
     int64_t bucket = (int64_t)(mb * 1048576.0);
-    if (!(train_comm = tfl_comm_world(ctx, &(tfl_comm_opts){.bucket_bytes = bucket > 0 ? bucket : 1})))
+    if (!(train_comm =
+              tfl_comm_world(ctx, &(tfl_comm_opts){.bucket_bytes = bucket > 0 ? bucket : 1})))
         return cli_ctx_error(ctx, "the training communicator");
     if (*n + 2 > cap) {
         cli_error("too many callbacks");

@@ -39,7 +39,8 @@ static uint64_t hash_vars(tfl_model *m)
     for (int i = 0; i < n; i++) {
         size_t bytes = (size_t)tfl_tensor_numel(v[i]) * tfl_dtype_size(tfl_tensor_dtype(v[i]));
         const unsigned char *p = tfl_tensor_data_ptr(v[i]);
-        for (size_t j = 0; j < bytes; j++) h = (h ^ p[j]) * 1099511628211ull;
+        for (size_t j = 0; j < bytes; j++)
+            h = (h ^ p[j]) * 1099511628211ull;
     }
     return h;
 }
@@ -67,16 +68,26 @@ int main(int argc, char **argv)
     double bucket_mb = 25;
     bool quick = false, sweep = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = true;
-        else if (!strcmp(argv[i], "--sweep")) sweep = true;
-        else if (i + 1 < argc && !strcmp(argv[i], "--model")) model = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--steps")) steps = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--iters")) iters = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--bucket-mb")) bucket_mb = atof(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
-        else die(NULL, "arguments", "usage: bench_ddp [--model mlp|cnn] [--steps N] [--threads T] "
-                                    "[--bucket-mb M] [--iters K] [--sweep] [--quick] [--data DIR]");
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--sweep"))
+            sweep = true;
+        else if (i + 1 < argc && !strcmp(argv[i], "--model"))
+            model = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+            threads = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--steps"))
+            steps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--iters"))
+            iters = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--bucket-mb"))
+            bucket_mb = atof(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--data"))
+            dir = argv[++i];
+        else
+            die(NULL, "arguments",
+                "usage: bench_ddp [--model mlp|cnn] [--steps N] [--threads T] "
+                "[--bucket-mb M] [--iters K] [--sweep] [--quick] [--data DIR]");
     }
     bool cnn = !strcmp(model, "cnn");
     if (!cnn && strcmp(model, "mlp")) die(NULL, "arguments", "--model is mlp or cnn");
@@ -87,7 +98,8 @@ int main(int argc, char **argv)
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.seed = 1}, &st);
     if (!ctx) die(NULL, "context", tfl_status_name(st));
-    tfl_comm *comm = tfl_comm_world(ctx, &(tfl_comm_opts){.bucket_bytes = (int64_t)(bucket_mb * 1048576)});
+    tfl_comm *comm =
+        tfl_comm_world(ctx, &(tfl_comm_opts){.bucket_bytes = (int64_t)(bucket_mb * 1048576)});
     check_ptr(ctx, comm, "communicator", "tfl_comm_world");
     int rank = tfl_comm_rank(comm), size = tfl_comm_size(comm);
     if (!threads) threads = size == 1 ? 2 : 1;
@@ -132,7 +144,8 @@ int main(int argc, char **argv)
         }
         tfl_tape *tape = tfl_tape_begin(ctx, 0);
         tfl_tensor *pred = tfl_model_call(m, x, true);
-        tfl_tensor *per = tfl_loss_per_example(ctx, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, pred, y);
+        tfl_tensor *per =
+            tfl_loss_per_example(ctx, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, pred, y);
         tfl_tensor *l = tfl_reduce_mean(ctx, per, 0, NULL, false);
         tfl_tape_end(tape);
         check_ptr(ctx, l, "step", "forward");
@@ -163,13 +176,16 @@ int main(int argc, char **argv)
     } else {
         double ar = time_allreduce(ctx, comm, params, iters);
         if (rank == 0) {
-            printf("bench ddp_%s_samples_per_s %.0f samples/s\n", model, (double)steps * batch / wall);
+            printf("bench ddp_%s_samples_per_s %.0f samples/s\n", model,
+                   (double)steps * batch / wall);
             printf("bench ddp_%s_allreduce_ms %.3f ms\n", model, ar * 1e3);
-            printf("bench ddp_%s_allreduce_gbps %.2f GB/s\n", model, (double)params * 4 / ar * 1e-9);
-            fprintf(stderr, "bench_ddp note: %d ranks x %d thread(s); in training the gradient "
+            printf("bench ddp_%s_allreduce_gbps %.2f GB/s\n", model,
+                   (double)params * 4 / ar * 1e-9);
+            fprintf(stderr,
+                    "bench_ddp note: %d ranks x %d thread(s); in training the gradient "
                     "all-reduce took %.3f ms a step (%lld messages, %.0f KiB a step); last "
-                    "loss %.3f; variables identical on every rank\n", size, threads,
-                    cs.seconds / steps * 1e3, (long long)cs.messages,
+                    "loss %.3f; variables identical on every rank\n",
+                    size, threads, cs.seconds / steps * 1e3, (long long)cs.messages,
                     (double)cs.bytes / steps / 1024, loss);
         }
         if (sweep) {

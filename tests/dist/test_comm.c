@@ -27,12 +27,22 @@ static int loop_sum(void *impl, void *buf, int64_t count, tfl_dtype dt, char *ms
         snprintf(msg, size, "MPI_Allreduce: MPI_ERR_OTHER: known error not in list");
         return 15;
     }
-    for (int64_t i = 0; i < count; i++) switch (dt) {
-        case TFL_DTYPE_FLOAT32: ((float *)buf)[i] *= 2; break;
-        case TFL_DTYPE_FLOAT64: ((double *)buf)[i] *= 2; break;
-        case TFL_DTYPE_INT32: ((int32_t *)buf)[i] *= 2; break;
-        case TFL_DTYPE_INT64: ((int64_t *)buf)[i] *= 2; break;
-        default: return 1;
+    for (int64_t i = 0; i < count; i++)
+        switch (dt) {
+        case TFL_DTYPE_FLOAT32:
+            ((float *)buf)[i] *= 2;
+            break;
+        case TFL_DTYPE_FLOAT64:
+            ((double *)buf)[i] *= 2;
+            break;
+        case TFL_DTYPE_INT32:
+            ((int32_t *)buf)[i] *= 2;
+            break;
+        case TFL_DTYPE_INT64:
+            ((int64_t *)buf)[i] *= 2;
+            break;
+        default:
+            return 1;
         }
     return 0;
 }
@@ -51,14 +61,25 @@ static int loop_barrier(void *impl, char *msg, size_t size)
     snprintf(msg, size, "MPI_Barrier: MPI_ERR_COMM: invalid communicator");
     return 5;
 }
-static void loop_abort(void *impl, int code) { (void)impl, (void)code; }
-static void loop_destroy(void *impl) { (void)impl; }
+static void loop_abort(void *impl, int code)
+{
+    (void)impl, (void)code;
+}
+static void loop_destroy(void *impl)
+{
+    (void)impl;
+}
 
 static tfl_comm *loopback(tfl_ctx *ctx, loop *l, int64_t bucket)
 {
-    tfl_comm_transport t = {.name = "loop", .rank = 1, .size = 2, .impl = l,
-                            .allreduce_sum = loop_sum, .broadcast = loop_bcast,
-                            .barrier = loop_barrier, .abort = loop_abort,
+    tfl_comm_transport t = {.name = "loop",
+                            .rank = 1,
+                            .size = 2,
+                            .impl = l,
+                            .allreduce_sum = loop_sum,
+                            .broadcast = loop_bcast,
+                            .barrier = loop_barrier,
+                            .abort = loop_abort,
                             .destroy = loop_destroy};
     tfl_comm *c = tfl_comm_new(ctx, &t, &(tfl_comm_opts){.bucket_bytes = bucket});
     assert_non_null(c);
@@ -162,17 +183,22 @@ static void test_errors(void **state)
     assert_non_null(strstr(tfl_ctx_error(ctx).message, "lacks a function"));
     tfl_ctx_clear_error(ctx);
     loop l = {0};
-    t = (tfl_comm_transport){.name = "loop", .rank = 2, .size = 2, .impl = &l,
-                             .allreduce_sum = loop_sum, .broadcast = loop_bcast,
-                             .barrier = loop_barrier, .abort = loop_abort,
+    t = (tfl_comm_transport){.name = "loop",
+                             .rank = 2,
+                             .size = 2,
+                             .impl = &l,
+                             .allreduce_sum = loop_sum,
+                             .broadcast = loop_bcast,
+                             .barrier = loop_barrier,
+                             .abort = loop_abort,
                              .destroy = loop_destroy};
     assert_null(tfl_comm_new(ctx, &t, NULL));
     assert_non_null(strstr(tfl_ctx_error(ctx).message, "rank 2 of size 2"));
     tfl_ctx_clear_error(ctx);
 
     tfl_comm *c = loopback(ctx, &l, 0);
-    tfl_tensor *a = vec(ctx, TFL_DTYPE_FLOAT32, 4, 0), *bl = tfl_zeros(ctx, TFL_DTYPE_BOOL, 1,
-                                                                      (int64_t[]){3});
+    tfl_tensor *a = vec(ctx, TFL_DTYPE_FLOAT32, 4, 0),
+               *bl = tfl_zeros(ctx, TFL_DTYPE_BOOL, 1, (int64_t[]){3});
     tfl_tensor *i32 = vec(ctx, TFL_DTYPE_INT32, 2, 0);
     assert_int_equal(tfl_comm_allreduce(c, 1, (tfl_tensor *[]){bl}, TFL_REDUCE_SUM, 0),
                      TFL_INVALID_ARGUMENT);
@@ -250,18 +276,25 @@ static void test_buckets(void **state)
         tfl_ctx *ctx = new_ctx();
         loop l = {0};
         tfl_comm *c = loopback(ctx, &l, buckets[b]);
-        tfl_tensor *f32 = vec(ctx, TFL_DTYPE_FLOAT32, 7, 1), *f64 = vec(ctx, TFL_DTYPE_FLOAT64, 5, -2);
+        tfl_tensor *f32 = vec(ctx, TFL_DTYPE_FLOAT32, 7, 1),
+                   *f64 = vec(ctx, TFL_DTYPE_FLOAT64, 5, -2);
         tfl_tensor *i32 = vec(ctx, TFL_DTYPE_INT32, 3, 10), *i64 = vec(ctx, TFL_DTYPE_INT64, 1, 4);
-        tfl_tensor *f32b = vec(ctx, TFL_DTYPE_FLOAT32, 2, 100), *empty = vec(ctx, TFL_DTYPE_FLOAT32, 0, 0);
+        tfl_tensor *f32b = vec(ctx, TFL_DTYPE_FLOAT32, 2, 100),
+                   *empty = vec(ctx, TFL_DTYPE_FLOAT32, 0, 0);
         tfl_tensor *list[] = {f32, i32, NULL, f64, empty, i64, f32b};
         assert_int_equal(tfl_comm_allreduce(c, 7, list, TFL_REDUCE_SUM, 0), TFL_OK);
-        for (int i = 0; i < 7; i++) assert_true(at(f32, i) == 2.0 * (1 + i));
-        for (int i = 0; i < 5; i++) assert_true(at(f64, i) == 2.0 * (-2 + i));
-        for (int i = 0; i < 3; i++) assert_true(at(i32, i) == 2.0 * (10 + i));
+        for (int i = 0; i < 7; i++)
+            assert_true(at(f32, i) == 2.0 * (1 + i));
+        for (int i = 0; i < 5; i++)
+            assert_true(at(f64, i) == 2.0 * (-2 + i));
+        for (int i = 0; i < 3; i++)
+            assert_true(at(i32, i) == 2.0 * (10 + i));
         assert_true(at(i64, 0) == 8 && at(f32b, 1) == 202);
         /* 4 dtypes, 44 + 40 + 12 + 8 bytes: one message per dtype at the default size, one
          * per element at 1 byte */
-        int64_t want = buckets[b] == 1 ? 7 + 2 + 5 + 3 + 1 : buckets[b] == 0 || buckets[b] == 40 ? 4 : -1;
+        int64_t want = buckets[b] == 1                       ? 7 + 2 + 5 + 3 + 1
+                       : buckets[b] == 0 || buckets[b] == 40 ? 4
+                                                             : -1;
         if (want > 0) assert_int_equal(l.messages, want);
         tfl_comm_stats s = tfl_comm_get_stats(c);
         assert_int_equal(s.allreduce_calls, 1);
@@ -279,7 +312,8 @@ static void test_buckets(void **state)
         assert_int_equal(tfl_comm_allreduce_gradients(c, 2, vars, grads, 3), TFL_OK);
         assert_ptr_not_equal(grads[0], f32);
         assert_null(grads[1]);
-        for (int i = 0; i < 7; i++) assert_true(at(grads[0], i) == at(f32, i));
+        for (int i = 0; i < 7; i++)
+            assert_true(at(grads[0], i) == at(f32, i));
         assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
         /* broadcast from rank 0: every byte of every dtype arrives, odd sizes included */
         tfl_tensor *bl = tfl_zeros(ctx, TFL_DTYPE_BOOL, 1, (int64_t[]){3});
@@ -288,12 +322,14 @@ static void test_buckets(void **state)
         assert_int_equal(tfl_comm_broadcast(c, 4, bc, 0), TFL_OK);
         unsigned char hb[10];
         assert_int_equal(tfl_tensor_to_host(h, hb, sizeof hb), TFL_OK);
-        for (int i = 0; i < 10; i++) assert_int_equal(hb[i], 0x5a);
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(hb[i], 0x5a);
         int64_t iv;
         assert_int_equal(tfl_tensor_to_host(i64, &iv, sizeof iv), TFL_OK);
         assert_true(iv == 0x5a5a5a5a5a5a5a5aLL);
         tfl_tensor *all[] = {f32, f64, i32, i64, f32b, empty, v0, v1, bl, h};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tfl_tensor_release(all[i]);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            tfl_tensor_release(all[i]);
         tfl_comm_free(c);
         assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
         tfl_ctx_free(ctx);

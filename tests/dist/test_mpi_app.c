@@ -29,7 +29,8 @@ static void test_app_comm(void **state)
     double d = rank;
     assert_int_equal(tfl_comm_allreduce_doubles(c, &d, 1), TFL_OK);
     double want = 0;
-    for (int r = rank % 2; r < size; r += 2) want += r;
+    for (int r = rank % 2; r < size; r += 2)
+        want += r;
     assert_true(d == want);
     tfl_comm_free(c);
     MPI_Comm_free(&half);

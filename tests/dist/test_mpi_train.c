@@ -43,14 +43,24 @@ static tfl_comm *world(tfl_ctx *ctx, int64_t bucket)
 static tfl_tensor *filled(tfl_ctx *ctx, tfl_dtype dt, int64_t n, int rank, double scale)
 {
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = scale * (double)(rank + 1) + (double)i;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = scale * (double)(rank + 1) + (double)i;
     size_t es = tfl_dtype_size(dt);
     void *h = malloc((size_t)(n ? n : 1) * es);
-    for (int64_t i = 0; i < n; i++) switch (dt) {
-        case TFL_DTYPE_FLOAT32: ((float *)h)[i] = (float)v[i]; break;
-        case TFL_DTYPE_FLOAT64: ((double *)h)[i] = v[i]; break;
-        case TFL_DTYPE_INT32: ((int32_t *)h)[i] = (int32_t)v[i]; break;
-        default: ((int64_t *)h)[i] = (int64_t)v[i]; break;
+    for (int64_t i = 0; i < n; i++)
+        switch (dt) {
+        case TFL_DTYPE_FLOAT32:
+            ((float *)h)[i] = (float)v[i];
+            break;
+        case TFL_DTYPE_FLOAT64:
+            ((double *)h)[i] = v[i];
+            break;
+        case TFL_DTYPE_INT32:
+            ((int32_t *)h)[i] = (int32_t)v[i];
+            break;
+        default:
+            ((int64_t *)h)[i] = (int64_t)v[i];
+            break;
         }
     tfl_tensor *t = tfl_tensor_new(ctx, dt, 1, (int64_t[]){n}, h);
     free(v), free(h);
@@ -86,19 +96,26 @@ static void test_collectives(void **state)
         tfl_tensor *i32 = filled(ctx, TFL_DTYPE_INT32, 2, r, 7);
         tfl_tensor *list[] = {f32, i64, NULL, f64, i32};
         assert_int_equal(tfl_comm_allreduce(c, 5, list, TFL_REDUCE_SUM, 0), TFL_OK);
-        for (int i = 0; i < 7; i++) assert_true(at(f32, i) == want_sum(p, 10, i));
-        for (int i = 0; i < 3; i++) assert_true(at(i64, i) == want_sum(p, 1000, i));
-        for (int i = 0; i < 5; i++) assert_true(at(f64, i) == want_sum(p, 0.5, i));
-        for (int i = 0; i < 2; i++) assert_true(at(i32, i) == want_sum(p, 7, i));
+        for (int i = 0; i < 7; i++)
+            assert_true(at(f32, i) == want_sum(p, 10, i));
+        for (int i = 0; i < 3; i++)
+            assert_true(at(i64, i) == want_sum(p, 1000, i));
+        for (int i = 0; i < 5; i++)
+            assert_true(at(f64, i) == want_sum(p, 0.5, i));
+        for (int i = 0; i < 2; i++)
+            assert_true(at(i32, i) == want_sum(p, 7, i));
         /* weighted mean with weights r + 1: sum (r+1)(s(r+1) + i) / sum (r+1) */
         tfl_tensor *w = filled(ctx, TFL_DTYPE_FLOAT64, 4, r, 1);
         assert_int_equal(tfl_comm_allreduce(c, 1, &w, TFL_REDUCE_WEIGHTED_MEAN, r + 1.0), TFL_OK);
         double sw = 0, sww = 0;
-        for (int k = 0; k < p; k++) sw += k + 1, sww += (k + 1.0) * (k + 1.0);
-        for (int i = 0; i < 4; i++) assert_true(fabs(at(w, i) - (sww + sw * i) / sw) < 1e-12);
+        for (int k = 0; k < p; k++)
+            sw += k + 1, sww += (k + 1.0) * (k + 1.0);
+        for (int i = 0; i < 4; i++)
+            assert_true(fabs(at(w, i) - (sww + sw * i) / sw) < 1e-12);
         tfl_tensor *m = filled(ctx, TFL_DTYPE_FLOAT32, 3, r, 4);
         assert_int_equal(tfl_comm_allreduce(c, 1, &m, TFL_REDUCE_MEAN, 0), TFL_OK);
-        for (int i = 0; i < 3; i++) assert_true(fabs(at(m, i) - want_sum(p, 4, i) / p) < 1e-5);
+        for (int i = 0; i < 3; i++)
+            assert_true(fabs(at(m, i) - want_sum(p, 4, i) / p) < 1e-5);
         /* gradients: variable 0's is NULL on rank 1 only (zeros there), variable 1's on every
          * rank (stays NULL), variable 2's everywhere; weights: rows 0 on the last rank */
         tfl_tensor *v0 = filled(ctx, TFL_DTYPE_FLOAT32, 6, 0, 0);
@@ -116,7 +133,8 @@ static void test_collectives(void **state)
         assert_null(grads[1]);
         assert_non_null(grads[0]);
         double W = 0, s0 = 0, s2 = 0;
-        for (int k = 0; k < p - 1; k++) W += 10.0 * (k + 1);
+        for (int k = 0; k < p - 1; k++)
+            W += 10.0 * (k + 1);
         for (int i = 0; i < 6; i++) {
             s0 = 0;
             for (int k = 0; k < p - 1; k++)
@@ -125,7 +143,8 @@ static void test_collectives(void **state)
         }
         for (int i = 0; i < 3; i++) {
             s2 = 0;
-            for (int k = 0; k < p - 1; k++) s2 += 10.0 * (k + 1) * (3.0 * (k + 1) + i);
+            for (int k = 0; k < p - 1; k++)
+                s2 += 10.0 * (k + 1) * (3.0 * (k + 1) + i);
             assert_true(fabs(at(grads[2], i) - s2 / W) < 1e-12);
         }
         assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
@@ -136,7 +155,8 @@ static void test_collectives(void **state)
         tfl_tensor *bc = filled(ctx, TFL_DTYPE_FLOAT32, 5, r, 100);
         tfl_tensor *bcl[] = {bl, NULL, bc, i32};
         assert_int_equal(tfl_comm_broadcast(c, 4, bcl, p - 1), TFL_OK);
-        for (int i = 0; i < 5; i++) assert_true(at(bc, i) == 100.0 * p + i);
+        for (int i = 0; i < 5; i++)
+            assert_true(at(bc, i) == 100.0 * p + i);
         assert_true(at(bl, 2) == 1);
         double d[3] = {1, r, 0.25};
         assert_int_equal(tfl_comm_allreduce_doubles(c, d, 3), TFL_OK);
@@ -150,7 +170,8 @@ static void test_collectives(void **state)
         assert_non_null(strstr(tfl_ctx_error(ctx).message, "weights sum to 0"));
         tfl_ctx_clear_error(ctx);
         tfl_tensor *all[] = {f32, i64, f64, i32, w, m, v0, v1, v2, bl, bc};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tfl_tensor_release(all[i]);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            tfl_tensor_release(all[i]);
         tfl_comm_free(c);
         assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
         tfl_ctx_free(ctx);
@@ -182,8 +203,8 @@ static void make_data(data *d)
 static tfl_model *mlp(tfl_ctx *ctx, tfl_optimizer **opt)
 {
     tfl_model *m = tfl_model_new(ctx, "mlp");
-    assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
-                                                       .activation = TFL_ACT_RELU}));
+    assert_non_null(tfl_model_add(
+        m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32, .activation = TFL_ACT_RELU}));
     assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES}));
     assert_int_equal(tfl_model_build(m, 2, (int64_t[]){-1, FEATURES}), TFL_OK);
     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
@@ -204,7 +225,8 @@ static void step(tfl_ctx *ctx, tfl_model *m, tfl_optimizer *opt, tfl_comm *comm,
     int64_t rows = hi - lo;
     tfl_tensor *vars[8], *grads[8];
     int n = tfl_model_variables(m, TFL_VARS_TRAINABLE, vars, 8);
-    for (int i = 0; i < n; i++) grads[i] = NULL;
+    for (int i = 0; i < n; i++)
+        grads[i] = NULL;
     if (rows > 0) {
         const float *x = d->x + ((int64_t)s * BATCH + lo) * FEATURES;
         const int32_t *y = d->y + (int64_t)s * BATCH + lo;
@@ -212,12 +234,13 @@ static void step(tfl_ctx *ctx, tfl_model *m, tfl_optimizer *opt, tfl_comm *comm,
         tfl_tensor *ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){rows}, y);
         tfl_tape *tape = tfl_tape_begin(ctx, 0);
         tfl_tensor *pred = tfl_model_call(m, tx, true);
-        tfl_tensor *per = tfl_loss_per_example(ctx, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, pred, ty);
+        tfl_tensor *per =
+            tfl_loss_per_example(ctx, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, pred, ty);
         tfl_tensor *loss = tfl_reduce_mean(ctx, per, 0, NULL, false);
         tfl_tape_end(tape);
         assert_non_null(loss);
-        assert_int_equal(tfl_tape_gradient(tape, loss, n, (const tfl_tensor *const *)vars, grads, 0),
-                         TFL_OK);
+        assert_int_equal(
+            tfl_tape_gradient(tape, loss, n, (const tfl_tensor *const *)vars, grads, 0), TFL_OK);
         tfl_tape_free(tape);
     }
     if (comm)
@@ -235,7 +258,8 @@ static uint64_t hash_vars(tfl_model *m, tfl_optimizer *opt)
     for (int64_t i = 0; i < n + k; i++) {
         size_t bytes = (size_t)tfl_tensor_numel(v[i]) * tfl_dtype_size(tfl_tensor_dtype(v[i]));
         const unsigned char *p = tfl_tensor_data_ptr(v[i]);
-        for (size_t j = 0; j < bytes; j++) h = (h ^ p[j]) * 1099511628211ull;
+        for (size_t j = 0; j < bytes; j++)
+            h = (h ^ p[j]) * 1099511628211ull;
     }
     return h;
 }
@@ -282,7 +306,8 @@ static void test_custom_loop_matches_one_process(void **state)
     tfl_ctx *ref_ctx = new_ctx(7);
     tfl_optimizer *ref_opt;
     tfl_model *ref = mlp(ref_ctx, &ref_opt);
-    for (int s = 0; s < STEPS; s++) step(ref_ctx, ref, ref_opt, NULL, d, s, 0, BATCH);
+    for (int s = 0; s < STEPS; s++)
+        step(ref_ctx, ref, ref_opt, NULL, d, s, 0, BATCH);
     tfl_tensor *rv[64];
     assert_int_equal(tfl_model_variables(ref, TFL_VARS_ALL, rv, 64), nv);
     double max_diff = 0, max_abs = 0;
@@ -294,7 +319,8 @@ static void test_custom_loop_matches_one_process(void **state)
         }
     if (r == 0)
         printf("np=%d: after %d Adam steps the largest difference from one process is %.3g "
-               "(weights up to %.3g)\n", p, STEPS, max_diff, max_abs);
+               "(weights up to %.3g)\n",
+               p, STEPS, max_diff, max_abs);
     assert_true(max_diff < 1e-5);
     tfl_model_free(ref);
     tfl_optimizer_free(ref_opt);
@@ -351,22 +377,31 @@ static void test_fit(void **state)
         tfl_comm *comm = world(ctx, 1000);
         tfl_optimizer *opt;
         tfl_model *m = tfl_model_new(ctx, "mlp");
-        assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
-                                                           .activation = TFL_ACT_RELU}));
+        assert_non_null(tfl_model_add(
+            m,
+            &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32, .activation = TFL_ACT_RELU}));
         if (bn) assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_BATCH_NORM}));
-        assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES}));
+        assert_non_null(
+            tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES}));
         tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
         o.learning_rate = 0.01;
         opt = tfl_optimizer_new(ctx, &o);
         assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                           TFL_METRIC_ACCURACY), TFL_OK);
+                                           TFL_METRIC_ACCURACY),
+                         TFL_OK);
         tfl_dataset *ds = dataset(ctx, d, rows);
         tfl_data_parallel dp = {.comm = comm};
         hasher h = {.comm = comm, .opt = opt};
         tfl_replicas rep = tfl_comm_replicas(comm);
-        tfl_callback cbs[] = {tfl_data_parallel_callback(&dp), {.on_step_end = hash_step, .user = &h}};
-        tfl_fit_opts fo = {.epochs = 2, .batch_size = BATCH, .shuffle = true, .seed = 3,
-                           .callbacks = cbs, .n_callbacks = 2, .replicas = &rep};
+        tfl_callback cbs[] = {tfl_data_parallel_callback(&dp),
+                              {.on_step_end = hash_step, .user = &h}};
+        tfl_fit_opts fo = {.epochs = 2,
+                           .batch_size = BATCH,
+                           .shuffle = true,
+                           .seed = 3,
+                           .callbacks = cbs,
+                           .n_callbacks = 2,
+                           .replicas = &rep};
         /* not built: refused on every rank before any collective could wait */
         assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_FAILED_PRECONDITION);
         assert_non_null(strstr(tfl_ctx_error(ctx).message, "is not built"));
@@ -379,22 +414,26 @@ static void test_fit(void **state)
         assert_int_equal(dp.steps, 10);
         assert_int_equal(h.steps, 10);
         assert_int_equal(h.differing, 0); /* identical after every step */
-        if (!bn) { /* one process, the same fit without the callback */
+        if (!bn) {                        /* one process, the same fit without the callback */
             tfl_ctx *rctx = new_ctx(11);
             tfl_model *r = tfl_model_new(rctx, "mlp");
-            tfl_model_add(r, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
-                                               .activation = TFL_ACT_RELU});
+            tfl_model_add(r, &(tfl_layer_spec){
+                                 .kind = TFL_LAYER_DENSE, .units = 32, .activation = TFL_ACT_RELU});
             tfl_model_add(r, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES});
             assert_int_equal(tfl_model_build(r, 2, (int64_t[]){-1, FEATURES}), TFL_OK);
             tfl_optimizer *ropt = tfl_optimizer_new(rctx, &o);
             assert_int_equal(tfl_model_compile(r, ropt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                               TFL_METRIC_ACCURACY), TFL_OK);
+                                               TFL_METRIC_ACCURACY),
+                             TFL_OK);
             tfl_dataset *rds = dataset(rctx, d, rows);
             tfl_epoch_logs rl[2];
             tfl_history rh = {rl, 2, 0};
-            assert_int_equal(tfl_model_fit(r, rds, &(tfl_fit_opts){.epochs = 2, .batch_size = BATCH,
-                                                                   .shuffle = true, .seed = 3}, &rh),
-                             TFL_OK);
+            assert_int_equal(
+                tfl_model_fit(
+                    r, rds,
+                    &(tfl_fit_opts){.epochs = 2, .batch_size = BATCH, .shuffle = true, .seed = 3},
+                    &rh),
+                TFL_OK);
             tfl_tensor *a[8], *b[8];
             int nv = tfl_model_variables(m, TFL_VARS_ALL, a, 8);
             assert_int_equal(tfl_model_variables(r, TFL_VARS_ALL, b, 8), nv);
@@ -404,7 +443,8 @@ static void test_fit(void **state)
                     diff = fmax(diff, fabs(at(a[i], j) - at(b[i], j)));
             if (tfl_comm_rank(comm) == 0)
                 printf("np=%d: fit, 2 epochs: largest difference from one process %.3g; epoch 2 "
-                       "loss %.6f vs %.6f\n", tfl_comm_size(comm), diff, logs[1].loss, rl[1].loss);
+                       "loss %.6f vs %.6f\n",
+                       tfl_comm_size(comm), diff, logs[1].loss, rl[1].loss);
             assert_true(diff < 1e-5);
             assert_true(fabs(logs[1].loss - rl[1].loss) < 1e-5);
             assert_int_equal(logs[1].samples, rl[1].samples);

@@ -73,7 +73,7 @@ typedef struct tfl_comm tfl_comm;
  * A constructor that fails leaves `error` non-empty: tfl_comm_new reports it.
  */
 typedef struct tfl_comm_transport {
-    const char *name;              /* "self", "mpi" */
+    const char *name; /* "self", "mpi" */
     int rank, size;
     void *impl;
     int (*allreduce_sum)(void *impl, void *buf, int64_t count, tfl_dtype dtype, char *msg,
@@ -82,7 +82,7 @@ typedef struct tfl_comm_transport {
     int (*barrier)(void *impl, char *msg, size_t msg_size);
     void (*abort)(void *impl, int code);
     void (*destroy)(void *impl);
-    char error[256];               /* set by a failed constructor */
+    char error[256]; /* set by a failed constructor */
 } tfl_comm_transport;
 
 /** PyTorch DDP's bucket_cap_mb default: 25 MiB. */
@@ -148,16 +148,15 @@ TFL_API tfl_status tfl_comm_set_bucket_bytes(tfl_comm *comm, int64_t bytes);
  * Errors: INVALID_ARGUMENT (n < 0, root outside [0, size), a non-contiguous tensor, naming its
  * index), FAILED_PRECONDITION (an uninitialized variable), MISUSE, UNAVAILABLE (MPI).
  */
-TFL_API tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
-                                      int root);
+TFL_API tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors, int root);
 
 /** How tensors are reduced. */
 typedef enum tfl_reduce_op {
     TFL_REDUCE_SUM = 0,
-    TFL_REDUCE_MEAN,           /* sum / size (floating dtypes only) */
-    TFL_REDUCE_WEIGHTED_MEAN,  /* sum_r(w_r * t_r) / sum_r(w_r): exact for uneven shards when
-                                  w_r is the rank's rows; a rank of weight 0 adds zeros (even
-                                  where its tensor holds NaN) */
+    TFL_REDUCE_MEAN,          /* sum / size (floating dtypes only) */
+    TFL_REDUCE_WEIGHTED_MEAN, /* sum_r(w_r * t_r) / sum_r(w_r): exact for uneven shards when
+                                 w_r is the rank's rows; a rank of weight 0 adds zeros (even
+                                 where its tensor holds NaN) */
 } tfl_reduce_op;
 
 /**
@@ -200,10 +199,10 @@ TFL_API void tfl_comm_abort(tfl_comm *comm, int code);
 
 /** What a communicator has moved so far (tfl_comm_stats; reset with tfl_comm_reset_stats). */
 typedef struct tfl_comm_stats {
-    int64_t allreduce_calls;       /* tfl_comm_allreduce and _gradients with size > 1 */
-    int64_t messages;              /* transport messages (buckets, headers) */
-    int64_t bytes;                 /* bytes all-reduced (each rank's buffer) */
-    double seconds;                /* wall time in the all-reduces, packing included */
+    int64_t allreduce_calls; /* tfl_comm_allreduce and _gradients with size > 1 */
+    int64_t messages;        /* transport messages (buckets, headers) */
+    int64_t bytes;           /* bytes all-reduced (each rank's buffer) */
+    double seconds;          /* wall time in the all-reduces, packing included */
 } tfl_comm_stats;
 TFL_API tfl_comm_stats tfl_comm_get_stats(const tfl_comm *comm);
 TFL_API void tfl_comm_reset_stats(tfl_comm *comm);
