@@ -56,7 +56,9 @@ static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, 
         size_t es = tfl_dtype_size(dt);
         int64_t total = 0;
         for (int i = 0; i < n; i++)
-            if (items[i].numel > 0 && items[i].dtype == dt) total += items[i].numel;
+            if (items[i].numel > 0 && items[i].dtype == dt &&
+                tfl__add_overflow_i64(total, items[i].numel, &total))
+                total = INT64_MAX; /* only bounds the buffer */
         if (total == 0) continue;
         int64_t cap = c->bucket_bytes / (int64_t)es;
         if (cap < 1) cap = 1;
@@ -175,7 +177,7 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     char *buf = NULL;
     int64_t total = 0;
     for (int i = 0; i < n; i++)
-        total += it[i].numel;
+        if (tfl__add_overflow_i64(total, it[i].numel, &total)) total = INT64_MAX; /* a bound */
     if (cap > total) cap = total;
     if (total > 0 && !(buf = tfl__comm_buffer(comm, (size_t)cap))) st = TFL_RESOURCE_EXHAUSTED;
     int i0 = 0;
