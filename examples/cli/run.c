@@ -475,7 +475,8 @@ int cli_train(int argc, char **argv)
             printf("%s; run directory %s\n", guard.skipped ? " (non-finite steps skipped)" : "",
                    dir);
         }
-        cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
+        if (writer) /* curves.svg: rank 0's files */
+            cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
         code = CLI_OK;
     }
 out:

@@ -41,6 +41,8 @@ mpi 0 train config.yaml --set training.epochs=20 --run-dir run
 [ -f rank0/run/config.yaml ] && [ -f rank0/run/checkpoints/ckpt-00000020.safetensors ] ||
   fail "rank 0 did not write its run directory"
 [ -e rank1/run ] && fail "rank 1 wrote a run directory"
+[ -s rank0/run/curves.svg ] || fail "rank 0 drew no curves.svg"
+grep -q "warning" err.txt && fail "a rank warned: $(cat err.txt)"
 [ "$(grep -c '^trained 20 epochs' out.txt)" = 1 ] || fail "not one final report: $(cat out.txt)"
 [ "$(wc -l < rank0/run/metrics.csv)" = 21 ] || fail "metrics.csv has not 20 epochs"
 grep -q "accuracy: 1.0000" out.txt || fail "xor not learned: $(tail -3 out.txt)"
