@@ -4,7 +4,8 @@
 #  - a run trains and writes from rank 0 only (a relative --run-dir: rank 1's stays absent),
 #    one progress report, metrics.csv with one line per epoch;
 #  - resume: a 1-process run's middle checkpoint resumed by 2 ranks, and a 2-rank run's by
-#    1 process, end with the weights of a straight 1-process run (tapeflow diff);
+#    1 process, end with the weights of a straight 1-process run (tapeflow diff); a
+#    mid-epoch checkpoint resumed by 2 ranks ends with its weights and epoch figures;
 #  - failure: rank 1 alone has a bad data file: the job ends non-zero (MPI_Abort), rank 1
 #    named in the message, rank 0 ended while waiting for it (mpirun returns; the timeout
 #    only guards against a hang, and a hang fails the check).
@@ -87,6 +88,52 @@ for x, y in zip(a, b):
     assert abs(float(x["loss"]) - float(y["loss"])) <= 1e-4 * max(1.0, abs(float(x["loss"]))), (x, y)
     assert x["accuracy"] == y["accuracy"], (x, y)
 PY
+
+# 3. mid-epoch: 64 rows in batches of 16, shuffled, a checkpoint every 6 steps (in epoch 2);
+# 2 ranks resume 1 process's step-6 checkpoint and end with the straight run's weights and
+# epoch figures (the checkpoint's epoch sums are global, the data position in global batches)
+mkdir -p mid/data
+cp rankcommon/config.yaml mid/
+{ head -1 rankcommon/data/xor.csv; for _ in $(seq 16); do tail -n +2 rankcommon/data/xor.csv; done; } \
+  > mid/data/xor.csv
+sets=(--set training.batch_size=16 --set training.epochs=3 --set checkpoint.every_steps=6
+      --set data.shuffle=true --quiet)
+( cd mid && "$TAPEFLOW" train config.yaml "${sets[@]}" --run-dir "$PWD/straight" ) || fail "straight run"
+ls mid/straight/checkpoints/ckpt-00000006.safetensors > /dev/null || fail "no step-6 checkpoint"
+# trim RUN_DIR: keep the step-6 checkpoint and epoch 1's metrics (the run resumes there)
+trim6() {
+  rm -f "$1"/checkpoints/ckpt-000000{07,08,09,10,11,12}.safetensors
+  printf 'model_checkpoint_path: "ckpt-00000006.safetensors"\nall_model_checkpoint_paths: "ckpt-00000006.safetensors"\n' \
+    > "$1"/checkpoints/checkpoint
+  head -2 "$1"/metrics.csv > "$1"/metrics.tmp && mv "$1"/metrics.tmp "$1"/metrics.csv
+}
+# same_as_straight RUN_DIR: its final weights and epoch figures are the straight run's
+same_as_straight() {
+  has "$1"/run.log "resumed from $1/checkpoints/ckpt-00000006.safetensors at step 6"
+  run 0 diff mid/straight/checkpoints/ckpt-00000012.safetensors "$1"/checkpoints/ckpt-00000012.safetensors
+  python3 - out.txt mid/straight/metrics.csv "$1"/metrics.csv <<'PY' || fail "$1 differs from the straight run: $(cat out.txt)"
+import csv, re, sys
+lines = [l for l in open(sys.argv[1]) if "max abs" in l and "_tapeflow/" not in l]
+assert all(float(re.search(r"max abs ([0-9.eE+-]+)", l).group(1)) <= 1e-4 for l in lines), lines
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[2:4])
+assert len(a) == len(b) == 3, (len(a), len(b))
+for x, y in zip(a, b):
+    assert abs(float(x["loss"]) - float(y["loss"])) <= 1e-4 * max(1.0, abs(float(x["loss"]))), (x, y)
+    assert x["accuracy"] == y["accuracy"], (x, y)
+PY
+}
+# 1 process's step-6 checkpoint resumed by 2 ranks
+cp -r mid/straight mid/resumed && trim6 "$PWD/mid/resumed"
+( cd mid && timeout 120 "${MPIRUN[@]}" -np 2 "$TAPEFLOW" train config.yaml "${sets[@]}" \
+    --run-dir "$PWD/resumed" ) > out.txt 2> err.txt || fail "2 ranks resuming mid-epoch: $(tail -3 err.txt)"
+same_as_straight "$PWD/mid/resumed"
+# 2 ranks' step-6 checkpoint (its epoch sums reduced across the ranks) resumed by 1 process
+( cd mid && timeout 120 "${MPIRUN[@]}" -np 2 "$TAPEFLOW" train config.yaml "${sets[@]}" \
+    --run-dir "$PWD/two" ) > out.txt 2> err.txt || fail "2 ranks mid-epoch: $(tail -3 err.txt)"
+trim6 "$PWD/mid/two"
+( cd mid && "$TAPEFLOW" train config.yaml "${sets[@]}" --run-dir "$PWD/two" ) ||
+  fail "1 process resuming 2 ranks' mid-epoch checkpoint"
+same_as_straight "$PWD/mid/two"
 
 # 3. rank 1 fails on its bad data file: the whole job ends, rank 1 named
 WRAP=
