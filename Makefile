@@ -18,7 +18,7 @@ CMAKE_FLAGS ?=
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes of clang 14) and libomp-dev
 # (clang's OpenMP) are for the fuzz harnesses; librsvg2-bin (rsvg-convert) renders the plot test's SVG
 # to PNG.
-DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev dataset-fashion-mnist librsvg2-bin clang libclang-rt-14-dev libomp-dev
+DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev dataset-fashion-mnist librsvg2-bin clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin
 
 .PHONY: all deps configure build train test asan fuzz bench clean
 

@@ -229,6 +229,8 @@ static const key_def training_keys[] = {
     {"device", VT_STR, 0, 0, "auto", 0, 0, 0, 0, 0, 0, "auto, CPU:0, GPU:0, ..."},
     {"on_nonfinite", VT_ENUM, 0, 0, "halt", 0, 0, &enum_nonfinite, 0, 0, 0,
      "halt or skip a step whose loss or gradient is not finite"},
+    {"allreduce_bucket_mb", VT_FLOAT, 0, RNG | K_MIN_EXCL, "25", 0, 65536, 0, 0, 0, 0,
+     "under mpirun: MiB of gradients all-reduced per message"},
 };
 static const sec_def training_sec = {"training", training_keys, COUNT(training_keys),
                                      NULL,       false,         "the fit loop"};

@@ -199,6 +199,7 @@ typedef struct tfl__ctx_obj {
 #define TFL__MAGIC_SUMMARY 0x73756d6du   /* "summ": a summary writer */
 #define TFL__MAGIC_EVREADER 0x65767264u  /* "evrd": an event file reader */
 #define TFL__MAGIC_CURVES 0x63757276u    /* "curv": curves to plot */
+#define TFL__MAGIC_COMM 0x636f6d6du      /* "comm": a communicator (dist/) */
 
 /** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
  * struct from ops/op.h, or NULL). */

@@ -59,6 +59,23 @@ extern volatile sig_atomic_t cli_interrupted;
 extern volatile sig_atomic_t cli_save_request;
 void cli_catch_signals(void);
 
+/* examples/cli/dist.c: training under mpirun (one rank without it: nothing changes) */
+/** Starts the job's communicator (MPI only under mpirun); CLI_OK or an error code. */
+int cli_dist_start(void);
+/** Ends the job: a failed code under mpirun ends every rank (MPI_Abort); returns code. */
+int cli_dist_end(int code);
+/** Rank 0 (or the only process): the one that writes files and progress. */
+bool cli_dist_writer(void);
+int cli_dist_size(void);
+tfl_status cli_dist_barrier(void);
+/** Under mpirun: the data-parallel callback first in cbs[0..*n), a stop shared by every rank
+ * last, and fit's replicas (sharded data, global epoch figures); cbs[0] (the metrics CSV) is
+ * dropped on ranks other than 0, cbs[*n - 1] (the step checkpoint) saves on rank 0 only with
+ * the epoch's sums reduced across the ranks. */
+int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
+                 int cap);
+/** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
+extern char cli_rank_label[48];
 /** TensorBoard logging of a training run (logs.c), from the config's logging section. */
 typedef struct cli_tensorboard {
     tfl_tensorboard tb;      /* first: the library's seams get this struct as their user */

@@ -262,6 +262,7 @@ static void run_log(const char *dir, const changes *ch, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void run_log(const char *dir, const changes *ch, const char *fmt, ...)
 {
+    if (!cli_dist_writer()) return; /* under mpirun, rank 0 alone writes */
     char path[4200], when[32];
     snprintf(path, sizeof path, "%s/run.log", dir);
     FILE *f = fopen(path, "a");
@@ -302,7 +303,8 @@ int cli_train(int argc, char **argv)
 {
     cli_args a;
     int code = cli_parse("train", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_QUIET | CLI_OPT_ALLOW, &a);
-    if (code != CLI_OK) return code;
+    if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
+    if (!cli_dist_writer()) a.quiet = true; /* progress from rank 0 only (dist.c) */
     run r = {0};
     if ((code = build(&r, &a)) != CLI_OK) {
         run_free(&r);
@@ -328,7 +330,11 @@ int cli_train(int argc, char **argv)
         return code;
     }
     free(was);
-    if (!resolved || !make_dirs(dir) || !write_atomic(path, resolved)) {
+    /* under mpirun every rank has read the run directory before rank 0 writes it */
+    bool writer = cli_dist_writer();
+    if (cli_dist_barrier() != TFL_OK ||
+        !resolved || (writer && (!make_dirs(dir) || !write_atomic(path, resolved))) ||
+        cli_dist_barrier() != TFL_OK) {
         if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
         else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
         run_free(&r);
@@ -348,11 +354,11 @@ int cli_train(int argc, char **argv)
     /* checkpoints: every checkpoint.every epochs (or checkpoint.every_steps steps), on
      * SIGINT/SIGTERM and at the end; resume
      * from the newest one of this run */
-    tfl_ckpt_manager *mgr = tfl_ckpt_manager_new(
+    tfl_ckpt_manager *mgr = !writer ? NULL : tfl_ckpt_manager_new( /* rank 0 alone saves */
         r.ctx, cdir,
         &(tfl_ckpt_manager_opts){
             .max_to_keep = (int)strtol(cfg_get(r.cfg, "checkpoint.keep", buf, sizeof buf), NULL, 10)});
-    if (!mgr) {
+    if (writer && !mgr) {
         code = cli_ctx_error(r.ctx, "the checkpoint directory");
         free(logs);
         run_free(&r);
@@ -406,14 +412,16 @@ int cli_train(int argc, char **argv)
     run_state rs = {.quiet = a.quiet, .tty = isatty(STDOUT_FILENO), .stopped_epoch = -1,
                     .steps = fo.initial_step};
     rs.log_interval = strtoll(cfg_get(r.cfg, "logging.log_interval", buf, sizeof buf), NULL, 10);
-    tfl_callback cbs[5] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
+    tfl_callback cbs[8] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
                            {.on_step_end = on_step, .user = &rs},
                            tfl_step_checkpoint_callback(&sc)};
+    int n_cbs = 4; /* under mpirun (dist.c): rank 0 alone writes metrics and checkpoints */
+    if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8)) != CLI_OK) goto out;
     fo.callbacks = cbs;
-    fo.n_callbacks = 4;
+    fo.n_callbacks = n_cbs;
     /* TensorBoard (logs.c): event files in <dir>/train and <dir>/validation, closed (flushed)
-     * by fit's train end, also when a signal stops it */
-    if (cli_tensorboard_init(&tbl, r.cfg, dir, fo.initial_step, resolved))
+     * by fit's train end, also when a signal stops it; rank 0's alone under mpirun */
+    if (writer && cli_tensorboard_init(&tbl, r.cfg, dir, fo.initial_step, resolved))
         cbs[fo.n_callbacks++] = cli_tensorboard_callback(&tbl);
     fo.progress = a.quiet ? NULL : stdout;
     if (!a.quiet) printf("run directory: %s\n", dir);
@@ -438,7 +446,7 @@ int cli_train(int argc, char **argv)
         code = CLI_INTERRUPTED;
     } else {
         /* the final state (after the last epoch's end: a resume finds nothing left to do) */
-        if (fo.initial_epoch < epochs) {
+        if (fo.initial_epoch < epochs && writer) {
             state = (tfl_train_state){.epoch = epochs, .step = rs.steps, .shuffle_seed = fo.seed,
                                       .history = &h};
             if (save_final(&r, mgr, &state, &so) != TFL_OK) {
@@ -467,7 +475,8 @@ int cli_train(int argc, char **argv)
             printf("%s; run directory %s\n", guard.skipped ? " (non-finite steps skipped)" : "",
                    dir);
         }
-        cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
+        if (writer) /* curves.svg: rank 0's files */
+            cli_train_logs_end(r.ctx, r.cfg, dir, csv_path, tbl.enabled ? &tbl : NULL, a.quiet);
         code = CLI_OK;
     }
 out:

@@ -31,7 +31,7 @@ void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("tapeflow: error: ", stderr);
+    fprintf(stderr, "tapeflow: %serror: ", cli_rank_label);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -272,8 +272,9 @@ static int cli_version(int argc, char **argv)
         fprintf(stderr, "tapeflow version: unexpected argument '%s'\n", argv[2]);
         return CLI_USAGE;
     }
-    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\n", TFL_VERSION_STRING,
-           TFL_HAVE_CUDA ? "yes" : "no (CPU only)", TFL_HAVE_CUDNN ? "yes" : "no");
+    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n",
+           TFL_VERSION_STRING, TFL_HAVE_CUDA ? "yes" : "no (CPU only)",
+           TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)");
     return CLI_OK;
 }
 
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
                 print_help(cmd);
                 return CLI_OK;
             }
-        return commands[i].run(argc, argv);
+        return cli_dist_end(commands[i].run(argc, argv));
     }
     fprintf(stderr, "tapeflow: unknown command '%s'\n\n%s", cmd, usage_text);
     return CLI_USAGE;

@@ -177,10 +177,10 @@ static bool read_index(tfl_ctx *ctx, const char *dir, const char *prefix, int64_
     }
     tfl__host_free(ctx, text);
     ok = ok && *latest >= 0 && nt == *n;
-    if (!ok) {
+    if (!ok) { /* nothing of a damaged index is used (*latest too: its path was not made) */
         tfl__host_free(ctx, *steps);
         tfl__host_free(ctx, *times);
-        *steps = NULL, *times = NULL, *n = 0;
+        *steps = NULL, *times = NULL, *n = 0, *latest = -1;
     }
     return ok;
 }

@@ -125,6 +125,15 @@ static void test_keep_every_hours_and_fallbacks(void **state)
     write_bytes(tmpdir_file(&d, "checkpoint", p, sizeof p), "model_checkpoint_path: \"ck", 26);
     assert_int_equal(tfl_ckpt_latest(ctx, d.path, NULL, buf, sizeof buf, &step), TFL_OK);
     assert_int_equal(step, 2);
+    /* an index whose latest parses but which is damaged further on (no timestamps): the files
+     * decide, and the path given is the one of that step (it was left unset) */
+    static const char partial[] = "model_checkpoint_path: \"ckpt-00000001.safetensors\"\n"
+                                  "all_model_checkpoint_paths: \"ckpt-00000001.safetensors\"\n";
+    write_bytes(tmpdir_file(&d, "checkpoint", p, sizeof p), partial, sizeof partial - 1);
+    memset(buf, 0, sizeof buf);
+    assert_int_equal(tfl_ckpt_latest(ctx, d.path, NULL, buf, sizeof buf, &step), TFL_OK);
+    assert_int_equal(step, 2);
+    assert_non_null(strstr(buf, "/ckpt-00000002.safetensors"));
 
     /* stray temporary files of a crashed save go when a manager opens the directory; others'
      * files stay */

@@ -23,6 +23,7 @@
 #include <tapeflow/data.h>
 #include <tapeflow/layers.h>
 #include <tapeflow/model.h>
+#include <tapeflow/distributed.h>
 #include <tapeflow/config.h>
 #include <tapeflow/train_state.h>
 

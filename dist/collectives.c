@@ -1,0 +1,380 @@
+/*
+ * dist/collectives.c: broadcast and all-reduce of tensor lists through one fusion buffer
+ * (Horovod's tensor fusion, PyTorch DDP's buckets): the tensors of one dtype, in list order,
+ * are seen as one long vector cut into buckets of bucket_bytes; each bucket is packed (scaled
+ * for a mean), reduced in one transport message and unpacked. Every rank walks the same list
+ * in the same order, so the messages match.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "dist_internal.h"
+
+/* One tensor of a collective: where its data comes from (NULL: zeros) and goes to. */
+typedef struct item {
+    const void *src;
+    void *dst;
+    int64_t numel;
+    tfl_dtype dtype;
+} item;
+
+static const tfl_dtype reduce_order[] = {TFL_DTYPE_FLOAT32, TFL_DTYPE_FLOAT64, TFL_DTYPE_INT32,
+                                         TFL_DTYPE_INT64};
+
+/* buf[0..count) = src[off..off+count) * f (zeros for no source or f == 0). */
+static void pack(void *buf, const item *it, int64_t off, int64_t count, double f)
+{
+    size_t es = tfl_dtype_size(it->dtype);
+    if (!it->src || f == 0.0) {
+        memset(buf, 0, (size_t)count * es);
+        return;
+    }
+    const char *s = (const char *)it->src + (size_t)off * es;
+    if (f == 1.0) {
+        memcpy(buf, s, (size_t)count * es);
+    } else if (it->dtype == TFL_DTYPE_FLOAT32) {
+        float *d = buf;
+        const float *x = (const float *)(const void *)s;
+        for (int64_t i = 0; i < count; i++)
+            d[i] = (float)((double)x[i] * f);
+    } else { /* float64: the only other dtype scaled */
+        double *d = buf;
+        const double *x = (const double *)(const void *)s;
+        for (int64_t i = 0; i < count; i++)
+            d[i] = x[i] * f;
+    }
+}
+
+/* Runs the buckets of every dtype over items (all-reduce: sum of the packed values; root >= 0:
+ * broadcast from root). f scales floating values while packing. */
+static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, double f, int root)
+{
+    char msg[512] = "";
+    for (size_t d = 0; d < sizeof reduce_order / sizeof reduce_order[0]; d++) {
+        tfl_dtype dt = reduce_order[d];
+        size_t es = tfl_dtype_size(dt);
+        int64_t total = 0;
+        for (int i = 0; i < n; i++)
+            if (items[i].numel > 0 && items[i].dtype == dt &&
+                tfl__add_overflow_i64(total, items[i].numel, &total))
+                total = INT64_MAX; /* only bounds the buffer */
+        if (total == 0) continue;
+        int64_t cap = c->bucket_bytes / (int64_t)es;
+        if (cap < 1) cap = 1;
+        if (cap > total) cap = total;
+        char *buf = tfl__comm_buffer(c, (size_t)cap * es);
+        if (!buf) return TFL_RESOURCE_EXHAUSTED;
+        int i0 = 0; /* the bucket's first item and offset in it */
+        int64_t off0 = 0;
+        while (i0 < n) {
+            /* pack up to cap elements from (i0, off0) */
+            int64_t filled = 0;
+            int i = i0;
+            int64_t off = off0;
+            while (i < n && filled < cap) {
+                if (items[i].dtype != dt || items[i].numel == 0 || off >= items[i].numel) {
+                    i++, off = 0;
+                    continue;
+                }
+                int64_t k = items[i].numel - off;
+                if (k > cap - filled) k = cap - filled;
+                if (root < 0 || c->t.rank == root)
+                    pack(buf + (size_t)filled * es, &items[i], off, k, root < 0 ? f : 1.0);
+                filled += k, off += k;
+            }
+            if (filled == 0) break;
+            int rc = root < 0 ? c->t.allreduce_sum(c->t.impl, buf, filled, dt, msg, sizeof msg)
+                              : c->t.broadcast(c->t.impl, buf, filled * (int64_t)es, root, msg,
+                                               sizeof msg);
+            c->stats.messages++;
+            c->stats.bytes += filled * (int64_t)es;
+            if (rc != 0) return tfl__comm_fail(c, who, msg);
+            /* unpack the same run */
+            int64_t done = 0;
+            while (i0 < n && done < filled) {
+                if (items[i0].dtype != dt || items[i0].numel == 0 || off0 >= items[i0].numel) {
+                    i0++, off0 = 0;
+                    continue;
+                }
+                int64_t k = items[i0].numel - off0;
+                if (k > filled - done) k = filled - done;
+                if (items[i0].dst && (root < 0 || c->t.rank != root))
+                    memcpy((char *)items[i0].dst + (size_t)off0 * es, buf + (size_t)done * es,
+                           (size_t)k * es);
+                done += k, off0 += k;
+            }
+        }
+    }
+    return TFL_OK;
+}
+
+/* Checks tensors[i] for a collective: alive, of comm's ctx, on the host, contiguous,
+ * readable, not repeated; makes a variable's storage its own (it is written in place). */
+static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *ts, int i,
+                               bool write)
+{
+    tfl_ctx *ctx = c->ctx;
+    tfl_tensor *t = ts[i];
+    if (!tfl__tensor_alive(t, who)) return TFL_MISUSE;
+    TFL_CHECK(ctx, t->ctx == ctx, TFL_MISUSE, "%s: tensor %d belongs to another context", who, i);
+    TFL_CHECK(ctx, tfl__tensor_device(t) == tfl__cpu(ctx), TFL_INVALID_ARGUMENT,
+              "%s: tensor %d is on %s; collectives run on host tensors (CPU:0)", who, i,
+              tfl_tensor_device(t));
+    TFL_CHECK(ctx, tfl_tensor_is_contiguous(t), TFL_INVALID_ARGUMENT,
+              "%s: tensor %d is not contiguous (a view): give a contiguous copy", who, i);
+    if (!tfl__check_readable(ctx, who, t)) return TFL_FAILED_PRECONDITION;
+    for (int j = 0; j < i; j++)
+        TFL_CHECK(ctx, !ts[j] || tfl_tensor_numel(t) == 0 || tfl__data(ts[j]) != tfl__data(t),
+                  TFL_INVALID_ARGUMENT,
+                  "%s: tensors %d and %d share their data (a tensor given "
+                  "twice)",
+                  who, j, i);
+    if (write && tfl_tensor_is_variable(t) && tfl__variable_own(t) != TFL_OK)
+        return tfl_ctx_status(ctx);
+    return TFL_OK;
+}
+
+static tfl_status check_list(tfl_comm *c, const char *who, int n, const void *list)
+{
+    if (!tfl__comm_alive(c, who)) return TFL_MISUSE;
+    TFL_CHECK(c->ctx, n >= 0 && (list || n == 0), TFL_INVALID_ARGUMENT,
+              "%s: n must be >= 0 "
+              "with a list, got n %d and %s",
+              who, n, list ? "a list" : "NULL");
+    return TFL_OK;
+}
+
+static item *items_new(tfl_comm *c, int n)
+{
+    return tfl__calloc(c->ctx, (size_t)(n ? n : 1) * sizeof(item));
+}
+
+tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors, int root)
+{
+    if (!comm) return TFL_INVALID_ARGUMENT;
+    const char *who = "tfl_comm_broadcast";
+    TFL_TRY(check_list(comm, who, n, tensors));
+    TFL_CHECK(comm->ctx, root >= 0 && root < comm->t.size, TFL_INVALID_ARGUMENT,
+              "%s: root %d is not a rank of this communicator (size %d)", who, root, comm->t.size);
+    for (int i = 0; i < n; i++)
+        if (tensors[i]) TFL_TRY(check_tensor(comm, who, tensors, i, comm->t.rank != root));
+    if (comm->t.size == 1 || n == 0) return TFL_OK;
+    item *it = items_new(comm, n);
+    if (!it) return TFL_RESOURCE_EXHAUSTED;
+    /* broadcast moves bytes: one stream of every tensor's bytes, in list order, cut into
+     * buckets of bucket_bytes */
+    for (int i = 0; i < n; i++) {
+        if (!tensors[i]) continue;
+        size_t bytes =
+            (size_t)tfl_tensor_numel(tensors[i]) * tfl_dtype_size(tfl_tensor_dtype(tensors[i]));
+        it[i] =
+            (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes, TFL_DTYPE_INVALID};
+    }
+    tfl_status st = TFL_OK;
+    char msg[512] = "";
+    int64_t cap = comm->bucket_bytes;
+    char *buf = NULL;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (tfl__add_overflow_i64(total, it[i].numel, &total)) total = INT64_MAX; /* a bound */
+    if (cap > total) cap = total;
+    if (total > 0 && !(buf = tfl__comm_buffer(comm, (size_t)cap))) st = TFL_RESOURCE_EXHAUSTED;
+    int i0 = 0;
+    int64_t off0 = 0;
+    double t0 = tfl__comm_now();
+    while (st == TFL_OK && total > 0 && i0 < n) {
+        int64_t filled = 0;
+        int i = i0;
+        int64_t off = off0;
+        while (i < n && filled < cap) {
+            if (off >= it[i].numel) {
+                i++, off = 0;
+                continue;
+            }
+            int64_t k = it[i].numel - off;
+            if (k > cap - filled) k = cap - filled;
+            if (comm->t.rank == root)
+                memcpy(buf + filled, (const char *)it[i].src + off, (size_t)k);
+            filled += k, off += k;
+        }
+        if (filled == 0) break;
+        comm->stats.messages++;
+        if (comm->t.broadcast(comm->t.impl, buf, filled, root, msg, sizeof msg) != 0) {
+            st = tfl__comm_fail(comm, who, msg);
+            break;
+        }
+        int64_t done = 0;
+        while (i0 < n && done < filled) {
+            if (off0 >= it[i0].numel) {
+                i0++, off0 = 0;
+                continue;
+            }
+            int64_t k = it[i0].numel - off0;
+            if (k > filled - done) k = filled - done;
+            if (comm->t.rank != root) memcpy((char *)it[i0].dst + off0, buf + done, (size_t)k);
+            done += k, off0 += k;
+        }
+    }
+    comm->stats.seconds += tfl__comm_now() - t0;
+    tfl__host_free(comm->ctx, it);
+    return st;
+}
+
+static bool reducible(tfl_dtype dt)
+{
+    return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64 || dt == TFL_DTYPE_INT32 ||
+           dt == TFL_DTYPE_INT64;
+}
+static bool floating(tfl_dtype dt)
+{
+    return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
+}
+
+/* The sum of the weights (weighted mean) through the header message; f = w / W. */
+static tfl_status weights(tfl_comm *c, const char *who, double *header, int len, double w,
+                          double *f)
+{
+    char msg[512] = "";
+    header[0] = w;
+    c->stats.messages++;
+    if (c->t.allreduce_sum(c->t.impl, header, len, TFL_DTYPE_FLOAT64, msg, sizeof msg) != 0)
+        return tfl__comm_fail(c, who, msg);
+    TFL_CHECK(c->ctx, header[0] > 0 && isfinite(header[0]), TFL_INVALID_ARGUMENT,
+              "%s: the ranks' weights sum to %g (this rank's: %g); a weighted mean needs a "
+              "positive sum",
+              who, header[0], w);
+    *f = w / header[0];
+    return TFL_OK;
+}
+
+tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors, tfl_reduce_op op,
+                              double weight)
+{
+    if (!comm) return TFL_INVALID_ARGUMENT;
+    const char *who = "tfl_comm_allreduce";
+    TFL_TRY(check_list(comm, who, n, tensors));
+    tfl_ctx *ctx = comm->ctx;
+    TFL_CHECK(ctx, op == TFL_REDUCE_SUM || op == TFL_REDUCE_MEAN || op == TFL_REDUCE_WEIGHTED_MEAN,
+              TFL_INVALID_ARGUMENT, "%s: unknown reduce op %d", who, (int)op);
+    TFL_CHECK(ctx, op != TFL_REDUCE_WEIGHTED_MEAN || (weight >= 0 && isfinite(weight)),
+              TFL_INVALID_ARGUMENT, "%s: the weight must be finite and >= 0, got %g", who, weight);
+    for (int i = 0; i < n; i++) {
+        if (!tensors[i]) continue;
+        TFL_TRY(check_tensor(comm, who, tensors, i, true));
+        tfl_dtype dt = tfl_tensor_dtype(tensors[i]);
+        TFL_CHECK(ctx, reducible(dt), TFL_INVALID_ARGUMENT,
+                  "%s: tensor %d is %s; all-reduce "
+                  "takes float32, float64, int32 and int64",
+                  who, i, tfl_dtype_name(dt));
+        TFL_CHECK(ctx, op == TFL_REDUCE_SUM || floating(dt), TFL_INVALID_ARGUMENT,
+                  "%s: tensor %d is %s; a mean needs a floating dtype (use TFL_REDUCE_SUM)", who, i,
+                  tfl_dtype_name(dt));
+    }
+    if (comm->t.size == 1 && op != TFL_REDUCE_WEIGHTED_MEAN) return TFL_OK;
+    double t0 = tfl__comm_now(), f = 1.0;
+    if (op == TFL_REDUCE_MEAN) f = 1.0 / comm->t.size;
+    if (op == TFL_REDUCE_WEIGHTED_MEAN) {
+        double header[1];
+        TFL_TRY(weights(comm, who, header, 1, weight, &f));
+        if (comm->t.size == 1) return TFL_OK;
+    }
+    item *it = items_new(comm, n);
+    if (!it) return TFL_RESOURCE_EXHAUSTED;
+    for (int i = 0; i < n; i++)
+        if (tensors[i])
+            it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]),
+                           tfl_tensor_numel(tensors[i]), tfl_tensor_dtype(tensors[i])};
+    tfl_status st = run_buckets(comm, who, it, n, f, -1);
+    tfl__host_free(ctx, it);
+    comm->stats.allreduce_calls++;
+    comm->stats.seconds += tfl__comm_now() - t0;
+    return st;
+}
+
+tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const *vars,
+                                        tfl_tensor **grads, double weight)
+{
+    if (!comm) return TFL_INVALID_ARGUMENT;
+    const char *who = "tfl_comm_allreduce_gradients";
+    TFL_TRY(check_list(comm, who, n, vars));
+    tfl_ctx *ctx = comm->ctx;
+    TFL_CHECK(ctx, grads || n == 0, TFL_INVALID_ARGUMENT, "%s: grads is NULL", who);
+    TFL_CHECK(ctx, weight >= 0 && isfinite(weight), TFL_INVALID_ARGUMENT,
+              "%s: the weight must be finite and >= 0, got %g", who, weight);
+    char a[64], b[64];
+    for (int i = 0; i < n; i++) {
+        TFL_CHECK(ctx, vars[i], TFL_INVALID_ARGUMENT, "%s: variable %d is NULL", who, i);
+        if (!tfl__tensor_alive(vars[i], who)) return TFL_MISUSE;
+        tfl_dtype dt = tfl_tensor_dtype(vars[i]);
+        TFL_CHECK(ctx, floating(dt), TFL_INVALID_ARGUMENT,
+                  "%s: variable %d (%s) is %s; "
+                  "gradients are float32 or float64",
+                  who, i, tfl_tensor_is_variable(vars[i]) ? tfl_variable_name(vars[i]) : "a tensor",
+                  tfl_dtype_name(dt));
+        tfl_tensor *g = grads[i];
+        if (!g) continue;
+        if (!tfl__tensor_alive(g, who)) return TFL_MISUSE;
+        TFL_CHECK(ctx, g->ctx == ctx, TFL_MISUSE, "%s: gradient %d belongs to another context", who,
+                  i);
+        TFL_CHECK(ctx,
+                  tfl_tensor_dtype(g) == dt &&
+                      tfl__same_shape(g->rank, g->shape, vars[i]->rank, vars[i]->shape),
+                  TFL_INVALID_ARGUMENT, "%s: gradient %d is %s %s, its variable %s %s", who, i,
+                  tfl_dtype_name(tfl_tensor_dtype(g)),
+                  tfl__shape_str(g->rank, g->shape, a, sizeof a), tfl_dtype_name(dt),
+                  tfl__shape_str(vars[i]->rank, vars[i]->shape, b, sizeof b));
+        TFL_CHECK(ctx, tfl__tensor_device(g) == tfl__cpu(ctx), TFL_INVALID_ARGUMENT,
+                  "%s: gradient %d is on %s; collectives run on host tensors (CPU:0)", who, i,
+                  tfl_tensor_device(g));
+        if (!tfl__check_readable(ctx, who, g)) return TFL_FAILED_PRECONDITION;
+    }
+    if (comm->t.size == 1) return TFL_OK;
+    double t0 = tfl__comm_now(), f;
+    int64_t len = (int64_t)n + 1;
+    double *header = tfl__calloc(ctx, (size_t)len * sizeof(double));
+    item *it = header ? items_new(comm, n) : NULL;
+    tfl_tensor **out = it ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *out) : NULL;
+    tfl_tensor **dense = out ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *dense) : NULL;
+    tfl_status st = dense ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
+    for (int i = 0; i < n && st == TFL_OK; i++)
+        header[i + 1] = grads[i] ? 1.0 : 0.0;
+    if (st == TFL_OK) st = weights(comm, who, header, (int)len, weight, &f);
+    tfl__device *cpu = tfl__cpu(ctx);
+    for (int i = 0; i < n && st == TFL_OK; i++) {
+        if (header[i + 1] == 0) continue; /* NULL on every rank: stays NULL */
+        tfl_tensor *v = vars[i], *g = grads[i];
+        if (g && !tfl_tensor_is_contiguous(g)) {
+            if (!(dense[i] = tfl__tensor_alloc(ctx, cpu, tfl_tensor_dtype(g), g->rank, g->shape))) {
+                st = tfl_ctx_status(ctx);
+                break;
+            }
+            tfl__cpu_copy(dense[i], g);
+            g = dense[i];
+        }
+        out[i] = tfl__tensor_alloc(ctx, cpu, tfl_tensor_dtype(v), v->rank, v->shape);
+        if (!out[i]) {
+            st = tfl_ctx_status(ctx);
+            break;
+        }
+        it[i] = (item){g ? tfl__data(g) : NULL, tfl__data(out[i]), tfl_tensor_numel(v),
+                       tfl_tensor_dtype(v)};
+    }
+    if (st == TFL_OK) st = run_buckets(comm, who, it, n, f, -1);
+    for (int i = 0; out && i < n; i++) {
+        if (!out[i]) continue;
+        if (st == TFL_OK) /* the frame owns out[i]; the old one stays its owner's */
+            grads[i] = tfl__frame_adopt(ctx, out[i]);
+        else
+            tfl_tensor_release(out[i]);
+    }
+    for (int i = 0; dense && i < n; i++)
+        if (dense[i]) tfl_tensor_release(dense[i]);
+    tfl__host_free(ctx, dense);
+    tfl__host_free(ctx, out);
+    tfl__host_free(ctx, it);
+    tfl__host_free(ctx, header);
+    comm->stats.allreduce_calls++;
+    comm->stats.seconds += tfl__comm_now() - t0;
+    return st;
+}
