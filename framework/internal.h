@@ -615,7 +615,33 @@ static inline void *tfl__data(const tfl_tensor *t)
     return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);
 }
 static inline tfl__device *tfl__tensor_device(const tfl_tensor *t) { return t->storage->device; }
-/** Copies t to a new contiguous tensor on dev (kernel-free when t is already on host). */
+/** Saturating double -> integer conversion (NaN gives 0), as tfl_cast documents. */
+static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
+{
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: clamp first */
+    return (int64_t)v;
+}
+
+/** The address of element `index` (row-major flat index) of a tensor, any view, in its
+ * device's memory (only arithmetic: dereference it only on a host-memory device). */
+static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
+{
+    int64_t off = 0;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        off += (index % t->shape[d]) * t->strides[d];
+        index /= t->shape[d];
+    }
+    return (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
+}
+
+/** Element at p of dtype, as double (complex: real part). */
+double tfl__load_f64(const void *p, tfl_dtype dtype);
+
+/** Copies t to a new contiguous tensor on dev, frame-owned, through the device table: the
+ * copy slots, and the source device's Identity kernel for a strided view (a host gather of
+ * the view's span when it has none). NULL with the error kept. */
 tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
 
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */
