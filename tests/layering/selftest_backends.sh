@@ -14,6 +14,8 @@ printf 'const tfl__backend tfl__fake_backend = {0};\n' > "$tmp/framework/fake/fa
 printf '#include "cpu/cpu.h"\nextern const tfl__backend tfl__cpu_backend;\n' > "$tmp/framework/backends.c"
 printf '#include "internal.h"\nvoid f(void) { tfl__cpu(ctx); }\n/* tfl__cpu_gemm in a comment */\n' \
   > "$tmp/framework/tensor.c"
+printf 'extern const tfl__backend tfl__cpu_backend; /* a test registration list */\n' \
+  > "$tmp/tests/x/reg.c"
 bash "$checker" "$tmp" >/dev/null || { echo "a clean tree was rejected"; bash "$checker" "$tmp"; exit 1; }
 printf '#include "cpu/cpu.h"\n' > "$tmp/optim/k.c"
 printf 'int x;\nvoid g(void) { tfl__fake_thing(); }\n' > "$tmp/tests/x/t.c"
