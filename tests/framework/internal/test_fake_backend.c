@@ -26,13 +26,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KEY 0x5Au            /* every byte in fake memory is stored XOR this */
-#define HEAD 64              /* bytes before each block: its size (keeps TFL_ALIGN) */
+#define KEY 0x5Au              /* every byte in fake memory is stored XOR this */
+#define HEAD 64                /* bytes before each block: its size (keeps TFL_ALIGN) */
 #define FAKE_BUDGET (1u << 20) /* bytes the fake device has */
 
 /* What the fake device counts (a test may have globals; the library may not). */
 static struct {
-    int64_t live_bytes;      /* raw memory not yet freed */
+    int64_t live_bytes; /* raw memory not yet freed */
     int copies_to_host, copies_to_device, syncs, apply_calls, sumsq_calls, kernel_calls;
 } fake;
 
@@ -44,7 +44,8 @@ static void scramble(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;
-    for (size_t i = 0; i < n; i++) d[i] = (unsigned char)(s[i] ^ KEY);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(s[i] ^ KEY);
 }
 
 static void *fake_raw_alloc(tfl__device *dev, size_t bytes)
@@ -71,8 +72,10 @@ static tfl_status fake_copy_host(tfl__device *dev, void *dst, const void *src, s
                                  int to_host)
 {
     (void)dev;
-    if (to_host) fake.copies_to_host++;
-    else fake.copies_to_device++;
+    if (to_host)
+        fake.copies_to_host++;
+    else
+        fake.copies_to_device++;
     scramble(dst, src, bytes);
     return TFL_OK;
 }
@@ -115,7 +118,10 @@ static float load(const tfl_tensor *t, int64_t i)
     return v;
 }
 
-static void store(tfl_tensor *t, int64_t i, float v) { scramble((char *)tfl__data(t) + 4 * i, &v, 4); }
+static void store(tfl_tensor *t, int64_t i, float v)
+{
+    scramble((char *)tfl__data(t) + 4 * i, &v, 4);
+}
 
 static tfl_status fake_binary(const tfl__kcall *k)
 {
@@ -227,8 +233,11 @@ static void capture(void *user, tfl_log_level level, const char *message)
 static tfl_ctx *new_ctx(log_buf *log, bool strict)
 {
     if (log) memset(log, 0, sizeof *log);
-    tfl_ctx_opts o = {.log_placement = log != NULL, .strict_placement = strict,
-                      .log_fn = log ? capture : NULL, .log_user = log, .num_threads = 1};
+    tfl_ctx_opts o = {.log_placement = log != NULL,
+                      .strict_placement = strict,
+                      .log_fn = log ? capture : NULL,
+                      .log_user = log,
+                      .num_threads = 1};
     tfl_ctx *ctx = tfl_ctx_new(&o, NULL);
     assert_non_null(ctx);
     return ctx;
@@ -280,7 +289,8 @@ static void ops_run_there_and_read_back(void **state)
     assert_string_equal(tfl_tensor_device(z), "GPU:0");
     assert_non_null(strstr(log.text, "op Add on GPU:0"));
     assert_non_null(strstr(log.text, "op Mul on GPU:0"));
-    for (int i = 0; i < 6; i++) assert_true(get(z, i) == (xs[i] + 2) * xs[i]);
+    for (int i = 0; i < 6; i++)
+        assert_true(get(z, i) == (xs[i] + 2) * xs[i]);
     float host[6];
     assert_int_equal(tfl_tensor_to_host(z, host, sizeof host), TFL_OK);
     assert_true(host[5] == 48.0f);
@@ -368,7 +378,8 @@ static void variables_live_there(void **state)
     assert_non_null(vc);
     assert_non_null(vg);
     assert_string_equal(tfl_tensor_device(vg), "GPU:0");
-    for (int i = 0; i < 5; i++) assert_true(get(vg, i) == get(vc, i)); /* same seed, same values */
+    for (int i = 0; i < 5; i++)
+        assert_true(get(vg, i) == get(vc, i)); /* same seed, same values */
     /* assign from the CPU, add in place, read a snapshot */
     const float vals[5] = {1, 2, 3, 4, 5};
     tfl_tensor *src = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, shape, vals);
@@ -415,11 +426,14 @@ static void optimizers_use_its_kernels(void **state)
     assert_int_equal(tfl_optimizer_apply(opt, 1, &v, &g), TFL_OK);
     assert_int_equal(fake.apply_calls, 1);
     assert_int_equal(fake.sumsq_calls, 1);
-    for (int i = 0; i < 4; i++) assert_true(fabs(get(v, i) - (p0[i] - 0.25)) < 1e-6);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(get(v, i) - (p0[i] - 0.25)) < 1e-6);
     /* Adam is not among the fake's kernels: its error comes back, nothing else changes */
-    tfl_optimizer *adam = tfl_optimizer_new(ctx, &(tfl_optimizer_opts){
-        .kind = TFL_OPTIMIZER_ADAM, .learning_rate = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
-        .epsilon = 1e-8});
+    tfl_optimizer *adam = tfl_optimizer_new(ctx, &(tfl_optimizer_opts){.kind = TFL_OPTIMIZER_ADAM,
+                                                                       .learning_rate = 1e-3,
+                                                                       .beta1 = 0.9,
+                                                                       .beta2 = 0.999,
+                                                                       .epsilon = 1e-8});
     assert_non_null(adam);
     assert_int_equal(tfl_optimizer_apply(adam, 1, &v, &g), TFL_UNIMPLEMENTED);
     assert_non_null(strstr(tfl_ctx_error(ctx).message, "fake: only SGD"));
@@ -483,7 +497,8 @@ static void allocator_and_slots(void **state)
     assert_memory_equal(back, msg, 8);
     assert_int_equal(tfl__dev_memset(dev, NULL, b, 7, 8), TFL_OK);
     assert_int_equal(tfl__dev_copy_host(dev, back, b, 8, 1), TFL_OK);
-    for (int i = 0; i < 8; i++) assert_int_equal(back[i], 7);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(back[i], 7);
     tfl__allocator_put(&dev->alloc, a, got_a);
     tfl__allocator_put(&dev->alloc, b, got_b);
     free_ctx(ctx);
