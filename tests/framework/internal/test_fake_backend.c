@@ -265,6 +265,9 @@ static void the_backend_gives_gpu0(void **state)
     assert_int_equal(tfl_device_count(ctx), 2);
     assert_string_equal(tfl_device_name(ctx, 0), "CPU:0");
     assert_string_equal(tfl_device_name(ctx, 1), "GPU:0");
+    char buf[128];
+    assert_true(tfl_device_describe(ctx, 1, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "GPU:0: 1.0 MiB (1.0 MiB free)"); /* mem_info, no describe */
     free_ctx(ctx);
 }
 
