@@ -228,8 +228,9 @@ extern const int tfl__n_backends;
 struct tfl__storage {
     int32_t refs;          /* tensors (views) sharing it */
     tfl__device *device;   /* where data lives */
-    void *data;            /* device memory, TFL_ALIGN-aligned */
+    void *data;            /* device memory, TFL_ALIGN-aligned (block->ptr) */
     size_t bytes;          /* usable bytes (the size class, >= requested) */
+    tfl__block *block;     /* the allocator's record of data */
     tfl__storage *next_free; /* the ctx's free list of storage records */
 };
 
@@ -469,6 +470,11 @@ void tfl__allocator_init(tfl__allocator *a, tfl__device *dev);
 void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got);
 /** Gives back a block from get (got: its *got). The block joins its class's cache. */
 void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got);
+/** get for a caller that keeps the block's record (tensor storage): b->ptr is the memory,
+ * b->size its usable bytes; no pointer lookup on either side. NULL (error kept) as get. */
+tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes);
+/** Gives back a block from get_block. */
+void tfl__allocator_put_block(tfl__allocator *a, tfl__block *b);
 /** Returns every cached block to the device (raw_free). Blocks in use stay. */
 void tfl__allocator_trim(tfl__allocator *a);
 /** trim, raw_free of blocks still in use, and the host bookkeeping freed: device teardown. */

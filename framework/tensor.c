@@ -90,8 +90,11 @@ static tfl__storage *storage_new(tfl_ctx *ctx, tfl__device *dev, size_t bytes)
         }
     }
     tfl__storage *s = ctx->free_storage;
-    s->data = tfl__allocator_get(&dev->alloc, bytes, &s->bytes);
-    if (!s->data) return NULL;
+    tfl__block *b = tfl__allocator_get_block(&dev->alloc, bytes);
+    if (!b) return NULL;
+    s->block = b;
+    s->data = b->ptr;
+    s->bytes = b->size;
     ctx->free_storage = s->next_free;
     s->refs = 1;
     s->device = dev;
@@ -105,7 +108,7 @@ void tfl__pools_free(tfl_ctx *ctx)
         next = c->next;
         tfl__storage *recs = (tfl__storage *)(c + 1);
         for (int i = 0; i < RECORDS_PER_CHUNK; i++)
-            if (recs[i].refs > 0) tfl__allocator_put(&recs[i].device->alloc, recs[i].data, recs[i].bytes);
+            if (recs[i].refs > 0) tfl__allocator_put_block(&recs[i].device->alloc, recs[i].block);
         tfl__host_free(ctx, c);
     }
     for (chunk *c = ctx->tensor_chunks, *next; c; c = next) {
@@ -120,8 +123,9 @@ void tfl__pools_free(tfl_ctx *ctx)
 static void storage_release(tfl_ctx *ctx, tfl__storage *s)
 {
     if (--s->refs > 0) return;
-    tfl__allocator_put(&s->device->alloc, s->data, s->bytes);
+    tfl__allocator_put_block(&s->device->alloc, s->block);
     s->data = NULL;
+    s->block = NULL;
     s->next_free = ctx->free_storage;
     ctx->free_storage = s;
 }
