@@ -120,10 +120,11 @@ typedef struct tfl__device_ops {
     /* ---- memory (required) ---- */
     void *(*raw_alloc)(tfl__device *dev, size_t bytes);   /* NULL when out of memory; the
                                                              result is TFL_ALIGN-aligned */
-    void (*raw_free)(tfl__device *dev, void *ptr);        /* ptr from raw_alloc; the device
-                                                             may still be using it: a backend
-                                                             with async kernels waits or
-                                                             defers (see the allocator) */
+    /* ptr from raw_alloc. Work queued on the device may still use it: the caching allocator
+     * hands a freed block to the next tensor at once, which is safe while all of a device's
+     * work is ordered on its own stream; raw_free itself must wait for or defer past that
+     * work (cudaFree does). */
+    void (*raw_free)(tfl__device *dev, void *ptr);
     /* Copies `bytes` between host memory and this device's memory; to_host 0: host -> device,
      * 1: device -> host. Synchronous: it returns once the bytes are at dst and src may be
      * reused; it is ordered after the work already issued on the device's own stream. */
