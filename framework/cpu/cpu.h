@@ -85,8 +85,10 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                           void *c, int64_t ldc, bool accumulate);
 
-/** A new CPU device for ctx (host memory, the CPU kernel table). */
-tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);
+/** The CPU backend (cpu_device.c): one device, CPU:0, in host memory. */
+extern const tfl__backend tfl__cpu_backend;
+/** The CPU's fused optimizer kernels (k_optim.c; opt_kernels.h). */
+extern const struct tfl__opt_kernels tfl__cpu_opt_kernels;
 
 /** The inner loop copying elements of one size (1, 2, 4, 8 or 16 bytes). */
 tfl__loop_fn tfl__copy_loop(size_t elem_size);
@@ -94,30 +96,6 @@ tfl__loop_fn tfl__copy_loop(size_t elem_size);
 void tfl__cpu_copy(tfl_tensor *dst, const tfl_tensor *src);
 /** Copies src's elements (any view) row-major into a host buffer. */
 void tfl__cpu_copy_to_buffer(void *dst, const tfl_tensor *src);
-
-/** Saturating double -> integer conversion (NaN gives 0), as tfl_cast documents. */
-static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
-{
-    if (v != v) return 0;
-    if (v <= (double)lo) return lo;
-    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: clamp first */
-    return (int64_t)v;
-}
-
-/** The address of element `index` (row-major flat index) of a host tensor, any view. */
-static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
-{
-    int64_t off = 0;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        off += (index % t->shape[d]) * t->strides[d];
-        index /= t->shape[d];
-    }
-    return (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
-}
-
-/** Element at p of dtype, as double (complex: real part). */
-double tfl__load_f64(const void *p, tfl_dtype dtype);
-
 
 /**
  * t itself when contiguous, else a contiguous copy on the kernel's device in *tmp (release

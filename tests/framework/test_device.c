@@ -58,6 +58,21 @@ static void test_device_list(void **state)
     assert_null(tfl_device_name(f->ctx, n));
     assert_null(tfl_device_name(f->ctx, n + 5));
     assert_null(tfl_device_name(f->ctx, -1));
+    char buf[256];
+    int w = tfl_device_describe(f->ctx, 0, buf, sizeof buf);
+    assert_int_equal(w, (int)strlen(buf));
+    assert_true(strncmp(buf, "CPU:0: host memory, ", 20) == 0);
+    assert_non_null(strstr(buf, " thread"));
+    char small[6];
+    assert_int_equal(tfl_device_describe(f->ctx, 0, small, sizeof small), w); /* cut, like snprintf */
+    assert_string_equal(small, "CPU:0");
+    for (int i = 1; i < n; i++) {
+        assert_true(tfl_device_describe(f->ctx, i, buf, sizeof buf) > 0);
+        assert_true(strncmp(buf, "GPU:", 4) == 0);
+    }
+    assert_int_equal(tfl_device_describe(f->ctx, n, buf, sizeof buf), -1);
+    assert_string_equal(buf, "");
+    assert_int_equal(tfl_device_describe(NULL, 0, buf, sizeof buf), -1);
 }
 
 /* ---- device scopes ------------------------------------------------------------------------ */
