@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
 #include "dist_internal.h"
 
 /* One tensor of a collective: where its data comes from (NULL: zeros) and goes to. */
@@ -335,8 +334,7 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
     double *header = tfl__calloc(ctx, (size_t)len * sizeof(double));
     item *it = header ? items_new(comm, n) : NULL;
     tfl_tensor **out = it ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *out) : NULL;
-    tfl_tensor **dense = out ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *dense) : NULL;
-    tfl_status st = dense ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
+    tfl_status st = out ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
     for (int i = 0; i < n && st == TFL_OK; i++)
         header[i + 1] = grads[i] ? 1.0 : 0.0;
     if (st == TFL_OK) st = weights(comm, who, header, (int)len, weight, &f);
@@ -344,13 +342,12 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
     for (int i = 0; i < n && st == TFL_OK; i++) {
         if (header[i + 1] == 0) continue; /* NULL on every rank: stays NULL */
         tfl_tensor *v = vars[i], *g = grads[i];
-        if (g && !tfl_tensor_is_contiguous(g)) {
-            if (!(dense[i] = tfl__tensor_alloc(ctx, cpu, tfl_tensor_dtype(g), g->rank, g->shape))) {
+        if (g && (!tfl_tensor_is_contiguous(g) || !tfl__dev_is_host(tfl__tensor_device(g)))) {
+            /* a dense host copy, through the device table (frame-owned) */
+            if (!(g = tfl__tensor_copy_to(ctx, g, cpu))) {
                 st = tfl_ctx_status(ctx);
                 break;
             }
-            tfl__cpu_copy(dense[i], g);
-            g = dense[i];
         }
         out[i] = tfl__tensor_alloc(ctx, cpu, tfl_tensor_dtype(v), v->rank, v->shape);
         if (!out[i]) {
@@ -368,9 +365,6 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
         else
             tfl_tensor_release(out[i]);
     }
-    for (int i = 0; dense && i < n; i++)
-        if (dense[i]) tfl_tensor_release(dense[i]);
-    tfl__host_free(ctx, dense);
     tfl__host_free(ctx, out);
     tfl__host_free(ctx, it);
     tfl__host_free(ctx, header);
