@@ -82,6 +82,12 @@ int tflcu_one_hot(const void *idx, int idx_dtype, void *out, int64_t n, int64_t 
 int tflcu_segment_sum(int dtype, const void *data, const void *ids, int ids_dtype, void *out,
                       int64_t outer, int64_t nidx, int64_t nseg, int64_t inner, int64_t *bad,
                       void *stream);
+/* BatchNorm over contiguous x (n elements, c channels last) with contiguous (c) mean, variance,
+ * offset, scale: y = (x - mean) a + offset, a = scale / sqrt(variance + eps) in double,
+ * rounded once to the dtype (as the CPU) */
+int tflcu_batch_norm(int dtype, const void *x, const void *mean, const void *var,
+                     const void *offset, const void *scale, void *y, int64_t n, int64_t c,
+                     double eps, void *stream);
 /* Dropout over n contiguous elements with the CPU's Philox counters (framework/cpu/k_norm.c):
  * element i kept when (word i%4 of block i/4) >> 8 >= threshold, then x / keep */
 int tflcu_dropout(int dtype, const void *x, void *y, int64_t n, uint32_t key0, uint32_t key1,

@@ -249,6 +249,30 @@ static tfl_status k_dropout(const tfl__kcall *k)
     return st;
 }
 
+static tfl_status k_batch_norm(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[5] = {NULL};
+    const tfl_tensor *in[5];
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < 5 && st == TFL_OK; i++) {
+        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
+        if (!in[i]) st = k->ctx->err_code;
+    }
+    if (st == TFL_OK) {
+        const tfl_tensor *x = in[0];
+        const int64_t c = x->shape[x->rank - 1];
+        st = tfl__cuda_check(k->dev,
+                             tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]),
+                                              tfl__data(in[2]), tfl__data(in[3]), tfl__data(in[4]),
+                                              tfl__data(k->out), x->numel, c,
+                                              ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
+                                              stream(k)),
+                             "BatchNorm");
+    }
+    for (int i = 0; i < 5; i++) tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 /* ---- MatMul: cuBLAS, batched ----------------------------------------------------------------- */
 
 /*
@@ -400,5 +424,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_SOFTMAX_XENT] = {k_softmax_xent, M_F, NULL},
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
+    [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
+    EW(CONJ, TFL_MASK_COMPLEX),
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
 };

@@ -72,6 +72,11 @@ F_UN(SigmoidF, (x >= (T)0 ? (T)1 / ((T)1 + exp(-x)) : exp(x) / ((T)1 + exp(x))))
 F_UN(TanhF, tanh(x))
 F_UN(GeluF, (A != 0.0 ? (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)))
                       : (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440))))
+struct ConjF {
+    double A;
+    __device__ __forceinline__ float2 operator()(float2 x) const { return make_float2(x.x, -x.y); }
+    __device__ __forceinline__ double2 operator()(double2 x) const { return make_double2(x.x, -x.y); }
+};
 struct NotF {
     double A;
     __device__ __forceinline__ uint8_t operator()(uint8_t x) const { return (uint8_t)!x; }
@@ -186,6 +191,10 @@ extern "C" int tflcu_elementwise(int op, int dt, const tflcu_iter *it, double al
     case TFL_OP_LOGICAL_AND: return dt == TFL_DTYPE_BOOL ? bin<uint8_t, uint8_t>(it, AndF(), s) : -1;
     case TFL_OP_LOGICAL_OR: return dt == TFL_DTYPE_BOOL ? bin<uint8_t, uint8_t>(it, OrF(), s) : -1;
     case TFL_OP_LOGICAL_NOT: return dt == TFL_DTYPE_BOOL ? un<uint8_t, uint8_t>(it, NotF{alpha}, s) : -1;
+    case TFL_OP_CONJ:
+        if (dt == TFL_DTYPE_COMPLEX64) return un<float2, float2>(it, ConjF{alpha}, s);
+        if (dt == TFL_DTYPE_COMPLEX128) return un<double2, double2>(it, ConjF{alpha}, s);
+        return -1;
     case TFL_OP_NEG: return un_real(dt, it, NegF{alpha}, s);
     case TFL_OP_ABS: return un_real(dt, it, AbsF{alpha}, s);
     case TFL_OP_SIGN: return un_real(dt, it, SignF{alpha}, s);

@@ -96,6 +96,16 @@ template <typename T> int segment(const void *data, const void *ids, int dt, voi
     return tflcu_status();
 }
 
+template <typename T> __global__ void bn_kernel(const T *x, const T *m, const T *v, const T *o,
+                                                const T *sc, T *y, int64_t n, int64_t c, double eps)
+{
+    TFLCU_LOOP(i, n) {
+        const int64_t j = i % c;
+        const T a = (T)((double)sc[j] / sqrt((double)v[j] + eps));
+        y[i] = (x[i] - m[j]) * a + o[j];
+    }
+}
+
 #define DROP_WORD 0x44524F50u /* "DROP": ctr[3] of dropout's blocks, as on the CPU */
 
 /* one Philox block (4 elements) per thread */
@@ -174,6 +184,24 @@ extern "C" int tflcu_dropout(int dtype, const void *x, void *y, int64_t n, uint3
         dropout_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, (float *)y, n, key0, key1, threshold, keep);
     else if (dtype == TFL_DTYPE_FLOAT64)
         dropout_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, (double *)y, n, key0, key1, threshold, keep);
+    else
+        return -1;
+    return tflcu_status();
+}
+
+extern "C" int tflcu_batch_norm(int dtype, const void *x, const void *mean, const void *var,
+                                const void *offset, const void *scale, void *y, int64_t n,
+                                int64_t c, double eps, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (n == 0 || c == 0) return 0;
+    unsigned b = tflcu_blocks(n);
+    if (dtype == TFL_DTYPE_FLOAT32)
+        bn_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, (const float *)mean, (const float *)var,
+                                              (const float *)offset, (const float *)scale, (float *)y, n, c, eps);
+    else if (dtype == TFL_DTYPE_FLOAT64)
+        bn_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, (const double *)mean, (const double *)var,
+                                              (const double *)offset, (const double *)scale, (double *)y, n, c, eps);
     else
         return -1;
     return tflcu_status();
