@@ -269,6 +269,8 @@ static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
     dev->index = index;
     snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
     cu->ordinal = index;
+    int n_gpus = 0;
+    cu->multi = cudaGetDeviceCount(&n_gpus) == cudaSuccess && n_gpus > 1;
     struct cudaDeviceProp prop;
     tfl_status st = tfl__cuda_check(dev, cudaGetDeviceProperties(&prop, index),
                                     "cudaGetDeviceProperties");

@@ -20,6 +20,7 @@
 typedef struct tfl__cuda_device {
     tfl__device base;
     int ordinal;               /* the CUDA device number */
+    int multi;                 /* more than one GPU: set the current device before launches */
     cudaStream_t stream;       /* the device's own stream (NULL tfl__stream) */
     cublasHandle_t blas;       /* bound to stream */
     void *staging;             /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */

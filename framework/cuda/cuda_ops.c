@@ -10,7 +10,13 @@
 #include <math.h>
 #include <stdio.h>
 
-static void *stream(const tfl__kcall *k) { return (void *)tfl__cuda(k->dev)->stream; }
+/* the device's stream, with the device current on this thread (kernels launch there) */
+static void *stream(const tfl__kcall *k)
+{
+    const tfl__cuda_device *cu = tfl__cuda(k->dev);
+    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
+    return (void *)cu->stream;
+}
 
 void tfl__cuda_iter(tflcu_iter *it, const tfl_tensor *out, int n, const tfl_tensor *const *in)
 {

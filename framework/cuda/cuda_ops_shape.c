@@ -7,7 +7,13 @@
  */
 #include "cuda_internal.h"
 
-static void *stream(const tfl__kcall *k) { return (void *)tfl__cuda(k->dev)->stream; }
+/* the device's stream, with the device current on this thread (kernels launch there) */
+static void *stream(const tfl__kcall *k)
+{
+    const tfl__cuda_device *cu = tfl__cuda(k->dev);
+    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
+    return (void *)cu->stream;
+}
 
 static tfl_status copy_into(const tfl__kcall *k, const tfl_tensor *part, const tfl_tensor *x)
 {

@@ -34,9 +34,10 @@ template <> __device__ __forceinline__ double highest<double>() { return INFINIT
 template <> __device__ __forceinline__ int32_t highest<int32_t>() { return INT32_MAX; }
 template <> __device__ __forceinline__ int64_t highest<int64_t>() { return INT64_MAX; }
 
-template <typename T> __global__ void reduce_kernel(tflcu_reduce r, int op, const T *x, T *out)
+/* A: the accumulator, Acc<T> for sums (wrapping unsigned for integers, double for float32),
+ * T itself for Max/Min (a signed compare) */
+template <typename T, typename A> __global__ void reduce_kernel(tflcu_reduce r, int op, const T *x, T *out)
 {
-    typedef typename Acc<T>::type A;
     __shared__ A part[TFLCU_THREADS];
     const A init = op == TFL_OP_MAX ? (A)lowest<T>() : op == TFL_OP_MIN ? (A)highest<T>() : (A)0;
     for (int64_t o = blockIdx.x; o < r.n_out; o += gridDim.x) {
@@ -80,7 +81,10 @@ template <typename T> __global__ void reduce_kernel(tflcu_reduce r, int op, cons
 template <typename T> int reduce(const tflcu_reduce *r, int op, const void *x, void *out, cudaStream_t s)
 {
     unsigned blocks = (unsigned)(r->n_out < 65535 ? r->n_out : 65535);
-    reduce_kernel<T><<<blocks, TFLCU_THREADS, 0, s>>>(*r, op, (const T *)x, (T *)out);
+    if (op == TFL_OP_MAX || op == TFL_OP_MIN)
+        reduce_kernel<T, T><<<blocks, TFLCU_THREADS, 0, s>>>(*r, op, (const T *)x, (T *)out);
+    else
+        reduce_kernel<T, typename Acc<T>::type><<<blocks, TFLCU_THREADS, 0, s>>>(*r, op, (const T *)x, (T *)out);
     return tflcu_status();
 }
 

@@ -136,10 +136,12 @@ extern "C" int tflcu_gather(const void *params, const void *idx, int dt, void *o
     if (nidx == 0) return 0;
     check_kernel<<<tflcu_blocks(nidx), TFLCU_THREADS, 0, s>>>(idx, dt, nidx, dim, (unsigned long long *)bad);
     if (outer == 0 || inner_bytes == 0) return tflcu_status();
-    if (inner_bytes % 16 == 0) return gather<Bytes16>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 16, s);
-    if (inner_bytes % 8 == 0) return gather<uint64_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 8, s);
-    if (inner_bytes % 4 == 0) return gather<uint32_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 4, s);
-    if (inner_bytes % 2 == 0) return gather<uint16_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 2, s);
+    /* the widest word that divides the row and that both pointers are aligned to */
+    const uint64_t al = (uint64_t)(uintptr_t)params | (uint64_t)(uintptr_t)out | (uint64_t)inner_bytes;
+    if (inner_bytes % 16 == 0 && al % 8 == 0) return gather<Bytes16>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 16, s);
+    if (al % 8 == 0) return gather<uint64_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 8, s);
+    if (al % 4 == 0) return gather<uint32_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 4, s);
+    if (al % 2 == 0) return gather<uint16_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes / 2, s);
     return gather<uint8_t>(params, idx, dt, out, outer, dim, nidx, inner_bytes, s);
 }
 
