@@ -16,6 +16,8 @@
  *   float64, complex128: rtol 1e-12, atol 1e-12   float32, complex64: rtol 1e-5, atol 1e-5
  *   float16: rtol 2e-3, atol 2e-3                 bfloat16: rtol 1.6e-2, atol 1.6e-2
  *   int32, int64, bool: exact
+ * Inputs are made on the CPU from a fixed generator and copied to the device under test before
+ * the case runs (view inputs are transposed there), so views and every op of a case run on it.
  * The convolution and pooling ops (cuDNN: part 2 of the GPU backend) are known gaps on a GPU:
  * their cases are listed as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway.
  */
@@ -58,8 +60,9 @@ static double unit(uint64_t *s) { return (double)next(s) / 9007199254740992.0; }
 
 static bool is_float(tfl_dtype dt) { return tfl_dtype_is_floating(dt); }
 
-/* A CPU tensor for spec (the caller has CPU:0 scoped). */
-static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed)
+/* The tensor for spec on dev: made on the CPU, copied to dev, and a view taken there (so a
+ * view input is a strided tensor on the device under test). */
+static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed, const char *dev)
 {
     int64_t shape[4];
     memcpy(shape, in->shape, sizeof shape);
@@ -103,15 +106,20 @@ static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed)
     } else {
         store = TFL_DTYPE_FLOAT64;
     }
+    tfl_device_scope_push(ctx, "CPU:0");
     tfl_tensor *t = tfl_tensor_new(ctx, store, in->rank, shape, buf);
     if (buf != v) free(buf);
     free(v);
     if (t && store != in->dtype) t = tfl_cast(ctx, t, in->dtype);
+    tfl_device_scope_pop(ctx);
+    if (t && strcmp(dev, "CPU:0") != 0) t = tfl_tensor_to_device(ctx, t, dev);
     if (t && in->view) {
         int perm[4] = {0, 1, 2, 3};
         perm[in->rank - 1] = in->rank - 2;
         perm[in->rank - 2] = in->rank - 1;
+        tfl_device_scope_push(ctx, dev);
         t = tfl_transpose(ctx, t, perm);
+        tfl_device_scope_pop(ctx);
     }
     return t;
 }
@@ -219,12 +227,11 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     tfl_tensor *in[BC_MAX_IN] = {0};
     const tfl_tensor *src[BC_MAX_IN];
     int n_src = 0;
-    tfl_device_scope_push(ctx, "CPU:0");
     for (int i = 0; i < c->n_in; i++) {
-        in[i] = make_input(ctx, &c->in[i], 0x9e3779b97f4a7c15ull * (uint64_t)(ci * 8 + i + 1));
+        in[i] = make_input(ctx, &c->in[i], 0x9e3779b97f4a7c15ull * (uint64_t)(ci * 8 + i + 1),
+                           dev);
         if (in[i] && is_float(c->in[i].dtype)) src[n_src++] = in[i];
     }
-    tfl_device_scope_pop(ctx);
     bool ok = tfl_ctx_status(ctx) == TFL_OK;
     tfl_tape *tape = ok && n_src ? tfl_tape_begin(ctx, TFL_TAPE_NO_AUTO_WATCH) : NULL;
     for (int i = 0; i < n_src && tape; i++) tfl_tape_watch(tape, src[i]);
@@ -235,9 +242,7 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
         if (y && tape && is_float(tfl_tensor_dtype(y))) {
             bc_input wspec = {tfl_tensor_dtype(y), tfl_tensor_rank(y), {0}, BC_UNIFORM, 0, 0};
             memcpy(wspec.shape, tfl_tensor_shape(y), sizeof(int64_t) * (size_t)wspec.rank);
-            tfl_device_scope_push(ctx, "CPU:0");
-            tfl_tensor *w = make_input(ctx, &wspec, 0x1234567ull + (uint64_t)ci);
-            tfl_device_scope_pop(ctx);
+            tfl_tensor *w = make_input(ctx, &wspec, 0x1234567ull + (uint64_t)ci, dev);
             loss = w ? tfl_reduce_sum(ctx, tfl_mul(ctx, y, w), 0, NULL, false) : NULL;
         }
         if (tape) tfl_tape_end(tape);
@@ -350,6 +355,32 @@ int main(int argc, char **argv)
         }
         result_free(&ref);
         result_free(&got);
+    }
+    /* random ops: one seed gives the same values on both devices, bit for bit */
+    for (int k = 0; k < 6; k++) {
+        tfl_dtype dt = k % 2 ? TFL_DTYPE_FLOAT64 : TFL_DTYPE_FLOAT32;
+        const int64_t shape[2] = {5, 7};
+        values v[2] = {{0}};
+        bool ok = true;
+        tfl_frame_push(ctx);
+        for (int d = 0; d < 2 && ok; d++) {
+            tfl_device_scope_push(ctx, d ? dev : "CPU:0");
+            tfl_tensor *t = k / 2 == 0   ? tfl_random_uniform(ctx, dt, 2, shape, -1.0, 3.0, 42)
+                            : k / 2 == 1 ? tfl_random_normal(ctx, dt, 2, shape, 0.5, 2.0, 42)
+                                         : tfl_truncated_normal(ctx, dt, 2, shape, 0.0, 1.0, 42);
+            if (t && d && strcmp(tfl_tensor_device(t), dev) != 0) t = NULL;
+            tfl_device_scope_pop(ctx);
+            ok = t && read_values(ctx, t, &v[d]);
+        }
+        if (!ok || !compare("random", &v[0], &v[1], true, msg, sizeof msg)) {
+            printf("FAIL random op %d (%s) on %s: %s\n", k / 2, tfl_dtype_name(dt), dev,
+                   ok ? msg : tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+            failures++;
+        }
+        free(v[0].v);
+        free(v[1].v);
+        tfl_frame_pop(ctx);
     }
     /* coverage: every op ran on the device under test */
     int missing = 0;
