@@ -24,8 +24,8 @@ static inline unsigned tflcu_blocks(int64_t n)
     return (unsigned)b;
 }
 
-#define TFLCU_LOOP(i, n)                                                                    \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
+#define TFLCU_LOOP(i, n)                                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)blockDim.x * gridDim.x)
 
 /* the element offset of operand `op` for the output's linear index i */
@@ -54,6 +54,9 @@ static inline bool tflcu_contiguous(const tflcu_iter *it)
     return true;
 }
 
-static inline int tflcu_status(void) { return (int)cudaGetLastError(); }
+static inline int tflcu_status(void)
+{
+    return (int)cudaGetLastError();
+}
 
 #endif /* TFL_CUDA_CU_COMMON_CUH */

@@ -24,11 +24,11 @@ extern "C" {
 
 typedef struct tflcu_iter {
     int rank;
-    int n_ops;                                /* output + inputs */
-    int64_t numel;                            /* product of shape */
+    int n_ops;     /* output + inputs */
+    int64_t numel; /* product of shape */
     int64_t shape[TFLCU_MAX_RANK];
     int64_t strides[TFLCU_MAX_OPS][TFLCU_MAX_RANK]; /* elements */
-    void *ptr[TFLCU_MAX_OPS];                 /* element 0 of each operand */
+    void *ptr[TFLCU_MAX_OPS];                       /* element 0 of each operand */
 } tflcu_iter;
 
 /* elementwise (k_elementwise.cu): op is the tfl__op_id; alpha: LeakyRelu's alpha, Gelu's

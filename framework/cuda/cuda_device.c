@@ -54,10 +54,11 @@ static tfl_status cu_copy_host(tfl__device *dev, void *dst, const void *src, siz
     tfl__cuda_device *cu = tfl__cuda(dev);
     if (bytes == 0) return TFL_OK;
     TFL_TRY(use(dev));
-    TFL_TRY(tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost
-                                                                           : cudaMemcpyHostToDevice,
-                                                 cu->stream),
-                            "cudaMemcpyAsync"));
+    TFL_TRY(tfl__cuda_check(
+        dev,
+        cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                        cu->stream),
+        "cudaMemcpyAsync"));
     return tfl__cuda_check(dev, cudaStreamSynchronize(cu->stream), "cudaStreamSynchronize");
 }
 
@@ -72,14 +73,14 @@ static tfl_status cu_sync(tfl__device *dev)
     return tfl__cuda_check(dev, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-static tfl_status cu_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
-                                 const void *src, size_t bytes)
+static tfl_status cu_copy_device(tfl__device *dev, tfl__stream *stream, void *dst, const void *src,
+                                 size_t bytes)
 {
     if (bytes == 0) return TFL_OK;
     TFL_TRY(use(dev));
-    return tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                                                stream_of(dev, stream)),
-                           "cudaMemcpyAsync (device to device)");
+    return tfl__cuda_check(
+        dev, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(dev, stream)),
+        "cudaMemcpyAsync (device to device)");
 }
 
 /* Host -> device copies up to the staging size go through pinned memory and return before
@@ -93,17 +94,19 @@ static tfl_status cu_copy_host_async(tfl__device *dev, tfl__stream *stream, void
     if (bytes == 0) return TFL_OK;
     TFL_TRY(use(dev));
     if (!to_host && cu->staging && bytes <= TFL_CUDA_STAGING_BYTES) {
-        TFL_TRY(tfl__cuda_check(dev, cudaEventSynchronize(cu->staging_done), "cudaEventSynchronize"));
+        TFL_TRY(
+            tfl__cuda_check(dev, cudaEventSynchronize(cu->staging_done), "cudaEventSynchronize"));
         memcpy(cu->staging, src, bytes);
-        TFL_TRY(tfl__cuda_check(dev, cudaMemcpyAsync(dst, cu->staging, bytes,
-                                                     cudaMemcpyHostToDevice, s),
+        TFL_TRY(tfl__cuda_check(dev,
+                                cudaMemcpyAsync(dst, cu->staging, bytes, cudaMemcpyHostToDevice, s),
                                 "cudaMemcpyAsync"));
         return tfl__cuda_check(dev, cudaEventRecord(cu->staging_done, s), "cudaEventRecord");
     }
-    return tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost
-                                                                         : cudaMemcpyHostToDevice,
-                                                s),
-                           "cudaMemcpyAsync");
+    return tfl__cuda_check(
+        dev,
+        cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                        s),
+        "cudaMemcpyAsync");
 }
 
 static tfl_status cu_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
@@ -162,9 +165,9 @@ static tfl_status cu_event_record(tfl__device *dev, tfl__event *event, tfl__stre
 
 static tfl_status cu_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event)
 {
-    return tfl__cuda_check(dev, cudaStreamWaitEvent(stream_of(dev, stream),
-                                                    (cudaEvent_t)(void *)event, 0),
-                           "cudaStreamWaitEvent");
+    return tfl__cuda_check(
+        dev, cudaStreamWaitEvent(stream_of(dev, stream), (cudaEvent_t)(void *)event, 0),
+        "cudaStreamWaitEvent");
 }
 
 static tfl_status cu_event_sync(tfl__device *dev, tfl__event *event)
@@ -272,8 +275,8 @@ static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
     int n_gpus = 0;
     cu->multi = cudaGetDeviceCount(&n_gpus) == cudaSuccess && n_gpus > 1;
     struct cudaDeviceProp prop;
-    tfl_status st = tfl__cuda_check(dev, cudaGetDeviceProperties(&prop, index),
-                                    "cudaGetDeviceProperties");
+    tfl_status st =
+        tfl__cuda_check(dev, cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     if (st == TFL_OK) {
         snprintf(cu->gpu_name, sizeof cu->gpu_name, "%s", prop.name);
         cu->total_mem = prop.totalGlobalMem;
@@ -287,8 +290,8 @@ static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
     if (st == TFL_OK)
         st = tfl__cuda_check(dev, cudaMalloc((void **)&cu->check, sizeof(int64_t)), "cudaMalloc");
     if (st == TFL_OK)
-        st = tfl__cuda_check(dev, cudaEventCreateWithFlags(&cu->staging_done,
-                                                           cudaEventDisableTiming),
+        st = tfl__cuda_check(dev,
+                             cudaEventCreateWithFlags(&cu->staging_done, cudaEventDisableTiming),
                              "cudaEventCreate");
     if (st == TFL_OK) {
         cublasStatus_t bs = cublasCreate(&cu->blas);
@@ -297,8 +300,8 @@ static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
             st = tfl__set_error(ctx, TFL_INTERNAL, "cublasCreate failed on GPU:%d: %s", index,
                                 cublasGetStatusString(bs));
     }
-    if (st == TFL_OK && cudaHostAlloc(&cu->staging, TFL_CUDA_STAGING_BYTES, cudaHostAllocDefault) !=
-                            cudaSuccess) {
+    if (st == TFL_OK &&
+        cudaHostAlloc(&cu->staging, TFL_CUDA_STAGING_BYTES, cudaHostAllocDefault) != cudaSuccess) {
         cu->staging = NULL; /* no pinned memory: copies go unstaged */
         (void)cudaGetLastError();
     }

@@ -19,13 +19,13 @@
 
 typedef struct tfl__cuda_device {
     tfl__device base;
-    int ordinal;               /* the CUDA device number */
-    int multi;                 /* more than one GPU: set the current device before launches */
-    cudaStream_t stream;       /* the device's own stream (NULL tfl__stream) */
-    cublasHandle_t blas;       /* bound to stream */
-    void *staging;             /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */
-    cudaEvent_t staging_done;  /* recorded after the last copy out of staging */
-    int64_t *check;            /* device word for index checks (tflcu_gather ...) */
+    int ordinal;              /* the CUDA device number */
+    int multi;                /* more than one GPU: set the current device before launches */
+    cudaStream_t stream;      /* the device's own stream (NULL tfl__stream) */
+    cublasHandle_t blas;      /* bound to stream */
+    void *staging;            /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */
+    cudaEvent_t staging_done; /* recorded after the last copy out of staging */
+    int64_t *check;           /* device word for index checks (tflcu_gather ...) */
     size_t total_mem;
     int cc_major, cc_minor;
     char gpu_name[256];

@@ -58,8 +58,8 @@ const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it,
-                                           stream(k)),
+    if (tfl__cuda_check(k->dev,
+                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
                         "strided copy") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
@@ -88,7 +88,8 @@ static tfl_status k_cast(const tfl__kcall *k)
         /* real -> complex: zeros, then the real parts (every other float of the output) */
         TFL_TRY(tfl__dev_memset(k->dev, NULL, tfl__data(k->out), 0,
                                 (size_t)k->out->numel * tfl_dtype_size(dst)));
-        for (int d = 0; d < it.rank; d++) it.strides[0][d] *= 2;
+        for (int d = 0; d < it.rank; d++)
+            it.strides[0][d] *= 2;
         dst = dst == TFL_DTYPE_COMPLEX64 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
         return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, stream(k)), "Cast");
     }
@@ -101,9 +102,9 @@ static tfl_status k_copy(const tfl__kcall *k)
 {
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, 1, k->in);
-    return tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it,
-                                              stream(k)),
-                           tfl__op_defs[k->op].name);
+    return tfl__cuda_check(
+        k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
+        tfl__op_defs[k->op].name);
 }
 
 /* ---- reductions ---------------------------------------------------------------------------- */
@@ -125,9 +126,9 @@ static tfl_status k_reduce(const tfl__kcall *k)
     }
     r.n_out = k->out->numel;
     r.count = tfl__numel(r.nr, r.rshape);
-    return tfl__cuda_check(k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x),
-                                                    tfl__data(k->out), stream(k)),
-                           tfl__op_defs[k->op].name);
+    return tfl__cuda_check(
+        k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out), stream(k)),
+        tfl__op_defs[k->op].name);
 }
 
 static void split_axis(const tfl_tensor *x, int axis, int64_t *outer, int64_t *n, int64_t *inner)
@@ -144,10 +145,10 @@ static tfl_status k_arg(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    tfl_status st = tfl__cuda_check(k->dev, tflcu_arg(k->op, x->dtype, tfl__data(x),
-                                                      tfl__data(k->out), outer, n, inner,
-                                                      stream(k)),
-                                    tfl__op_defs[k->op].name);
+    tfl_status st = tfl__cuda_check(
+        k->dev,
+        tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out), outer, n, inner, stream(k)),
+        tfl__op_defs[k->op].name);
     tfl_tensor_release(tmp);
     return st;
 }
@@ -159,10 +160,11 @@ static tfl_status k_softmax(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    tfl_status st = tfl__cuda_check(
-        k->dev, tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
-                              tfl__data(k->out), outer, n, inner, stream(k)),
-        tfl__op_defs[k->op].name);
+    tfl_status st =
+        tfl__cuda_check(k->dev,
+                        tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
+                                      tfl__data(k->out), outer, n, inner, stream(k)),
+                        tfl__op_defs[k->op].name);
     tfl_tensor_release(tmp);
     return st;
 }
@@ -178,8 +180,9 @@ static tfl_status k_softmax_xent(const tfl__kcall *k)
     if (z) {
         int64_t outer, n, inner;
         split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-        st = tfl__cuda_check(k->dev, tflcu_xent(x->dtype, tfl__data(x), tfl__data(z),
-                                                tfl__data(k->out), outer, n, inner, stream(k)),
+        st = tfl__cuda_check(k->dev,
+                             tflcu_xent(x->dtype, tfl__data(x), tfl__data(z), tfl__data(k->out),
+                                        outer, n, inner, stream(k)),
                              "SoftmaxCrossEntropyWithLogits");
     }
     tfl_tensor_release(tx);
@@ -187,8 +190,8 @@ static tfl_status k_softmax_xent(const tfl__kcall *k)
     return st;
 }
 
-static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index,
-                            int64_t classes, tfl__device *dev)
+static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index, int64_t classes,
+                            tfl__device *dev)
 {
     int64_t v = 0;
     if (labels->dtype == TFL_DTYPE_INT32) {
@@ -197,8 +200,8 @@ static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t inde
                                    sizeof v32, 1));
         v = v32;
     } else {
-        TFL_TRY(tfl__dev_copy_host(dev, &v, (const int64_t *)tfl__data(labels) + index,
-                                   sizeof v, 1));
+        TFL_TRY(
+            tfl__dev_copy_host(dev, &v, (const int64_t *)tfl__data(labels) + index, sizeof v, 1));
     }
     char pos[160] = "";
     int64_t at[TFL_MAX_RANK];
@@ -228,8 +231,8 @@ static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
         if (st == TFL_OK)
             st = tfl__cuda_check(k->dev,
                                  tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels),
-                                                   labels->dtype, tfl__data(k->out), rows,
-                                                   classes, tfl__cuda(k->dev)->check, stream(k)),
+                                                   labels->dtype, tfl__data(k->out), rows, classes,
+                                                   tfl__cuda(k->dev)->check, stream(k)),
                                  "SparseSoftmaxCrossEntropyWithLogits");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) st = bad_label(k->ctx, labels, bad, classes, k->dev);
@@ -247,9 +250,9 @@ static tfl_status k_dropout(const tfl__kcall *k)
     const tfl__dropout_attrs *a = k->attrs;
     uint32_t t = (uint32_t)ceil(a->rate * 16777216.0); /* the CPU's keep threshold */
     tfl_status st = tfl__cuda_check(
-        k->dev, tflcu_dropout(x->dtype, tfl__data(x), tfl__data(k->out), x->numel,
-                              (uint32_t)a->key, (uint32_t)(a->key >> 32), t, 1.0 - a->rate,
-                              stream(k)),
+        k->dev,
+        tflcu_dropout(x->dtype, tfl__data(x), tfl__data(k->out), x->numel, (uint32_t)a->key,
+                      (uint32_t)(a->key >> 32), t, 1.0 - a->rate, stream(k)),
         "Dropout");
     tfl_tensor_release(tmp);
     return st;
@@ -267,15 +270,15 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
     if (st == TFL_OK) {
         const tfl_tensor *x = in[0];
         const int64_t c = x->shape[x->rank - 1];
-        st = tfl__cuda_check(k->dev,
-                             tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]),
-                                              tfl__data(in[2]), tfl__data(in[3]), tfl__data(in[4]),
-                                              tfl__data(k->out), x->numel, c,
-                                              ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
-                                              stream(k)),
-                             "BatchNorm");
+        st = tfl__cuda_check(
+            k->dev,
+            tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]), tfl__data(in[2]),
+                             tfl__data(in[3]), tfl__data(in[4]), tfl__data(k->out), x->numel, c,
+                             ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, stream(k)),
+            "BatchNorm");
     }
-    for (int i = 0; i < 5; i++) tfl_tensor_release(tmp[i]);
+    for (int i = 0; i < 5; i++)
+        tfl_tensor_release(tmp[i]);
     return st;
 }
 
@@ -310,8 +313,8 @@ static const tfl_tensor *batch_operand(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it,
-                                           stream(k)),
+    if (tfl__cuda_check(k->dev,
+                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
                         "MatMul (broadcast)") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
@@ -357,38 +360,39 @@ static tfl_status k_matmul(const tfl__kcall *k)
         switch ((tfl_dtype)c->dtype) {
         case TFL_DTYPE_FLOAT32: {
             const float one = 1.0f, zero = 0.0f;
-            bs = cublasSgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
-                                           lda, sa, &zero, pc, ldc, sc, batches);
+            bs = cublasSgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa, lda,
+                                           sa, &zero, pc, ldc, sc, batches);
             break;
         }
         case TFL_DTYPE_FLOAT64: {
             const double one = 1.0, zero = 0.0;
-            bs = cublasDgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
-                                           lda, sa, &zero, pc, ldc, sc, batches);
+            bs = cublasDgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa, lda,
+                                           sa, &zero, pc, ldc, sc, batches);
             break;
         }
         case TFL_DTYPE_COMPLEX64: {
             const cuComplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
-            bs = cublasCgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
-                                           lda, sa, &zero, pc, ldc, sc, batches);
+            bs = cublasCgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa, lda,
+                                           sa, &zero, pc, ldc, sc, batches);
             break;
         }
         case TFL_DTYPE_COMPLEX128: {
             const cuDoubleComplex one = {1.0, 0.0}, zero = {0.0, 0.0};
-            bs = cublasZgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
-                                           lda, sa, &zero, pc, ldc, sc, batches);
+            bs = cublasZgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa, lda,
+                                           sa, &zero, pc, ldc, sc, batches);
             break;
         }
         case TFL_DTYPE_FLOAT16:
         case TFL_DTYPE_BFLOAT16: { /* float32 compute, half storage */
             const float one = 1.0f, zero = 0.0f;
             cudaDataType t = c->dtype == TFL_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
-            bs = cublasGemmStridedBatchedEx(cu->blas, opb, opa, M, N, K, &one, pb, t, ldb, sb,
-                                            pa, t, lda, sa, &zero, pc, t, ldc, sc, batches,
+            bs = cublasGemmStridedBatchedEx(cu->blas, opb, opa, M, N, K, &one, pb, t, ldb, sb, pa,
+                                            t, lda, sa, &zero, pc, t, ldc, sc, batches,
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
             break;
         }
-        default: break;
+        default:
+            break;
         }
         st = bs == CUBLAS_STATUS_SUCCESS
                  ? TFL_OK
@@ -411,14 +415,36 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
-    EW(ADD, M_R), EW(SUB, M_R), EW(MUL, M_R), EW(DIV, M_F), EW(POW, M_F),
-    EW(MAXIMUM, M_R), EW(MINIMUM, M_R), EW(NEG, M_R), EW(ABS, M_R), EW(SIGN, M_R),
-    EW(EXP, M_F), EW(LOG, M_F), EW(SQRT, M_F), EW(ERF, M_F),
-    EW(RELU, M_F), EW(RELU_GRAD, M_F), EW(LEAKY_RELU, M_F), EW(SIGMOID, M_F), EW(TANH, M_F),
-    EW(GELU, M_F), EW(SIGMOID_XENT, M_F),
-    EW(EQUAL, M_CMP), EW(NOT_EQUAL, M_CMP), EW(LESS, M_R), EW(LESS_EQUAL, M_R),
-    EW(GREATER, M_R), EW(GREATER_EQUAL, M_R),
-    EW(LOGICAL_AND, TFL_DT(BOOL)), EW(LOGICAL_OR, TFL_DT(BOOL)), EW(LOGICAL_NOT, TFL_DT(BOOL)),
+    EW(ADD, M_R),
+    EW(SUB, M_R),
+    EW(MUL, M_R),
+    EW(DIV, M_F),
+    EW(POW, M_F),
+    EW(MAXIMUM, M_R),
+    EW(MINIMUM, M_R),
+    EW(NEG, M_R),
+    EW(ABS, M_R),
+    EW(SIGN, M_R),
+    EW(EXP, M_F),
+    EW(LOG, M_F),
+    EW(SQRT, M_F),
+    EW(ERF, M_F),
+    EW(RELU, M_F),
+    EW(RELU_GRAD, M_F),
+    EW(LEAKY_RELU, M_F),
+    EW(SIGMOID, M_F),
+    EW(TANH, M_F),
+    EW(GELU, M_F),
+    EW(SIGMOID_XENT, M_F),
+    EW(EQUAL, M_CMP),
+    EW(NOT_EQUAL, M_CMP),
+    EW(LESS, M_R),
+    EW(LESS_EQUAL, M_R),
+    EW(GREATER, M_R),
+    EW(GREATER_EQUAL, M_R),
+    EW(LOGICAL_AND, TFL_DT(BOOL)),
+    EW(LOGICAL_OR, TFL_DT(BOOL)),
+    EW(LOGICAL_NOT, TFL_DT(BOOL)),
     [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},

@@ -19,8 +19,8 @@ static tfl_status copy_into(const tfl__kcall *k, const tfl_tensor *part, const t
 {
     tflcu_iter it;
     tfl__cuda_iter(&it, part, 1, &x);
-    return tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)x->dtype), &it,
-                                              stream(k)),
+    return tfl__cuda_check(k->dev,
+                           tflcu_copy((int)tfl_dtype_size((tfl_dtype)x->dtype), &it, stream(k)),
                            tfl__op_defs[k->op].name);
 }
 
@@ -44,9 +44,9 @@ static tfl_status k_where(const tfl__kcall *k)
 {
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, 3, k->in);
-    return tfl__cuda_check(k->dev, tflcu_select((int)tfl_dtype_size((tfl_dtype)k->out->dtype),
-                                                &it, stream(k)),
-                           "SelectV2");
+    return tfl__cuda_check(
+        k->dev, tflcu_select((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
+        "SelectV2");
 }
 
 /* the bytes of value in dtype dt (the CPU's store_f64) */
@@ -54,15 +54,22 @@ static void value_bytes(tfl_dtype dt, double v, unsigned char out[16])
 {
     memset(out, 0, 16);
     switch (dt) {
-    case TFL_DTYPE_BOOL: out[0] = v != 0.0; break;
+    case TFL_DTYPE_BOOL:
+        out[0] = v != 0.0;
+        break;
     case TFL_DTYPE_INT32: {
-        int32_t x = v != v ? 0 : v <= INT32_MIN ? INT32_MIN : v >= INT32_MAX ? INT32_MAX : (int32_t)v;
+        int32_t x = v != v           ? 0
+                    : v <= INT32_MIN ? INT32_MIN
+                    : v >= INT32_MAX ? INT32_MAX
+                                     : (int32_t)v;
         memcpy(out, &x, sizeof x);
         break;
     }
     case TFL_DTYPE_INT64: {
-        int64_t x = v != v ? 0 : v <= (double)INT64_MIN ? INT64_MIN
-                  : v >= (double)INT64_MAX ? INT64_MAX : (int64_t)v;
+        int64_t x = v != v                   ? 0
+                    : v <= (double)INT64_MIN ? INT64_MIN
+                    : v >= (double)INT64_MAX ? INT64_MAX
+                                             : (int64_t)v;
         memcpy(out, &x, sizeof x);
         break;
     }
@@ -82,7 +89,9 @@ static void value_bytes(tfl_dtype dt, double v, unsigned char out[16])
         memcpy(out, &f, sizeof f);
         break;
     }
-    default: memcpy(out, &v, sizeof v); break;
+    default:
+        memcpy(out, &v, sizeof v);
+        break;
     }
 }
 
@@ -95,8 +104,8 @@ static tfl_status k_pad(const tfl__kcall *k)
     int es = (int)tfl_dtype_size(dt);
     unsigned char v[16];
     value_bytes(dt, a->value, v);
-    TFL_TRY(tfl__cuda_check(k->dev, tflcu_fill(es, tfl__data(out), out->numel, v, stream(k)),
-                            "PadV2"));
+    TFL_TRY(
+        tfl__cuda_check(k->dev, tflcu_fill(es, tfl__data(out), out->numel, v, stream(k)), "PadV2"));
     if (x->numel == 0) return TFL_OK;
     tfl_tensor part = *out; /* the region x fills */
     for (int d = 0; d < out->rank; d++) {
@@ -122,9 +131,9 @@ static tfl_status k_gather(const tfl__kcall *k)
         st = tfl__cuda_check_reset(k->dev);
         if (st == TFL_OK)
             st = tfl__cuda_check(k->dev,
-                                 tflcu_gather(tfl__data(params), tfl__data(indices),
-                                              indices->dtype, tfl__data(k->out), outer, dim, nidx,
-                                              inner, tfl__cuda(k->dev)->check, stream(k)),
+                                 tflcu_gather(tfl__data(params), tfl__data(indices), indices->dtype,
+                                              tfl__data(k->out), outer, dim, nidx, inner,
+                                              tfl__cuda(k->dev)->check, stream(k)),
                                  "GatherV2");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) {
@@ -202,9 +211,10 @@ static tfl_status k_segment_sum(const tfl__kcall *k)
                 st = tfl__dev_copy_host(k->dev, &v, src, is, 1);
             }
             if (st == TFL_OK)
-                st = tfl__set_error(k->ctx, TFL_INVALID_ARGUMENT,
-                                    "UnsortedSegmentSum: segment_ids[%lld] = %lld is not in [0, %lld)",
-                                    (long long)bad, (long long)v, (long long)nseg);
+                st = tfl__set_error(
+                    k->ctx, TFL_INVALID_ARGUMENT,
+                    "UnsortedSegmentSum: segment_ids[%lld] = %lld is not in [0, %lld)",
+                    (long long)bad, (long long)v, (long long)nseg);
         }
     }
     tfl_tensor_release(td);

@@ -15,38 +15,85 @@
 #define C64 TFL_DTYPE_COMPLEX64
 
 /* an input: dtype, rank, shape */
-#define IN(dt, r, ...) {dt, r, {__VA_ARGS__}, BC_UNIFORM, 0, 0}
-#define INP(dt, r, ...) {dt, r, {__VA_ARGS__}, BC_POS, 0, 0}
-#define INV(dt, r, ...) {dt, r, {__VA_ARGS__}, BC_UNIFORM, 0, 1}
-#define IDX(dt, hi, r, ...) {dt, r, {__VA_ARGS__}, BC_INDEX, hi, 0}
-#define INB(r, ...) {BOOL, r, {__VA_ARGS__}, BC_BOOL, 0, 0}
-#define PROB(dt, r, ...) {dt, r, {__VA_ARGS__}, BC_PROB, 0, 0}
+#define IN(dt, r, ...)                                                                             \
+    {                                                                                              \
+        dt, r, {__VA_ARGS__}, BC_UNIFORM, 0, 0                                                     \
+    }
+#define INP(dt, r, ...)                                                                            \
+    {                                                                                              \
+        dt, r, {__VA_ARGS__}, BC_POS, 0, 0                                                         \
+    }
+#define INV(dt, r, ...)                                                                            \
+    {                                                                                              \
+        dt, r, {__VA_ARGS__}, BC_UNIFORM, 0, 1                                                     \
+    }
+#define IDX(dt, hi, r, ...)                                                                        \
+    {                                                                                              \
+        dt, r, {__VA_ARGS__}, BC_INDEX, hi, 0                                                      \
+    }
+#define INB(r, ...)                                                                                \
+    {                                                                                              \
+        BOOL, r, {__VA_ARGS__}, BC_BOOL, 0, 0                                                      \
+    }
+#define PROB(dt, r, ...)                                                                           \
+    {                                                                                              \
+        dt, r, {__VA_ARGS__}, BC_PROB, 0, 0                                                        \
+    }
 
-#define BIN(fn) static tfl_tensor *b_##fn(tfl_ctx *c, tfl_tensor *const *in) { return tfl_##fn(c, in[0], in[1]); }
-#define UN(fn) static tfl_tensor *b_##fn(tfl_ctx *c, tfl_tensor *const *in) { return tfl_##fn(c, in[0]); }
-BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(maximum) BIN(minimum)
-BIN(equal) BIN(not_equal) BIN(less) BIN(less_equal) BIN(greater) BIN(greater_equal)
-BIN(logical_and) BIN(logical_or) BIN(relu_grad) BIN(sigmoid_cross_entropy)
-UN(neg) UN(exp) UN(log) UN(sqrt) UN(abs) UN(relu) UN(sigmoid) UN(tanh) UN(erf) UN(sign)
-UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
+#define BIN(fn)                                                                                    \
+    static tfl_tensor *b_##fn(tfl_ctx *c, tfl_tensor *const *in)                                   \
+    {                                                                                              \
+        return tfl_##fn(c, in[0], in[1]);                                                          \
+    }
+#define UN(fn)                                                                                     \
+    static tfl_tensor *b_##fn(tfl_ctx *c, tfl_tensor *const *in)                                   \
+    {                                                                                              \
+        return tfl_##fn(c, in[0]);                                                                 \
+    }
+BIN(add)
+BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(maximum) BIN(minimum) BIN(equal) BIN(not_equal) BIN(less)
+    BIN(less_equal) BIN(greater) BIN(greater_equal) BIN(logical_and) BIN(logical_or) BIN(relu_grad)
+        BIN(sigmoid_cross_entropy) UN(neg) UN(exp) UN(log) UN(sqrt) UN(abs) UN(relu) UN(sigmoid)
+            UN(tanh) UN(erf) UN(sign) UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
 
-static tfl_tensor *b_softmax_cross_entropy_last(tfl_ctx *c, tfl_tensor *const *in)
+                static tfl_tensor *b_softmax_cross_entropy_last(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_softmax_cross_entropy(c, in[0], in[1], -1);
 }
 
-static tfl_tensor *b_leaky(tfl_ctx *c, tfl_tensor *const *in) { return tfl_leaky_relu(c, in[0], 0.2); }
-static tfl_tensor *b_gelu(tfl_ctx *c, tfl_tensor *const *in) { return tfl_gelu(c, in[0], false); }
-static tfl_tensor *b_gelu_tanh(tfl_ctx *c, tfl_tensor *const *in) { return tfl_gelu(c, in[0], true); }
-static tfl_tensor *b_softmax(tfl_ctx *c, tfl_tensor *const *in) { return tfl_softmax(c, in[0], -1); }
-static tfl_tensor *b_softmax0(tfl_ctx *c, tfl_tensor *const *in) { return tfl_softmax(c, in[0], 0); }
-static tfl_tensor *b_log_softmax(tfl_ctx *c, tfl_tensor *const *in) { return tfl_log_softmax(c, in[0], 1); }
+static tfl_tensor *b_leaky(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_leaky_relu(c, in[0], 0.2);
+}
+static tfl_tensor *b_gelu(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_gelu(c, in[0], false);
+}
+static tfl_tensor *b_gelu_tanh(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_gelu(c, in[0], true);
+}
+static tfl_tensor *b_softmax(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_softmax(c, in[0], -1);
+}
+static tfl_tensor *b_softmax0(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_softmax(c, in[0], 0);
+}
+static tfl_tensor *b_log_softmax(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_log_softmax(c, in[0], 1);
+}
 static tfl_tensor *b_sum02(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int axes[2] = {0, 2};
     return tfl_reduce_sum(c, in[0], 2, axes, false);
 }
-static tfl_tensor *b_sum_all(tfl_ctx *c, tfl_tensor *const *in) { return tfl_reduce_sum(c, in[0], 0, NULL, false); }
+static tfl_tensor *b_sum_all(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_reduce_sum(c, in[0], 0, NULL, false);
+}
 static tfl_tensor *b_mean1(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int axes[1] = {1};
@@ -62,14 +109,26 @@ static tfl_tensor *b_min0(tfl_ctx *c, tfl_tensor *const *in)
     const int axes[1] = {0};
     return tfl_reduce_min(c, in[0], 1, axes, false);
 }
-static tfl_tensor *b_argmax(tfl_ctx *c, tfl_tensor *const *in) { return tfl_argmax(c, in[0], 1); }
-static tfl_tensor *b_argmin(tfl_ctx *c, tfl_tensor *const *in) { return tfl_argmin(c, in[0], 0); }
-static tfl_tensor *b_matmul(tfl_ctx *c, tfl_tensor *const *in) { return tfl_matmul(c, in[0], in[1], 0); }
+static tfl_tensor *b_argmax(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_argmax(c, in[0], 1);
+}
+static tfl_tensor *b_argmin(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_argmin(c, in[0], 0);
+}
+static tfl_tensor *b_matmul(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_matmul(c, in[0], in[1], 0);
+}
 static tfl_tensor *b_matmul_tt(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_matmul(c, in[0], in[1], TFL_TRANSPOSE_A | TFL_TRANSPOSE_B);
 }
-static tfl_tensor *b_matmul_tb(tfl_ctx *c, tfl_tensor *const *in) { return tfl_matmul(c, in[0], in[1], TFL_TRANSPOSE_B); }
+static tfl_tensor *b_matmul_tb(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_matmul(c, in[0], in[1], TFL_TRANSPOSE_B);
+}
 static tfl_tensor *b_reshape(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int64_t s[2] = {4, 6};
@@ -90,20 +149,38 @@ static tfl_tensor *b_concat(tfl_ctx *c, tfl_tensor *const *in)
     const tfl_tensor *xs[3] = {in[0], in[1], in[2]};
     return tfl_concat(c, 3, xs, 1);
 }
-static tfl_tensor *b_gather(tfl_ctx *c, tfl_tensor *const *in) { return tfl_gather(c, in[0], in[1], 1); }
-static tfl_tensor *b_gather0(tfl_ctx *c, tfl_tensor *const *in) { return tfl_gather(c, in[0], in[1], 0); }
+static tfl_tensor *b_gather(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_gather(c, in[0], in[1], 1);
+}
+static tfl_tensor *b_gather0(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_gather(c, in[0], in[1], 0);
+}
 static tfl_tensor *b_one_hot(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_one_hot(c, in[0], 5, 2.5, -1.0, F32);
 }
-static tfl_tensor *b_cast_f64(tfl_ctx *c, tfl_tensor *const *in) { return tfl_cast(c, in[0], F64); }
-static tfl_tensor *b_cast_f16(tfl_ctx *c, tfl_tensor *const *in) { return tfl_cast(c, in[0], F16); }
+static tfl_tensor *b_cast_f64(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_cast(c, in[0], F64);
+}
+static tfl_tensor *b_cast_f16(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_cast(c, in[0], F16);
+}
 static tfl_tensor *b_cast_i32(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_cast(c, tfl_mul(c, in[0], tfl_scalar_f32(c, 3.0f)), I32);
 }
-static tfl_tensor *b_cast_bool_f32(tfl_ctx *c, tfl_tensor *const *in) { return tfl_cast(c, in[0], F32); }
-static tfl_tensor *b_where(tfl_ctx *c, tfl_tensor *const *in) { return tfl_where(c, in[0], in[1], in[2]); }
+static tfl_tensor *b_cast_bool_f32(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_cast(c, in[0], F32);
+}
+static tfl_tensor *b_where(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_where(c, in[0], in[1], in[2]);
+}
 static tfl_tensor *b_broadcast_to(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int64_t s[3] = {2, 3, 4};
@@ -130,7 +207,10 @@ static tfl_tensor *b_batch_norm(tfl_ctx *c, tfl_tensor *const *in)
     if (tfl_moments(c, in[0], 1, axes, false, &mean, &var) != TFL_OK) return NULL;
     return tfl_batch_norm(c, in[0], mean, var, in[1], in[2], 1e-3);
 }
-static tfl_tensor *b_dropout(tfl_ctx *c, tfl_tensor *const *in) { return tfl_dropout(c, in[0], 0.3, 1234); }
+static tfl_tensor *b_dropout(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_dropout(c, in[0], 0.3, 1234);
+}
 static tfl_tensor *b_conv2d(tfl_ctx *c, tfl_tensor *const *in)
 {
     const tfl_conv2d_opts o = {{1, 1}, {1, 1}, TFL_PADDING_SAME};
@@ -222,14 +302,20 @@ const bc_case bc_cases[] = {
     {"ArgMax/f32", 1, {IN(F32, 2, 4, 7)}, b_argmax},
     {"ArgMin/i32", 1, {IDX(I32, 5, 2, 6, 3)}, b_argmin},
     {"MatMul/f32", 2, {IN(F32, 2, 5, 7), IN(F32, 2, 7, 3)}, b_matmul},
-    {"MatMul/f32/batch-broadcast/tt", 2, {IN(F32, 4, 2, 1, 7, 5), IN(F32, 3, 3, 3, 7)}, b_matmul_tt},
+    {"MatMul/f32/batch-broadcast/tt",
+     2,
+     {IN(F32, 4, 2, 1, 7, 5), IN(F32, 3, 3, 3, 7)},
+     b_matmul_tt},
     {"MatMul/f64/transpose_b", 2, {IN(F64, 3, 2, 4, 6), IN(F64, 3, 2, 5, 6)}, b_matmul_tb},
     {"MatMul/f32/views", 2, {INV(F32, 2, 4, 6), INV(F32, 2, 6, 3)}, b_matmul},
     {"Reshape/f32", 1, {IN(F32, 3, 2, 3, 4)}, b_reshape},
     {"Transpose/f32", 1, {IN(F32, 3, 2, 3, 4)}, b_transpose},
     {"Slice/f32", 1, {IN(F32, 2, 4, 6)}, b_slice},
     {"ConcatV2/f32", 3, {IN(F32, 2, 2, 3), INV(F32, 2, 2, 1), IN(F32, 2, 2, 4)}, b_concat},
-    {"ConcatV2/i32", 3, {IDX(I32, 9, 2, 2, 3), IDX(I32, 9, 2, 2, 1), IDX(I32, 9, 2, 2, 2)}, b_concat},
+    {"ConcatV2/i32",
+     3,
+     {IDX(I32, 9, 2, 2, 3), IDX(I32, 9, 2, 2, 1), IDX(I32, 9, 2, 2, 2)},
+     b_concat},
     {"GatherV2/f32/axis1", 2, {IN(F32, 3, 2, 5, 3), IDX(I32, 5, 1, 4)}, b_gather},
     {"GatherV2/f64/axis0", 2, {IN(F64, 2, 6, 2), IDX(I64, 6, 2, 2, 3)}, b_gather0},
     {"OneHot/i64", 1, {IDX(I64, 5, 2, 2, 3)}, b_one_hot},
@@ -249,13 +335,21 @@ const bc_case bc_cases[] = {
     {"PadV2/i32", 1, {IDX(I32, 9, 2, 3, 4)}, b_pad},
     {"UnsortedSegmentSum/f32", 2, {IN(F32, 2, 6, 3), IDX(I32, 4, 1, 6)}, b_segment_sum},
     {"UnsortedSegmentSum/i64", 2, {IDX(I64, 9, 2, 6, 3), IDX(I64, 4, 1, 6)}, b_segment_sum},
-    {"SoftmaxCrossEntropyWithLogits/f32", 2, {IN(F32, 2, 4, 5), PROB(F32, 2, 4, 5)},
+    {"SoftmaxCrossEntropyWithLogits/f32",
+     2,
+     {IN(F32, 2, 4, 5), PROB(F32, 2, 4, 5)},
      b_softmax_cross_entropy_last},
-    {"SparseSoftmaxCrossEntropyWithLogits/f32", 2, {IN(F32, 2, 4, 5), IDX(I32, 5, 1, 4)},
+    {"SparseSoftmaxCrossEntropyWithLogits/f32",
+     2,
+     {IN(F32, 2, 4, 5), IDX(I32, 5, 1, 4)},
      b_sparse_xent},
-    {"SparseSoftmaxCrossEntropyWithLogits/f64", 2, {IN(F64, 2, 3, 6), IDX(I64, 6, 1, 3)},
+    {"SparseSoftmaxCrossEntropyWithLogits/f64",
+     2,
+     {IN(F64, 2, 3, 6), IDX(I64, 6, 1, 3)},
      b_sparse_xent},
-    {"SigmoidCrossEntropyWithLogits/f32", 2, {IN(F32, 2, 3, 4), PROB(F32, 2, 3, 4)},
+    {"SigmoidCrossEntropyWithLogits/f32",
+     2,
+     {IN(F32, 2, 3, 4), PROB(F32, 2, 3, 4)},
      b_sigmoid_cross_entropy},
     {"BatchNorm/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3)}, b_batch_norm},
     {"Dropout/f32", 1, {IN(F32, 2, 9, 7)}, b_dropout},

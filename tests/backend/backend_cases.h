@@ -35,7 +35,7 @@ typedef struct bc_input {
 typedef tfl_tensor *(*bc_build_fn)(tfl_ctx *ctx, tfl_tensor *const *in);
 
 typedef struct bc_case {
-    const char *name;   /* "Add/f32/broadcast" */
+    const char *name; /* "Add/f32/broadcast" */
     int n_in;
     bc_input in[BC_MAX_IN];
     bc_build_fn build;

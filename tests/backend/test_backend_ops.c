@@ -56,9 +56,15 @@ static uint64_t next(uint64_t *s)
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return *s >> 11;
 }
-static double unit(uint64_t *s) { return (double)next(s) / 9007199254740992.0; } /* [0, 1) */
+static double unit(uint64_t *s)
+{
+    return (double)next(s) / 9007199254740992.0;
+} /* [0, 1) */
 
-static bool is_float(tfl_dtype dt) { return tfl_dtype_is_floating(dt); }
+static bool is_float(tfl_dtype dt)
+{
+    return tfl_dtype_is_floating(dt);
+}
 
 /* The tensor for spec on dev: made on the CPU, copied to dev, and a view taken there (so a
  * view input is a strided tensor on the device under test). */
@@ -72,17 +78,28 @@ static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed, c
         shape[in->rank - 2] = t;
     }
     int64_t n = 1;
-    for (int d = 0; d < in->rank; d++) n *= shape[d];
+    for (int d = 0; d < in->rank; d++)
+        n *= shape[d];
     bool cplx = in->dtype == TFL_DTYPE_COMPLEX64 || in->dtype == TFL_DTYPE_COMPLEX128;
     double *v = malloc(sizeof(double) * (size_t)(n ? 2 * n : 1));
     uint64_t s = seed;
     for (int64_t i = 0; i < (cplx ? 2 * n : n); i++) {
         switch (in->gen) {
-        case BC_UNIFORM: v[i] = 4.0 * unit(&s) - 2.0; break;
-        case BC_POS: v[i] = 0.5 + 2.0 * unit(&s); break;
-        case BC_INDEX: v[i] = (double)(next(&s) % (uint64_t)in->hi); break;
-        case BC_BOOL: v[i] = (double)(next(&s) & 1u); break;
-        case BC_PROB: v[i] = 0.4 * unit(&s); break;
+        case BC_UNIFORM:
+            v[i] = 4.0 * unit(&s) - 2.0;
+            break;
+        case BC_POS:
+            v[i] = 0.5 + 2.0 * unit(&s);
+            break;
+        case BC_INDEX:
+            v[i] = (double)(next(&s) % (uint64_t)in->hi);
+            break;
+        case BC_BOOL:
+            v[i] = (double)(next(&s) & 1u);
+            break;
+        case BC_PROB:
+            v[i] = 0.4 * unit(&s);
+            break;
         }
     }
     /* built as float64 (or the integer/bool/complex dtype itself), then cast on the CPU */
@@ -92,9 +109,12 @@ static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed, c
         size_t es = tfl_dtype_size(in->dtype);
         buf = malloc(es * (size_t)(n ? n : 1));
         for (int64_t i = 0; i < n; i++) {
-            if (in->dtype == TFL_DTYPE_BOOL) ((uint8_t *)buf)[i] = (uint8_t)v[i];
-            else if (in->dtype == TFL_DTYPE_INT32) ((int32_t *)buf)[i] = (int32_t)v[i];
-            else if (in->dtype == TFL_DTYPE_INT64) ((int64_t *)buf)[i] = (int64_t)v[i];
+            if (in->dtype == TFL_DTYPE_BOOL)
+                ((uint8_t *)buf)[i] = (uint8_t)v[i];
+            else if (in->dtype == TFL_DTYPE_INT32)
+                ((int32_t *)buf)[i] = (int32_t)v[i];
+            else if (in->dtype == TFL_DTYPE_INT64)
+                ((int64_t *)buf)[i] = (int64_t)v[i];
             else if (in->dtype == TFL_DTYPE_COMPLEX64) {
                 ((float *)buf)[2 * i] = (float)v[2 * i];
                 ((float *)buf)[2 * i + 1] = (float)v[2 * i + 1];
@@ -128,7 +148,7 @@ static tfl_tensor *make_input(tfl_ctx *ctx, const bc_input *in, uint64_t seed, c
 
 typedef struct {
     tfl_dtype dtype;
-    int64_t n;   /* values (complex: 2 per element) */
+    int64_t n; /* values (complex: 2 per element) */
     double *v;
 } values;
 
@@ -154,12 +174,22 @@ static bool read_values(tfl_ctx *ctx, const tfl_tensor *t, values *out)
     out->v = malloc(sizeof(double) * (size_t)(out->n ? out->n : 1));
     for (int64_t i = 0; i < out->n; i++) {
         switch (dt) {
-        case TFL_DTYPE_BOOL: out->v[i] = ((uint8_t *)raw)[i]; break;
-        case TFL_DTYPE_INT32: out->v[i] = ((int32_t *)raw)[i]; break;
-        case TFL_DTYPE_INT64: out->v[i] = (double)((int64_t *)raw)[i]; break;
+        case TFL_DTYPE_BOOL:
+            out->v[i] = ((uint8_t *)raw)[i];
+            break;
+        case TFL_DTYPE_INT32:
+            out->v[i] = ((int32_t *)raw)[i];
+            break;
+        case TFL_DTYPE_INT64:
+            out->v[i] = (double)((int64_t *)raw)[i];
+            break;
         case TFL_DTYPE_FLOAT32:
-        case TFL_DTYPE_COMPLEX64: out->v[i] = ((float *)raw)[i]; break;
-        default: out->v[i] = ((double *)raw)[i]; break;
+        case TFL_DTYPE_COMPLEX64:
+            out->v[i] = ((float *)raw)[i];
+            break;
+        default:
+            out->v[i] = ((double *)raw)[i];
+            break;
         }
     }
     free(raw);
@@ -170,18 +200,28 @@ static void tolerance(tfl_dtype dt, double *rtol, double *atol)
 {
     switch (dt) {
     case TFL_DTYPE_FLOAT64:
-    case TFL_DTYPE_COMPLEX128: *rtol = *atol = 1e-12; break;
+    case TFL_DTYPE_COMPLEX128:
+        *rtol = *atol = 1e-12;
+        break;
     case TFL_DTYPE_FLOAT32:
-    case TFL_DTYPE_COMPLEX64: *rtol = *atol = 1e-5; break;
-    case TFL_DTYPE_FLOAT16: *rtol = *atol = 2e-3; break;
-    case TFL_DTYPE_BFLOAT16: *rtol = *atol = 1.6e-2; break;
-    default: *rtol = *atol = 0.0; break;
+    case TFL_DTYPE_COMPLEX64:
+        *rtol = *atol = 1e-5;
+        break;
+    case TFL_DTYPE_FLOAT16:
+        *rtol = *atol = 2e-3;
+        break;
+    case TFL_DTYPE_BFLOAT16:
+        *rtol = *atol = 1.6e-2;
+        break;
+    default:
+        *rtol = *atol = 0.0;
+        break;
     }
 }
 
 /* "" when they agree, else a message naming the first difference */
-static bool compare(const char *what, const values *ref, const values *got, bool exact,
-                    char *msg, size_t size)
+static bool compare(const char *what, const values *ref, const values *got, bool exact, char *msg,
+                    size_t size)
 {
     if (ref->dtype != got->dtype || ref->n != got->n) {
         snprintf(msg, size, "%s: dtype/size differ (%s %lld vs %s %lld)", what,
@@ -214,7 +254,8 @@ typedef struct {
 static void result_free(run_result *r)
 {
     free(r->y.v);
-    for (int i = 0; i < r->n_g; i++) free(r->g[i].v);
+    for (int i = 0; i < r->n_g; i++)
+        free(r->g[i].v);
     memset(r, 0, sizeof *r);
 }
 
@@ -228,13 +269,13 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     const tfl_tensor *src[BC_MAX_IN];
     int n_src = 0;
     for (int i = 0; i < c->n_in; i++) {
-        in[i] = make_input(ctx, &c->in[i], 0x9e3779b97f4a7c15ull * (uint64_t)(ci * 8 + i + 1),
-                           dev);
+        in[i] = make_input(ctx, &c->in[i], 0x9e3779b97f4a7c15ull * (uint64_t)(ci * 8 + i + 1), dev);
         if (in[i] && is_float(c->in[i].dtype)) src[n_src++] = in[i];
     }
     bool ok = tfl_ctx_status(ctx) == TFL_OK;
     tfl_tape *tape = ok && n_src ? tfl_tape_begin(ctx, TFL_TAPE_NO_AUTO_WATCH) : NULL;
-    for (int i = 0; i < n_src && tape; i++) tfl_tape_watch(tape, src[i]);
+    for (int i = 0; i < n_src && tape; i++)
+        tfl_tape_watch(tape, src[i]);
     tfl_tensor *y = NULL, *loss = NULL;
     if (ok) {
         tfl_device_scope_push(ctx, dev);
@@ -247,14 +288,15 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
         }
         if (tape) tfl_tape_end(tape);
         tfl_tensor *grads[BC_MAX_IN] = {0};
-        if (loss && tfl_tape_gradient(tape, loss, n_src, src, grads, TFL_GRAD_UNCONNECTED_ZERO) ==
-                        TFL_OK)
+        if (loss &&
+            tfl_tape_gradient(tape, loss, n_src, src, grads, TFL_GRAD_UNCONNECTED_ZERO) == TFL_OK)
             r->n_g = n_src;
         tfl_device_scope_pop(ctx);
         ok = y && tfl_ctx_status(ctx) == TFL_OK;
         tfl_device_scope_push(ctx, "CPU:0");
         if (ok) ok = read_values(ctx, y, &r->y);
-        for (int i = 0; i < r->n_g && ok; i++) ok = read_values(ctx, grads[i], &r->g[i]);
+        for (int i = 0; i < r->n_g && ok; i++)
+            ok = read_values(ctx, grads[i], &r->g[i]);
         tfl_device_scope_pop(ctx);
     }
     if (!ok) {
@@ -268,9 +310,9 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     return ok;
 }
 
-static const char *const cudnn_ops[] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-                                        "MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool",
-                                        "AvgPoolGrad"};
+static const char *const cudnn_ops[] = {"Conv2D",  "Conv2DBackpropInput", "Conv2DBackpropFilter",
+                                        "MaxPool", "MaxPoolGrad",         "MaxPoolGradGrad",
+                                        "AvgPool", "AvgPoolGrad"};
 static bool is_cudnn_case(const char *name)
 {
     for (size_t i = 0; i < sizeof cudnn_ops / sizeof cudnn_ops[0]; i++) {
@@ -293,16 +335,20 @@ int main(int argc, char **argv)
     bool strict_gaps = getenv("TFL_BACKEND_STRICT") && !strcmp(getenv("TFL_BACKEND_STRICT"), "1");
     harness h = {dev, 0, {0}};
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.strict_placement = true, .log_placement = true,
-                                               .log_fn = on_log, .log_user = &h,
-                                               .log_level = TFL_LOG_INFO, .seed = 7},
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.strict_placement = true,
+                                               .log_placement = true,
+                                               .log_fn = on_log,
+                                               .log_user = &h,
+                                               .log_level = TFL_LOG_INFO,
+                                               .seed = 7},
                                &st);
     if (!ctx) {
         printf("FAIL: tfl_ctx_new: %s\n", tfl_status_name(st));
         return 1;
     }
     bool found = false;
-    for (int i = 0; i < tfl_device_count(ctx); i++) found |= !strcmp(tfl_device_name(ctx, i), dev);
+    for (int i = 0; i < tfl_device_count(ctx); i++)
+        found |= !strcmp(tfl_device_name(ctx, i), dev);
     if (!found) {
         printf("skipped: no GPU (%s is not among this machine's devices)\n", dev);
         tfl_ctx_free(ctx);
@@ -392,10 +438,11 @@ int main(int argc, char **argv)
         missing++;
     }
     if (gaps)
-        printf("known gaps on %s: %d cases of the convolution and pooling ops (cuDNN, part 2) not run\n",
+        printf("known gaps on %s: %d cases of the convolution and pooling ops (cuDNN, part 2) not "
+               "run\n",
                dev, gaps);
-    printf("%s: %d cases agree with CPU:0, %d fail, %d ops without a run (of %d)\n", dev,
-           compared, failures, missing, tfl_op_count());
+    printf("%s: %d cases agree with CPU:0, %d fail, %d ops without a run (of %d)\n", dev, compared,
+           failures, missing, tfl_op_count());
     tfl_ctx_free(ctx);
     return failures || missing ? 1 : 0;
 }

@@ -61,8 +61,8 @@ static double sgemm_cublas(tfl_ctx *ctx, int64_t n, int reps)
     for (int r = 0; r < reps + 1; r++) {
         cudaDeviceSynchronize();
         double t0 = now_ns();
-        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, b, (int)n, a,
-                    (int)n, &zero, c, (int)n);
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, b, (int)n, a, (int)n,
+                    &zero, c, (int)n);
         cudaDeviceSynchronize();
         double t = now_ns() - t0;
         if (r > 0 && t < best) best = t;
@@ -151,7 +151,8 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     bool gpu = false;
-    for (int i = 0; i < tfl_device_count(ctx); i++) gpu |= !strcmp(tfl_device_name(ctx, i), "GPU:0");
+    for (int i = 0; i < tfl_device_count(ctx); i++)
+        gpu |= !strcmp(tfl_device_name(ctx, i), "GPU:0");
     if (!gpu) {
         printf("skipped: no GPU\n");
         tfl_ctx_free(ctx);
