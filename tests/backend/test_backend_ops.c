@@ -355,6 +355,7 @@ int main(int argc, char **argv)
         return 77;
     }
     int failures = 0, gaps = 0, compared = 0;
+    int64_t n_values = 0; /* values compared (outputs and gradients) */
     char msg[1024];
     if (self) { /* the comparison itself: one ulp off is caught, exactly and within tolerance */
         double a[2] = {1.0, 2.0}, b[2] = {1.0, nextafter(2.0, 3.0)}, c[2] = {1.0, 2.0 + 1e-3};
@@ -398,6 +399,9 @@ int main(int argc, char **argv)
             failures++;
         } else {
             compared++;
+            n_values += ref.y.n;
+            for (int i = 0; i < ref.n_g; i++)
+                n_values += ref.g[i].n;
         }
         result_free(&ref);
         result_free(&got);
@@ -441,8 +445,8 @@ int main(int argc, char **argv)
         printf("known gaps on %s: %d cases of the convolution and pooling ops (cuDNN, part 2) not "
                "run\n",
                dev, gaps);
-    printf("%s: %d cases agree with CPU:0, %d fail, %d ops without a run (of %d)\n", dev, compared,
-           failures, missing, tfl_op_count());
+    printf("%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of %d)\n",
+           dev, compared, (long long)n_values, failures, missing, tfl_op_count());
     tfl_ctx_free(ctx);
     return failures || missing ? 1 : 0;
 }
