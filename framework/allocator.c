@@ -6,8 +6,10 @@
  *
  * The bookkeeping lives on the host, so the same code serves devices whose memory the host
  * cannot touch: each block is a host record (pointer, size) taken from chunks of records; a
- * cached block sits in its class's list, a block in use in a hash table keyed by its pointer
- * (put finds the record there). Nothing here reads or writes device memory.
+ * cached block sits in its class's list. Tensor storage keeps its block's record
+ * (get_block/put_block: no lookup); a block handed out by pointer (get/put: kernels'
+ * scratch) sits in a hash table keyed by its pointer, where put finds it. Nothing here reads
+ * or writes device memory.
  */
 #include "internal.h"
 
@@ -112,7 +114,7 @@ static tfl_status oom(tfl__allocator *a, size_t size)
                           (size_t)a->stats.bytes_cached, mem);
 }
 
-void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got)
+tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes)
 {
     tfl_ctx *ctx = a->device->ctx;
     int c = class_of(bytes);
@@ -120,7 +122,7 @@ void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got)
                   "cannot allocate %zu bytes on %s: too large", bytes, a->device->name);
     size_t size = class_size(c);
     tfl__block *b = a->free_lists[c];
-    if (b) {
+    if (TFL_LIKELY(b)) {
         a->free_lists[c] = b->next;
         a->stats.cache_hits++;
         a->stats.bytes_cached -= size;
@@ -142,40 +144,47 @@ void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got)
         b->size = size;
         a->stats.fresh_allocs++;
     }
-    if (a->n_in_use >= a->n_buckets) table_grow(a);
-    if (TFL_UNLIKELY(!a->n_buckets)) { /* no table could be made: give the block back */
-        b->next = a->free_lists[c];
-        a->free_lists[c] = b;
-        a->stats.bytes_cached += size;
-        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
-                       "out of host memory for the allocator's table of %s", a->device->name);
-        return NULL;
-    }
-    size_t h = bucket_of(a, b->ptr);
-    b->next = a->buckets[h];
-    a->buckets[h] = b;
-    a->n_in_use++;
+    b->next = NULL;
     a->stats.bytes_in_use += size;
-    *got = size;
-    return b->ptr;
+    return b;
 }
 
-void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got)
+void tfl__allocator_put_block(tfl__allocator *a, tfl__block *b)
 {
-    if (!ptr || !a->n_buckets) return;
-    tfl__block **link = &a->buckets[bucket_of(a, ptr)];
-    while (*link && (*link)->ptr != ptr) link = &(*link)->next;
-    tfl__block *b = *link;
-    if (TFL_UNLIKELY(!b)) return; /* not a block of this allocator: nothing to give back */
-    *link = b->next;
-    a->n_in_use--;
-    (void)got; /* the record knows its size */
     int c = class_of(b->size);
     b->next = a->free_lists[c];
     a->free_lists[c] = b;
     a->stats.bytes_in_use -= b->size;
     a->stats.bytes_cached += b->size;
     a->stats.frees++;
+}
+
+void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got)
+{
+    if (a->n_in_use >= a->n_buckets) table_grow(a);
+    TFL_CHECK_RET(a->device->ctx, a->n_buckets, NULL, TFL_RESOURCE_EXHAUSTED,
+                  "out of host memory for the allocator's table of %s", a->device->name);
+    tfl__block *b = tfl__allocator_get_block(a, bytes);
+    if (!b) return NULL;
+    size_t h = bucket_of(a, b->ptr);
+    b->next = a->buckets[h];
+    a->buckets[h] = b;
+    a->n_in_use++;
+    *got = b->size;
+    return b->ptr;
+}
+
+void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got)
+{
+    (void)got; /* the record knows its size */
+    if (!ptr || !a->n_buckets) return;
+    tfl__block **link = &a->buckets[bucket_of(a, ptr)];
+    while (*link && (*link)->ptr != ptr) link = &(*link)->next;
+    tfl__block *b = *link;
+    if (TFL_UNLIKELY(!b)) return; /* not a block of this allocator's table: nothing to do */
+    *link = b->next;
+    a->n_in_use--;
+    tfl__allocator_put_block(a, b);
 }
 
 void tfl__allocator_trim(tfl__allocator *a)
@@ -191,6 +200,8 @@ void tfl__allocator_trim(tfl__allocator *a)
     a->stats.bytes_cached = 0;
 }
 
+/* Blocks still held by get_block's callers at teardown are theirs to put back first (the
+ * ctx's pools do, before the devices go). */
 void tfl__allocator_destroy(tfl__allocator *a)
 {
     tfl__allocator_trim(a);

@@ -194,14 +194,30 @@ const char *tfl_device_name(const tfl_ctx *ctx, int i)
     return ctx && i >= 0 && i < ctx->n_devices ? ctx->devices[i]->name : NULL;
 }
 
+/* "79.2 GiB" / "1.0 MiB" */
+static void put_bytes(char *buf, size_t size, size_t bytes)
+{
+    if (bytes >= ((size_t)1 << 30)) snprintf(buf, size, "%.1f GiB", (double)bytes / 1073741824.0);
+    else snprintf(buf, size, "%.1f MiB", (double)bytes / 1048576.0);
+}
+
 int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size)
 {
-    if (buf && size) buf[0] = '\0';
+    if (buf && size > 0) buf[0] = '\0';
     if (!ctx || i < 0 || i >= ctx->n_devices) return -1;
-    tfl__device *dev = ctx->devices[i];
-    char line[256] = "host memory";
-    if (dev->ops->describe) dev->ops->describe(dev, line, sizeof line);
-    return snprintf(buf, buf ? size : 0, "%s", line);
+    tfl__device *d = ctx->devices[i];
+    char desc[160] = "", mem[96] = "";
+    if (d->ops->describe) d->ops->describe(d, desc, sizeof desc);
+    size_t free_b, total_b;
+    if (d->ops->mem_info && d->ops->mem_info(d, &free_b, &total_b) == TFL_OK) {
+        char t[32], f[32];
+        put_bytes(t, sizeof t, total_b);
+        put_bytes(f, sizeof f, free_b);
+        snprintf(mem, sizeof mem, "%s%s (%s free)", desc[0] ? ", " : "", t, f);
+    }
+    int w = snprintf(buf, buf ? size : 0, "%s%s%s%s", d->name, desc[0] || mem[0] ? ": " : "",
+                     desc, mem);
+    return w < 0 ? -1 : w;
 }
 
 /* parse_device's answers */

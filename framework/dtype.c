@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 
+#include <complex.h>
+
 #include <stdio.h>
 
 static const char *const status_names[] = {
@@ -152,4 +154,20 @@ uint16_t tfl__f32_to_f16(float f)
     }
     uint32_t r = a + 0x0fffu + ((a >> 13) & 1u);          /* round mantissa to 10 bits */
     return sign | (uint16_t)(((r >> 13) - (112u << 10)) & 0x7fffu);
+}
+
+double tfl__load_f64(const void *p, tfl_dtype dtype)
+{
+    switch (dtype) {
+    case TFL_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case TFL_DTYPE_INT32: return *(const int32_t *)p;
+    case TFL_DTYPE_INT64: return (double)*(const int64_t *)p;
+    case TFL_DTYPE_FLOAT16: return tfl__f16_to_f32(*(const uint16_t *)p);
+    case TFL_DTYPE_BFLOAT16: return tfl__bf16_to_f32(*(const uint16_t *)p);
+    case TFL_DTYPE_FLOAT32: return *(const float *)p;
+    case TFL_DTYPE_FLOAT64: return *(const double *)p;
+    case TFL_DTYPE_COMPLEX64: return crealf(*(const float complex *)p);
+    case TFL_DTYPE_COMPLEX128: return creal(*(const double complex *)p);
+    default: return 0.0;
+    }
 }

@@ -4,9 +4,10 @@
  * %g with the chosen significant digits; bools print True/False; complex numbers (a+bj).
  * Tensors above a threshold are summarised with "..." like NumPy.
  */
-#include "cpu/cpu.h"
+#include "internal.h"
 
 #include <complex.h>
+#include <math.h>
 #include <stdio.h>
 
 typedef struct {
@@ -99,7 +100,7 @@ static int format_values(const tfl_tensor *t, writer *w, const tfl_format_opts *
                    false, o.edge_items > 0 ? o.edge_items : 3};
     f.summarise = t->numel > (o.threshold > 0 ? o.threshold : 1000);
     tfl_ctx *ctx = t->ctx;
-    bool on_host = tfl__tensor_device(t) == tfl__cpu(ctx);
+    bool on_host = tfl__dev_is_host(tfl__tensor_device(t)); /* else read through a host copy */
     if (!on_host) tfl_frame_push(ctx);
     const tfl_tensor *h = on_host ? t : tfl__tensor_copy_to(ctx, t, tfl__cpu(ctx));
     if (h) {

@@ -120,10 +120,11 @@ typedef struct tfl__device_ops {
     /* ---- memory (required) ---- */
     void *(*raw_alloc)(tfl__device *dev, size_t bytes);   /* NULL when out of memory; the
                                                              result is TFL_ALIGN-aligned */
-    void (*raw_free)(tfl__device *dev, void *ptr);        /* ptr from raw_alloc; the device
-                                                             may still be using it: a backend
-                                                             with async kernels waits or
-                                                             defers (see the allocator) */
+    /* ptr from raw_alloc. Work queued on the device may still use it: the caching allocator
+     * hands a freed block to the next tensor at once, which is safe while all of a device's
+     * work is ordered on its own stream; raw_free itself must wait for or defer past that
+     * work (cudaFree does). */
+    void (*raw_free)(tfl__device *dev, void *ptr);
     /* Copies `bytes` between host memory and this device's memory; to_host 0: host -> device,
      * 1: device -> host. Synchronous: it returns once the bytes are at dst and src may be
      * reused; it is ordered after the work already issued on the device's own stream. */
@@ -228,8 +229,9 @@ extern const int tfl__n_backends;
 struct tfl__storage {
     int32_t refs;          /* tensors (views) sharing it */
     tfl__device *device;   /* where data lives */
-    void *data;            /* device memory, TFL_ALIGN-aligned */
+    void *data;            /* device memory, TFL_ALIGN-aligned (block->ptr) */
     size_t bytes;          /* usable bytes (the size class, >= requested) */
+    tfl__block *block;     /* the allocator's record of data */
     tfl__storage *next_free; /* the ctx's free list of storage records */
 };
 
@@ -469,6 +471,11 @@ void tfl__allocator_init(tfl__allocator *a, tfl__device *dev);
 void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got);
 /** Gives back a block from get (got: its *got). The block joins its class's cache. */
 void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got);
+/** get for a caller that keeps the block's record (tensor storage): b->ptr is the memory,
+ * b->size its usable bytes; no pointer lookup on either side. NULL (error kept) as get. */
+tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes);
+/** Gives back a block from get_block. */
+void tfl__allocator_put_block(tfl__allocator *a, tfl__block *b);
 /** Returns every cached block to the device (raw_free). Blocks in use stay. */
 void tfl__allocator_trim(tfl__allocator *a);
 /** trim, raw_free of blocks still in use, and the host bookkeeping freed: device teardown. */
@@ -615,7 +622,33 @@ static inline void *tfl__data(const tfl_tensor *t)
     return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);
 }
 static inline tfl__device *tfl__tensor_device(const tfl_tensor *t) { return t->storage->device; }
-/** Copies t to a new contiguous tensor on dev (kernel-free when t is already on host). */
+/** Saturating double -> integer conversion (NaN gives 0), as tfl_cast documents. */
+static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
+{
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: clamp first */
+    return (int64_t)v;
+}
+
+/** The address of element `index` (row-major flat index) of a tensor, any view, in its
+ * device's memory (only arithmetic: dereference it only on a host-memory device). */
+static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
+{
+    int64_t off = 0;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        off += (index % t->shape[d]) * t->strides[d];
+        index /= t->shape[d];
+    }
+    return (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
+}
+
+/** Element at p of dtype, as double (complex: real part). */
+double tfl__load_f64(const void *p, tfl_dtype dtype);
+
+/** Copies t to a new contiguous tensor on dev, frame-owned, through the device table: the
+ * copy slots, and the source device's Identity kernel for a strided view (a host gather of
+ * the view's span when it has none). NULL with the error kept. */
 tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
 
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */

@@ -27,13 +27,13 @@ enum {
 
 /** One variable of an apply, as its device kernel sees it: contiguous data pointers. */
 typedef struct tfl__opt_tensor {
-    void *p;                       /* the variable */
-    const void *g;                 /* its gradient */
-    void *s[TFL_OPT_MAX_SLOTS];    /* its slots, in the kind's slot order */
-    int64_t n;                     /* elements */
-    double gscale;                 /* the gradient is multiplied by this (norm clipping); 1: off */
-    double a, b;                   /* Adam: the step factor and root scale of this variable's t */
-    bool first;                    /* the variable's first update (torch SGD: b <- g) */
+    void *p;                    /* the variable */
+    const void *g;              /* its gradient */
+    void *s[TFL_OPT_MAX_SLOTS]; /* its slots, in the kind's slot order */
+    int64_t n;                  /* elements */
+    double gscale;              /* the gradient is multiplied by this (norm clipping); 1: off */
+    double a, b;                /* Adam: the step factor and root scale of this variable's t */
+    bool first;                 /* the variable's first update (torch SGD: b <- g) */
 } tfl__opt_tensor;
 
 /**
@@ -51,7 +51,7 @@ typedef struct tfl__opt_tensor {
  *   Adagrad:  s ← s + g'²; p ← p − lr·g'/√(s + eps) (eps_inside) or lr·g'/(√s + eps).
  */
 typedef struct tfl__opt_hyper {
-    int kind;                      /* TFL__OPT_* (the values of tfl_optimizer_kind) */
+    int kind; /* TFL__OPT_* (the values of tfl_optimizer_kind) */
     double lr, decay, l2, clip;
     bool momentum, amsgrad, centered, eps_inside;
     double mu, cg, mu_first, cg_first, sb, sg; /* SGD */

@@ -6,12 +6,12 @@
  * elements with no shared state, so the values never depend on the thread count, and a
  * GPU kernel following the layout documented in random.h gives the same values.
  */
-#include "cpu/cpu.h"
 #include "internal.h"
 #include "random_internal.h"
 
 #include <math.h>
 
+#define PARALLEL_MIN 32768      /* elements below which a fill runs on one thread */
 #define TRUNC_MAX_ATTEMPTS 64   /* truncated normal: attempts per element before clamping */
 #define TRUNC_BOUND 2.0         /* truncated normal: |z| <= 2 is kept (TensorFlow's rule) */
 #define KEY_STREAM_WORD 0xFFFFFFFFu /* ctr[3] of the blocks that derive unseeded keys */
@@ -163,7 +163,7 @@ static inline void store(const gen *g, void *data, int64_t i, double v)
 
 static void fill(const gen *g, void *data, int64_t n, int threads)
 {
-#pragma omp parallel for num_threads(threads) if (n >= TFL_CPU_PARALLEL_MIN)
+#pragma omp parallel for num_threads(threads) if (n >= PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) store(g, data, i, sample(g, (uint64_t)i));
 }
 
@@ -202,18 +202,20 @@ static void call_key(tfl_ctx *ctx, uint64_t seed, uint32_t key[2])
     key[1] = (uint32_t)(k >> 32);
 }
 
-/* Allocates, fills on the host and places the result on the current device. */
+/* Allocates, fills on the host and places the result on the current device (a device whose
+ * memory is not the host's gets a copy through its table: the same values on every device). */
 static tfl_tensor *generate(tfl_ctx *ctx, gen *g, int rank, const int64_t *shape, uint64_t seed)
 {
     tfl__device *dev = tfl__current_device(ctx);
     if (!dev) return NULL;
-    tfl__device *cpu = tfl__cpu(ctx);
-    tfl_tensor *h = dev == cpu ? tfl__tensor_empty(ctx, cpu, g->dtype, rank, shape)
-                               : tfl__tensor_alloc(ctx, cpu, g->dtype, rank, shape);
+    bool host = tfl__dev_is_host(dev);
+    tfl__device *hdev = host ? dev : tfl__cpu(ctx);
+    tfl_tensor *h = host ? tfl__tensor_empty(ctx, hdev, g->dtype, rank, shape)
+                         : tfl__tensor_alloc(ctx, hdev, g->dtype, rank, shape);
     if (!h) return NULL;
     call_key(ctx, seed, g->key);
     fill(g, tfl__data(h), h->numel, ctx->num_threads);
-    if (dev == cpu) return h;
+    if (host) return h;
     tfl_tensor *t = tfl__tensor_copy_to(ctx, h, dev); /* frame-owned */
     tfl_tensor_release(h);
     return t;

@@ -1,8 +1,10 @@
 /*
  * framework/tensor.c: tensor records (pooled in the ctx), storage shared by views,
- * reference counting, creation from host data and fills, properties, and copies out.
+ * reference counting, creation from host data and fills, properties, and copies between
+ * devices and out to the host. Tensor data is touched directly only on devices whose memory
+ * is host memory (tfl__dev_is_host); every other device is reached through its table: the
+ * copy and memset slots, and its Identity kernel for strided views.
  */
-#include "cpu/cpu.h"
 #include "internal.h"
 
 #include <complex.h>
@@ -88,8 +90,11 @@ static tfl__storage *storage_new(tfl_ctx *ctx, tfl__device *dev, size_t bytes)
         }
     }
     tfl__storage *s = ctx->free_storage;
-    s->data = tfl__allocator_get(&dev->alloc, bytes, &s->bytes);
-    if (!s->data) return NULL;
+    tfl__block *b = tfl__allocator_get_block(&dev->alloc, bytes);
+    if (!b) return NULL;
+    s->block = b;
+    s->data = b->ptr;
+    s->bytes = b->size;
     ctx->free_storage = s->next_free;
     s->refs = 1;
     s->device = dev;
@@ -103,7 +108,7 @@ void tfl__pools_free(tfl_ctx *ctx)
         next = c->next;
         tfl__storage *recs = (tfl__storage *)(c + 1);
         for (int i = 0; i < RECORDS_PER_CHUNK; i++)
-            if (recs[i].refs > 0) tfl__allocator_put(&recs[i].device->alloc, recs[i].data, recs[i].bytes);
+            if (recs[i].refs > 0) tfl__allocator_put_block(&recs[i].device->alloc, recs[i].block);
         tfl__host_free(ctx, c);
     }
     for (chunk *c = ctx->tensor_chunks, *next; c; c = next) {
@@ -118,8 +123,9 @@ void tfl__pools_free(tfl_ctx *ctx)
 static void storage_release(tfl_ctx *ctx, tfl__storage *s)
 {
     if (--s->refs > 0) return;
-    tfl__allocator_put(&s->device->alloc, s->data, s->bytes);
+    tfl__allocator_put_block(&s->device->alloc, s->block);
     s->data = NULL;
+    s->block = NULL;
     s->next_free = ctx->free_storage;
     ctx->free_storage = s;
 }
@@ -232,13 +238,14 @@ tfl_tensor *tfl_tensor_new(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_
     if (!t) return NULL;
     size_t bytes = (size_t)t->numel * tfl_dtype_size(dtype);
     void *dst = tfl__data(t);
-    if (dev->ops->copy_host == NULL || dev == tfl__cpu(ctx)) {
+    if (tfl__dev_is_host(dev)) {
         if (data) memcpy(dst, data, bytes);
         else memset(dst, 0, bytes);
-    } else if (data) {
-        if (dev->ops->copy_host(dev, dst, data, bytes, 0) != TFL_OK) return NULL;
+        return t;
     }
-    return t;
+    tfl_status st = data ? tfl__dev_copy_host(dev, dst, data, bytes, 0)
+                         : tfl__dev_memset(dev, NULL, dst, 0, bytes);
+    return st == TFL_OK ? t : NULL; /* t stays with the frame */
 }
 
 /* Stores v, converted to dtype, into n elements at dst (host memory). */
@@ -265,7 +272,7 @@ tfl_tensor *tfl_fill(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *sha
     if (!ctx || !tfl__check_new(ctx, "tensor_new", dtype, rank, shape)) return NULL;
     tfl__device *dev = tfl__current_device(ctx);
     if (!dev) return NULL;
-    if (dev != tfl__cpu(ctx)) { /* fill on the host, then copy */
+    if (!tfl__dev_is_host(dev)) { /* fill on the host, then copy */
         tfl_tensor *h = tfl__tensor_empty(ctx, tfl__cpu(ctx), dtype, rank, shape);
         if (!h) return NULL;
         fill_host(tfl__data(h), dtype, h->numel, value);
@@ -366,7 +373,7 @@ tfl_tensor *tfl_range(tfl_ctx *ctx, tfl_dtype dtype, double start, double limit,
         }
     }
     tfl__device *dev = tfl__current_device(ctx);
-    return dev && dev != cpu ? tfl__tensor_copy_to(ctx, t, dev) : t;
+    return dev && !tfl__dev_is_host(dev) ? tfl__tensor_copy_to(ctx, t, dev) : t;
 }
 
 /* ---- properties ------------------------------------------------------------------------------ */
@@ -423,27 +430,127 @@ bool tfl_tensor_is_contiguous(const tfl_tensor *t)
 
 /* ---- copies ---------------------------------------------------------------------------------- */
 
-tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev)
+/* A record describing `data` (host memory, row-major) with t's dtype and shape, on the CPU:
+ * what a kernel writes into when the destination is a host buffer. Not a handle. */
+static void host_wrap(tfl_ctx *ctx, tfl_tensor *view, tfl__storage *st, const tfl_tensor *t,
+                      void *data)
+{
+    *view = *t;
+    *st = *t->storage;
+    st->data = data;
+    st->device = tfl__cpu(ctx);
+    view->storage = st;
+    view->offset = 0;
+    tfl__contiguous_strides(t->rank, t->shape, view->strides);
+}
+
+/* dev's Identity kernel run directly (no dispatch, no tape): out (contiguous, same shape and
+ * dtype) = in, both in dev's memory. UNIMPLEMENTED, no error kept, when dev has none for the
+ * dtype. */
+static tfl_status run_identity(tfl_ctx *ctx, tfl__device *dev, const tfl_tensor *in,
+                               tfl_tensor *out)
+{
+    const tfl__kernel *k = &dev->kernels[TFL_OP_IDENTITY];
+    if (!k->fn || !(k->dtypes >> in->dtype & 1u)) return TFL_UNIMPLEMENTED;
+    const tfl_tensor *const ins[1] = {in};
+    tfl__kcall kc = {ctx, dev, TFL_OP_IDENTITY, 1, ins, out, NULL};
+    return k->fn(&kc);
+}
+
+/* The first and one past the last element (from the storage's start) that view t reaches. */
+static void view_span(const tfl_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t a = t->offset, b = t->offset;
+    for (int d = 0; d < t->rank; d++) {
+        int64_t e = (t->shape[d] - 1) * t->strides[d];
+        if (e < 0) a += e;
+        else b += e;
+    }
+    *lo = a;
+    *hi = b + 1;
+}
+
+/* t's elements, row-major, into host memory dst (t->numel elements; numel > 0). */
+static tfl_status gather_to_host(tfl_ctx *ctx, const tfl_tensor *t, void *dst)
 {
     tfl__device *src = tfl__tensor_device(t);
+    size_t es = tfl_dtype_size((tfl_dtype)t->dtype), bytes = (size_t)t->numel * es;
+    if (tfl_tensor_is_contiguous(t)) {
+        if (tfl__dev_is_host(src)) {
+            memcpy(dst, tfl__data(t), bytes);
+            return TFL_OK;
+        }
+        return tfl__dev_copy_host(src, dst, tfl__data(t), bytes, 1);
+    }
+    tfl_tensor view;
+    tfl__storage st;
+    host_wrap(ctx, &view, &st, t, dst);
     tfl__device *cpu = tfl__cpu(ctx);
-    if (src == cpu && dev == cpu) {
-        tfl_tensor *out = tfl__tensor_empty(ctx, cpu, (tfl_dtype)t->dtype, t->rank, t->shape);
-        if (out) tfl__cpu_copy(out, t);
-        return out;
+    if (tfl__dev_is_host(src)) return run_identity(ctx, cpu, t, &view);
+    /* a strided view on a device: contiguous there with its Identity kernel, then one copy */
+    tfl_tensor *c = tfl__tensor_alloc(ctx, src, (tfl_dtype)t->dtype, t->rank, t->shape);
+    if (!c) return ctx->err_code;
+    tfl_status s = run_identity(ctx, src, t, c);
+    if (s == TFL_OK) s = tfl__dev_copy_host(src, dst, tfl__data(c), bytes, 1);
+    tfl_tensor_release(c);
+    if (s != TFL_UNIMPLEMENTED || ctx->err_code != TFL_OK) return s;
+    /* no Identity kernel there: the span the view covers comes to the host, the CPU gathers */
+    int64_t lo, hi;
+    view_span(t, &lo, &hi);
+    size_t span = (size_t)(hi - lo) * es;
+    char *buf = tfl__host_alloc(ctx, span, TFL_ALIGN);
+    TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED, "copy from %s: out of host memory for %zu "
+              "bytes", src->name, span);
+    s = tfl__dev_copy_host(src, buf, (const char *)t->storage->data + (size_t)lo * es, span, 1);
+    if (s == TFL_OK) {
+        tfl_tensor in = *t;
+        tfl__storage in_st = *t->storage;
+        in_st.data = buf;
+        in_st.device = cpu;
+        in.storage = &in_st;
+        in.offset = t->offset - lo;
+        s = run_identity(ctx, cpu, &in, &view);
     }
-    /* across devices: contiguous on the source, then one transfer */
-    const tfl_tensor *c = t;
-    if (!tfl_tensor_is_contiguous(t)) {
-        c = tfl_identity(ctx, t);
-        if (!c) return NULL;
-    }
-    tfl_tensor *out = tfl__tensor_empty(ctx, dev, (tfl_dtype)t->dtype, t->rank, t->shape);
-    if (!out) return NULL;
+    tfl__host_free(ctx, buf);
+    return s;
+}
+
+/* Fills `out` (new, contiguous, on dev) with t's elements. */
+static tfl_status copy_into(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev, tfl_tensor *out)
+{
+    tfl__device *src = tfl__tensor_device(t);
     size_t bytes = (size_t)t->numel * tfl_dtype_size((tfl_dtype)t->dtype);
-    tfl_status st = dev == cpu ? src->ops->copy_host(src, tfl__data(out), tfl__data(c), bytes, 1)
-                               : dev->ops->copy_host(dev, tfl__data(out), tfl__data(c), bytes, 0);
-    return st == TFL_OK ? out : NULL;
+    bool contiguous = tfl_tensor_is_contiguous(t);
+    if (tfl__dev_is_host(dev)) return gather_to_host(ctx, t, tfl__data(out));
+    if (src == dev) {
+        if (contiguous) return tfl__dev_copy_device(dev, NULL, tfl__data(out), tfl__data(t), bytes);
+        tfl_status s = run_identity(ctx, dev, t, out);
+        if (s != TFL_UNIMPLEMENTED || ctx->err_code != TFL_OK) return s;
+    } else if (contiguous && tfl__dev_is_host(src)) {
+        return tfl__dev_copy_host(dev, tfl__data(out), tfl__data(t), bytes, 0);
+    }
+    /* through a host buffer: another device's data, or a view dev cannot gather itself */
+    void *buf = tfl__host_alloc(ctx, bytes, TFL_ALIGN);
+    TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED, "copy from %s to %s: out of host memory for "
+              "%zu bytes", src->name, dev->name, bytes);
+    tfl_status s = gather_to_host(ctx, t, buf);
+    if (s == TFL_OK) s = tfl__dev_copy_host(dev, tfl__data(out), buf, bytes, 0);
+    tfl__host_free(ctx, buf);
+    return s;
+}
+
+tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev)
+{
+    tfl_tensor *out = tfl__tensor_alloc(ctx, dev, (tfl_dtype)t->dtype, t->rank, t->shape);
+    if (!out) return NULL;
+    if (t->numel > 0 && copy_into(ctx, t, dev, out) != TFL_OK) {
+        if (ctx->err_code == TFL_OK)
+            tfl__set_error(ctx, TFL_INTERNAL, "copy from %s to %s failed",
+                           tfl__tensor_device(t)->name, dev->name);
+        tfl_tensor_release(out);
+        return NULL;
+    }
+    return tfl__frame_adopt(ctx, out);
 }
 
 tfl_tensor *tfl_tensor_to_device(tfl_ctx *ctx, const tfl_tensor *t, const char *device)
@@ -472,15 +579,7 @@ tfl_status tfl_tensor_to_host(const tfl_tensor *t, void *dst, size_t bytes)
     TFL_CHECK(ctx, bytes == need, TFL_INVALID_ARGUMENT,
               "tensor_to_host: the tensor has %zu bytes, the buffer %zu", need, bytes);
     if (need == 0) return TFL_OK;
-    if (tfl__tensor_device(t) == tfl__cpu(ctx)) {
-        tfl__cpu_copy_to_buffer(dst, t);
-        return TFL_OK;
-    }
-    tfl_frame_push(ctx);
-    tfl_tensor *h = tfl__tensor_copy_to(ctx, t, tfl__cpu(ctx));
-    if (h) memcpy(dst, tfl__data(h), need);
-    tfl_frame_pop(ctx);
-    return h ? TFL_OK : ctx->err_code;
+    return gather_to_host(ctx, t, dst);
 }
 
 tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out)
@@ -492,9 +591,15 @@ tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out)
     TFL_CHECK(t->ctx, index >= 0 && index < t->numel, TFL_OUT_OF_RANGE,
               "tensor_get: index %lld is out of range for %lld elements", (long long)index,
               (long long)t->numel);
-    TFL_CHECK(t->ctx, tfl__tensor_device(t) == tfl__cpu(t->ctx), TFL_UNIMPLEMENTED,
-              "tensor_get: the tensor is on %s; copy it to CPU:0 first", tfl_tensor_device(t));
+    tfl__device *dev = tfl__tensor_device(t);
     const char *p = tfl__elem_ptr(t, index);
+    if (!tfl__dev_is_host(dev)) { /* one element comes to the host */
+        _Alignas(16) char elem[16];
+        TFL_TRY(tfl__dev_copy_host(dev, elem, p, tfl_dtype_size((tfl_dtype)t->dtype), 1));
+        p = elem;
+        *out = tfl__load_f64(p, (tfl_dtype)t->dtype);
+        return TFL_OK;
+    }
     *out = tfl__load_f64(p, (tfl_dtype)t->dtype);
     return TFL_OK;
 }

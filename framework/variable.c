@@ -38,24 +38,51 @@ static const char *const write_op_names[] = {"AssignVariableOp", "AssignAddVaria
 /* Copies (WRITE_ASSIGN) or adds/subtracts `value` (same dtype, shape and device as v) into
  * `dst`, a contiguous tensor of v's dtype and shape on v's device. Uses the device's
  * kernels directly, writing into dst, so the in-place path allocates nothing. */
+/* dst (new, contiguous, on dev) = src (same shape and dtype, any device and view): dev's
+ * Identity kernel when it has one for the dtype and src is there, else the device table's
+ * copies (tfl__tensor_copy_to, whose copy the innermost frame owns, or copy_device). */
+static tfl_status copy_to_dst(tfl_ctx *ctx, tfl__device *dev, tfl_tensor *dst,
+                              const tfl_tensor *src)
+{
+    const tfl__kernel *k = &dev->kernels[TFL_OP_IDENTITY];
+    if (tfl__tensor_device(src) == dev && k->fn && (k->dtypes >> src->dtype & 1u)) {
+        const tfl_tensor *in[1] = {src};
+        tfl__kcall call = {ctx, dev, TFL_OP_IDENTITY, 1, in, dst, NULL};
+        return k->fn(&call);
+    }
+    tfl_tensor *tmp = NULL;
+    if (tfl__tensor_device(src) != dev || !tfl_tensor_is_contiguous(src)) {
+        TFL_TRY(tfl_frame_push(ctx));
+        src = tmp = tfl__tensor_copy_to(ctx, src, dev);
+        if (!src) {
+            tfl_frame_pop(ctx);
+            return ctx->err_code;
+        }
+    }
+    size_t bytes = (size_t)src->numel * tfl_dtype_size((tfl_dtype)src->dtype);
+    tfl_status st = tfl__dev_copy_device(dev, NULL, tfl__data(dst), tfl__data(src), bytes);
+    if (tmp) tfl_frame_pop(ctx);
+    return st;
+}
+
+/* dst = value (ASSIGN), v + value (ADD) or v - value (SUB), in dst's memory on v's device. */
 static tfl_status write_into(tfl_ctx *ctx, tfl_tensor *dst, const tfl_tensor *v,
                              const tfl_tensor *value, write_mode mode)
 {
     tfl__device *dev = tfl__tensor_device(v);
-    tfl__op_id op = mode == WRITE_ASSIGN ? TFL_OP_IDENTITY : mode == WRITE_ADD ? TFL_OP_ADD : TFL_OP_SUB;
+    if (mode == WRITE_ASSIGN) return copy_to_dst(ctx, dev, dst, value);
+    tfl__op_id op = mode == WRITE_ADD ? TFL_OP_ADD : TFL_OP_SUB;
     const tfl__kernel *k = &dev->kernels[op];
     if (k->fn && (k->dtypes >> v->dtype & 1u)) {
-        const tfl_tensor *in[2] = {mode == WRITE_ASSIGN ? value : v, value};
-        tfl__kcall call = {ctx, dev, op, mode == WRITE_ASSIGN ? 1 : 2, in, dst, NULL};
+        const tfl_tensor *in[2] = {v, value};
+        tfl__kcall call = {ctx, dev, op, 2, in, dst, NULL};
         return k->fn(&call);
     }
-    /* no direct kernel (float16/bfloat16 run through float32): compute, then copy */
+    /* no direct kernel (float16/bfloat16 run through float32, or none on dev): compute
+     * wherever placement puts it, then copy */
     tfl_tensor *r = mode == WRITE_ADD ? tfl_add(ctx, v, value) : tfl_sub(ctx, v, value);
     if (!r) return ctx->err_code;
-    const tfl__kernel *copy = &dev->kernels[TFL_OP_IDENTITY];
-    const tfl_tensor *in[1] = {r};
-    tfl__kcall call = {ctx, dev, TFL_OP_IDENTITY, 1, in, dst, NULL};
-    return copy->fn(&call);
+    return copy_to_dst(ctx, dev, dst, r);
 }
 
 /*

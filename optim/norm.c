@@ -42,7 +42,7 @@ tfl_status tfl_global_norm(tfl_ctx *ctx, int n, const tfl_tensor *const *tensors
             tfl_dtype to = dt == TFL_DTYPE_FLOAT64 ? dt : TFL_DTYPE_FLOAT32;
             tfl_tensor *c = tfl_cast(ctx, t, to);
             if (c && (tfl__tensor_device(c) != tfl__cpu(ctx) || !tfl_tensor_is_contiguous(c)))
-                c = tfl__frame_adopt(ctx, tfl__tensor_copy_to(ctx, c, tfl__cpu(ctx)));
+                c = tfl__tensor_copy_to(ctx, c, tfl__cpu(ctx)); /* frame-owned */
             if (!c) {
                 st = tfl_ctx_status(ctx);
                 break;

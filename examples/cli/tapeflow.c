@@ -285,7 +285,7 @@ static int cli_version(int argc, char **argv)
     for (int i = 0; i < tfl_device_count(ctx); i++) {
         char line[256];
         tfl_device_describe(ctx, i, line, sizeof line);
-        printf("  %s: %s\n", tfl_device_name(ctx, i), line);
+        printf("  %s\n", line);
     }
     tfl_ctx_free(ctx);
     return CLI_OK;

@@ -97,30 +97,6 @@ void tfl__cpu_copy(tfl_tensor *dst, const tfl_tensor *src);
 /** Copies src's elements (any view) row-major into a host buffer. */
 void tfl__cpu_copy_to_buffer(void *dst, const tfl_tensor *src);
 
-/** Saturating double -> integer conversion (NaN gives 0), as tfl_cast documents. */
-static inline int64_t tfl__sat_i64(double v, int64_t lo, int64_t hi)
-{
-    if (v != v) return 0;
-    if (v <= (double)lo) return lo;
-    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: clamp first */
-    return (int64_t)v;
-}
-
-/** The address of element `index` (row-major flat index) of a host tensor, any view. */
-static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
-{
-    int64_t off = 0;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        off += (index % t->shape[d]) * t->strides[d];
-        index /= t->shape[d];
-    }
-    return (const char *)tfl__data(t) + off * (int64_t)tfl_dtype_size((tfl_dtype)t->dtype);
-}
-
-/** Element at p of dtype, as double (complex: real part). */
-double tfl__load_f64(const void *p, tfl_dtype dtype);
-
-
 /**
  * t itself when contiguous, else a contiguous copy on the kernel's device in *tmp (release
  * it after use). NULL (error kept) when out of memory.

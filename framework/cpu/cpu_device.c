@@ -111,6 +111,12 @@ static tfl_status cpu_event_sync(tfl__device *dev, tfl__event *event)
     return TFL_OK;
 }
 
+static void cpu_describe(tfl__device *dev, char *buf, size_t size)
+{
+    snprintf(buf, size, "host memory, %d thread%s", dev->ctx->num_threads,
+             dev->ctx->num_threads == 1 ? "" : "s");
+}
+
 static const tfl__device_ops cpu_ops = {
     .version = TFL_DEVICE_OPS_VERSION,
     .type_name = "CPU",
@@ -132,7 +138,7 @@ static const tfl__device_ops cpu_ops = {
     .event_wait = cpu_event_wait,
     .event_sync = cpu_event_sync,
     .mem_info = NULL,
-    .describe = NULL,
+    .describe = cpu_describe,
 };
 
 static const tfl__kernel *const families[] = {

@@ -157,22 +157,6 @@ void tfl__cpu_copy_to_buffer(void *dst, const tfl_tensor *src)
     tfl__cpu_copy(&view, src);
 }
 
-double tfl__load_f64(const void *p, tfl_dtype dtype)
-{
-    switch (dtype) {
-    case TFL_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
-    case TFL_DTYPE_INT32: return *(const int32_t *)p;
-    case TFL_DTYPE_INT64: return (double)*(const int64_t *)p;
-    case TFL_DTYPE_FLOAT16: return tfl__f16_to_f32(*(const uint16_t *)p);
-    case TFL_DTYPE_BFLOAT16: return tfl__bf16_to_f32(*(const uint16_t *)p);
-    case TFL_DTYPE_FLOAT32: return *(const float *)p;
-    case TFL_DTYPE_FLOAT64: return *(const double *)p;
-    case TFL_DTYPE_COMPLEX64: return crealf(*(const float complex *)p);
-    case TFL_DTYPE_COMPLEX128: return creal(*(const double complex *)p);
-    default: return 0.0;
-    }
-}
-
 const tfl_tensor *tfl__cpu_contiguous(tfl_ctx *ctx, const tfl_tensor *t, tfl_tensor **tmp)
 {
     *tmp = NULL;

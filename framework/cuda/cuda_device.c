@@ -185,8 +185,8 @@ static tfl_status cu_mem_info(tfl__device *dev, size_t *free_bytes, size_t *tota
 static void cu_describe(tfl__device *dev, char *buf, size_t size)
 {
     const tfl__cuda_device *cu = tfl__cuda(dev);
-    snprintf(buf, size, "%s, %.1f GiB, compute capability %d.%d", cu->gpu_name,
-             (double)cu->total_mem / (1024.0 * 1024.0 * 1024.0), cu->cc_major, cu->cc_minor);
+    /* tfl_device_describe adds the memory (mem_info) */
+    snprintf(buf, size, "%s, compute capability %d.%d", cu->gpu_name, cu->cc_major, cu->cc_minor);
 }
 
 static const tfl__device_ops cuda_ops = {

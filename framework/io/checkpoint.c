@@ -22,7 +22,7 @@ static tfl_status device_src(void *user, int64_t item, int64_t offset, void *buf
     (void)item;
     const tfl_tensor *t = user;
     tfl__device *dev = tfl__tensor_device(t);
-    return dev->ops->copy_host(dev, buf, (const char *)tfl__data(t) + offset, n, 1);
+    return tfl__dev_copy_host(dev, buf, (const char *)tfl__data(t) + offset, n, 1);
 }
 
 static bool name_ok(tfl_ctx *ctx, const char *what, const char *name, int64_t i)
@@ -120,7 +120,7 @@ static tfl_status prepare_item(tfl_ctx *ctx, const tfl_tensor *t, const char *na
         t = tfl__tensor_copy_to(ctx, t, tfl__tensor_device(t));
         if (!t) return tfl_ctx_status(ctx);
     }
-    if (tfl__tensor_device(t) == tfl__cpu(ctx)) {
+    if (tfl__dev_is_host(tfl__tensor_device(t))) {
         it->ptr = tfl__data(t);
     } else {
         it->src = device_src;

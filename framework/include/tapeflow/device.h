@@ -19,10 +19,11 @@ TFL_API int tfl_device_count(const tfl_ctx *ctx);
 /** The name of device i ("CPU:0"), borrowed; NULL when i is out of range. */
 TFL_API const char *tfl_device_name(const tfl_ctx *ctx, int i);
 /**
- * One line describing device i into buf (always NUL-terminated when size > 0): for a GPU its
- * model, memory and compute capability ("NVIDIA H100 80GB HBM3, 79.1 GiB, compute capability
- * 9.0"), for the CPU "host memory". Returns the length it wanted (snprintf's), or -1 when ctx
- * is NULL or i out of range (buf then holds "").
+ * One line describing device i into buf (always NUL-terminated when size > 0), like
+ * snprintf: its name, what its backend says of it and its memory when the backend knows it:
+ * "CPU:0: host memory, 2 threads", "GPU:0: NVIDIA H100 80GB HBM3, compute capability 9.0,
+ * 79.2 GiB (78.6 GiB free)". Returns the length of the full text, or -1 (buf "") for a NULL
+ * ctx or i out of range.
  */
 TFL_API int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size);
 

@@ -84,8 +84,9 @@ TFL_API const void *tfl_tensor_data_ptr(const tfl_tensor *t);
 TFL_API tfl_status tfl_tensor_to_host(const tfl_tensor *t, void *dst, size_t bytes);
 
 /**
- * Reads element `index` (row-major flat index) converted to double (complex: real part).
- * For tests and examples; slow. Errors: OUT_OF_RANGE.
+ * Reads element `index` (row-major flat index) converted to double (complex: real part),
+ * on any device (an element of a GPU tensor is copied to the host, which waits for the work
+ * queued before it). For tests and examples; slow. Errors: OUT_OF_RANGE.
  */
 TFL_API tfl_status tfl_tensor_get(const tfl_tensor *t, int64_t index, double *out);
 
