@@ -345,9 +345,22 @@ tfl__device *tfl__current_device(tfl_ctx *ctx)
     return scoped_device(ctx, "tensor", "", NULL, NULL);
 }
 
+/* A device whose optimizer kernels exist: a variable there can be trained. */
+static bool trains_variables(const tfl__device *d, const void *arg)
+{
+    (void)arg;
+    return d->opt_kernels != NULL;
+}
+
 tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device)
 {
-    if (!device) return ctx->n_scopes == 0 ? tfl__cpu(ctx) : scoped_device(ctx, what, "", NULL, NULL);
+    /* With no scope a variable goes to the highest-priority device that has optimizer
+     * kernels (GPU:0 once its backend registers them), so that training needs no scope. */
+    if (!device && ctx->n_scopes == 0) {
+        tfl__device *best = best_device(ctx, trains_variables, NULL);
+        return best ? best : tfl__cpu(ctx);
+    }
+    if (!device) return scoped_device(ctx, what, "", NULL, NULL);
     /* an explicit device acts as one more scope, for this call only */
     char canon[16];
     int parsed = parse_device(device, canon, sizeof canon);
@@ -379,20 +392,35 @@ static bool has_kernel(const tfl__device *d, const void *arg)
            (k->dtypes >> TFL_DTYPE_FLOAT32 & 1u);
 }
 
+/* Under soft placement an op falls back from the device it would have run on (the scope's,
+ * or the highest-priority one) when that device has no kernel for the dtype; the placement
+ * log says why: "op MatMul has no GPU kernel for dtype int32: running on CPU:0". */
+static void log_fallback(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, const tfl__device *wanted,
+                         const tfl__device *dev)
+{
+    if (ctx->log_placement && wanted && dev && wanted != dev)
+        tfl__log(ctx, TFL_LOG_INFO, "op %s has no %s kernel for dtype %s: running on %s",
+                 tfl__op_defs[op].name, wanted->ops->type_name, tfl_dtype_name(key), dev->name);
+}
+
 tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key)
 {
     kernel_query q = {op, key};
-    tfl__device *dev;
+    tfl__device *dev, *wanted;
     if (ctx->n_scopes > 0) {
         dev = scoped_device(ctx, tfl__op_defs[op].name, "no kernel for this op and dtype",
                             has_kernel, &q);
         if (!dev) return NULL;
+        int slot = ctx->scopes[ctx->n_scopes - 1];
+        wanted = slot >= 0 ? ctx->devices[slot] : NULL;
     } else {
         dev = ctx->n_devices == 1 ? ctx->devices[0] : best_device(ctx, has_kernel, &q);
         if (dev && !has_kernel(dev, &q)) dev = NULL;
+        wanted = best_device(ctx, NULL, NULL);
     }
     TFL_CHECK_RET(ctx, dev, NULL, TFL_UNIMPLEMENTED, "%s: no device has a kernel for dtype %s",
                   tfl__op_defs[op].name, tfl_dtype_name(key));
+    log_fallback(ctx, op, key, wanted, dev);
     return dev;
 }
 

@@ -343,6 +343,7 @@ static void placement_prefers_it_and_falls_back_softly(void **state)
     tfl_tensor *d = tfl_fill(ctx, TFL_DTYPE_FLOAT64, 1, &n, 1.5);
     tfl_tensor *sd = tfl_add(ctx, d, d);
     assert_string_equal(tfl_tensor_device(sd), "CPU:0");
+    assert_non_null(strstr(log.text, "op Add has no GPU kernel for dtype float64: running on CPU:0"));
     /* a GPU:0 scope and an op without a kernel there: soft placement runs it on CPU:0 */
     assert_int_equal(tfl_device_scope_push(ctx, "GPU:0"), TFL_OK);
     tfl_tensor *e = tfl_exp(ctx, s);
@@ -351,6 +352,7 @@ static void placement_prefers_it_and_falls_back_softly(void **state)
     assert_true(fabs(get(e, 0) - exp(3.0)) < 1e-5);
     assert_non_null(strstr(log.text, "copy input 0 of Exp from GPU:0 to CPU:0"));
     assert_non_null(strstr(log.text, "op Exp on CPU:0"));
+    assert_non_null(strstr(log.text, "op Exp has no GPU kernel for dtype float32: running on CPU:0"));
     assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
     assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
     free_ctx(ctx);
@@ -375,12 +377,19 @@ static void variables_live_there(void **state)
     tfl_ctx *cpu_ctx = new_ctx(NULL, false), *ctx = new_ctx(NULL, false);
     const int64_t shape[1] = {5};
     tfl_initializer init = tfl_init_random_uniform(-1, 1, 42);
-    tfl_tensor *vc = tfl_variable_new_init(cpu_ctx, TFL_DTYPE_FLOAT32, 1, shape, &init, NULL);
+    tfl_tensor *vc = tfl_variable_new_init(cpu_ctx, TFL_DTYPE_FLOAT32, 1, shape, &init,
+                                           &(tfl_variable_opts){.device = "CPU:0"});
     tfl_tensor *vg = tfl_variable_new_init(ctx, TFL_DTYPE_FLOAT32, 1, shape, &init,
                                            &(tfl_variable_opts){.device = "GPU:0"});
     assert_non_null(vc);
     assert_non_null(vg);
+    assert_string_equal(tfl_tensor_device(vc), "CPU:0");
     assert_string_equal(tfl_tensor_device(vg), "GPU:0");
+    /* no scope, no device: a variable goes to the highest-priority device with optimizer
+     * kernels (this GPU has SGD's) */
+    tfl_tensor *vdef = tfl_variable_new_init(ctx, TFL_DTYPE_FLOAT32, 1, shape, &init, NULL);
+    assert_non_null(vdef);
+    assert_string_equal(tfl_tensor_device(vdef), "GPU:0");
     for (int i = 0; i < 5; i++)
         assert_true(get(vg, i) == get(vc, i)); /* same seed, same values */
     /* assign from the CPU, add in place, read a snapshot */
