@@ -1,34 +1,189 @@
 /*
- * framework/device.c: the devices a context has (CPU:0 always; GPUs from backends compiled
- * in), device-name parsing, device scopes, and the placement of ops: the scope's device
- * when it has a kernel, else (soft placement) the best device that has one.
+ * framework/device.c: the devices a context has (those of every backend in the static list
+ * of backends.c: CPU:0 always, GPUs from backends compiled in), the device table's optional
+ * slots with their NULL meanings, device-name parsing, device scopes, and the placement of
+ * ops: the scope's device when it has a kernel, else (soft placement) the best device that
+ * has one.
  */
-#include "cpu/cpu.h"
 #include "ops/op.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+static void device_free(tfl__device *d)
+{
+    tfl__allocator_destroy(&d->alloc);
+    const tfl__backend *b = NULL;
+    for (int i = 0; i < tfl__n_backends && !b; i++)
+        if (strcmp(tfl__backends[i]->type_name, d->ops->type_name) == 0) b = tfl__backends[i];
+    if (b && b->device_free) b->device_free(d);
+    else tfl__host_free(d->ctx, d);
+}
+
 tfl_status tfl__devices_init(tfl_ctx *ctx)
 {
-    tfl__device *cpu = tfl__cpu_device_new(ctx);
-    if (!cpu) return TFL_RESOURCE_EXHAUSTED;
-    cpu->slot = ctx->n_devices;
-    ctx->devices[ctx->n_devices++] = cpu;
-    /* GPU backends register here when compiled in (the CUDA issue); none is an empty list. */
+    for (int b = 0; b < tfl__n_backends; b++) {
+        const tfl__backend *be = tfl__backends[b];
+        if (be->version != TFL_DEVICE_OPS_VERSION) {
+            tfl__log(ctx, TFL_LOG_WARNING, "backend %s has device table version %d, not %d: "
+                     "skipped", be->type_name, be->version, TFL_DEVICE_OPS_VERSION);
+            continue;
+        }
+        int count = be->device_count(ctx);
+        for (int i = 0; i < count; i++) {
+            if (ctx->n_devices == TFL_MAX_DEVICES) {
+                tfl__log(ctx, TFL_LOG_WARNING, "%s:%d and later devices are not used: a "
+                         "context has at most %d devices", be->type_name, i, TFL_MAX_DEVICES);
+                break;
+            }
+            tfl__device *d = be->device_new(ctx, i);
+            if (!d) {
+                if (ctx->err_code == TFL_OK)
+                    tfl__set_error(ctx, TFL_INTERNAL, "tfl_ctx_new: backend %s could not "
+                                   "create device %d", be->type_name, i);
+                return ctx->err_code;
+            }
+            d->slot = ctx->n_devices;
+            tfl__allocator_init(&d->alloc, d);
+            ctx->devices[ctx->n_devices++] = d;
+        }
+    }
+    if (ctx->n_devices == 0 || !tfl__dev_is_host(ctx->devices[0]))
+        return tfl__set_error(ctx, TFL_INTERNAL, "tfl_ctx_new: the first backend must give a "
+                              "host device (CPU:0)");
     return TFL_OK;
 }
 
 void tfl__devices_free(tfl_ctx *ctx)
 {
-    for (int i = 0; i < ctx->n_devices; i++) {
-        tfl__device *d = ctx->devices[i];
-        tfl__allocator_trim(&d->alloc);
-        tfl__host_free(ctx, d);
-    }
+    for (int i = ctx->n_devices - 1; i >= 0; i--) device_free(ctx->devices[i]);
     ctx->n_devices = 0;
 }
+
+/* ---- the device table's optional slots --------------------------------------------------- */
+
+/* A slot's failure keeps an error even when the backend kept none. */
+static tfl_status slot_status(tfl__device *dev, tfl_status st, const char *slot)
+{
+    if (st != TFL_OK && dev->ctx->err_code == TFL_OK)
+        tfl__set_error(dev->ctx, st, "%s failed on %s", slot, dev->name);
+    return st;
+}
+
+tfl_status tfl__dev_sync(tfl__device *dev)
+{
+    return dev->ops->sync ? slot_status(dev, dev->ops->sync(dev), "sync") : TFL_OK;
+}
+
+tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                              int to_host)
+{
+    if (bytes == 0) return TFL_OK;
+    return slot_status(dev, dev->ops->copy_host(dev, dst, src, bytes, to_host), "copy_host");
+}
+
+tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
+                                    const void *src, size_t bytes, int to_host)
+{
+    if (bytes == 0) return TFL_OK;
+    if (!dev->ops->copy_host_async) return tfl__dev_copy_host(dev, dst, src, bytes, to_host);
+    return slot_status(dev, dev->ops->copy_host_async(dev, stream, dst, src, bytes, to_host),
+                       "copy_host_async");
+}
+
+#define STAGE_BYTES ((size_t)1 << 20) /* host staging for the slots' fallbacks */
+
+tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
+                                const void *src, size_t bytes)
+{
+    if (bytes == 0) return TFL_OK;
+    if (dev->ops->copy_device)
+        return slot_status(dev, dev->ops->copy_device(dev, stream, dst, src, bytes),
+                           "copy_device");
+    size_t chunk = bytes < STAGE_BYTES ? bytes : STAGE_BYTES;
+    char *buf = tfl__host_alloc(dev->ctx, chunk, TFL_ALIGN);
+    TFL_CHECK(dev->ctx, buf, TFL_RESOURCE_EXHAUSTED, "copy on %s: out of host memory for a "
+              "staging buffer of %zu bytes", dev->name, chunk);
+    tfl_status st = tfl__dev_stream_sync(dev, stream);
+    for (size_t off = 0; st == TFL_OK && off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        st = tfl__dev_copy_host(dev, buf, (const char *)src + off, n, 1);
+        if (st == TFL_OK) st = tfl__dev_copy_host(dev, (char *)dst + off, buf, n, 0);
+    }
+    tfl__host_free(dev->ctx, buf);
+    return st;
+}
+
+tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
+                           size_t bytes)
+{
+    if (bytes == 0) return TFL_OK;
+    if (dev->ops->memset)
+        return slot_status(dev, dev->ops->memset(dev, stream, dst, value, bytes), "memset");
+    size_t chunk = bytes < STAGE_BYTES ? bytes : STAGE_BYTES;
+    char *buf = tfl__host_alloc(dev->ctx, chunk, TFL_ALIGN);
+    TFL_CHECK(dev->ctx, buf, TFL_RESOURCE_EXHAUSTED, "memset on %s: out of host memory for a "
+              "staging buffer of %zu bytes", dev->name, chunk);
+    memset(buf, value, chunk);
+    tfl_status st = tfl__dev_stream_sync(dev, stream);
+    for (size_t off = 0; st == TFL_OK && off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        st = tfl__dev_copy_host(dev, (char *)dst + off, buf, n, 0);
+    }
+    tfl__host_free(dev->ctx, buf);
+    return st;
+}
+
+tfl_status tfl__dev_stream_new(tfl__device *dev, tfl__stream **out)
+{
+    *out = NULL;
+    if (!dev->ops->stream_new) return TFL_OK;
+    return slot_status(dev, dev->ops->stream_new(dev, out), "stream_new");
+}
+
+void tfl__dev_stream_free(tfl__device *dev, tfl__stream *stream)
+{
+    if (stream && dev->ops->stream_free) dev->ops->stream_free(dev, stream);
+}
+
+tfl_status tfl__dev_stream_sync(tfl__device *dev, tfl__stream *stream)
+{
+    if (!dev->ops->stream_sync || (!stream && !dev->ops->stream_new)) return tfl__dev_sync(dev);
+    return slot_status(dev, dev->ops->stream_sync(dev, stream), "stream_sync");
+}
+
+tfl_status tfl__dev_event_new(tfl__device *dev, tfl__event **out)
+{
+    *out = NULL;
+    if (!dev->ops->event_new) return TFL_OK;
+    return slot_status(dev, dev->ops->event_new(dev, out), "event_new");
+}
+
+void tfl__dev_event_free(tfl__device *dev, tfl__event *event)
+{
+    if (event && dev->ops->event_free) dev->ops->event_free(dev, event);
+}
+
+tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream)
+{
+    if (!event || !dev->ops->event_record) return TFL_OK;
+    return slot_status(dev, dev->ops->event_record(dev, event, stream), "event_record");
+}
+
+tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event)
+{
+    if (!event || !dev->ops->event_wait) return TFL_OK;
+    return slot_status(dev, dev->ops->event_wait(dev, stream, event), "event_wait");
+}
+
+tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event)
+{
+    if (!event || !dev->ops->event_sync) return tfl__dev_sync(dev);
+    return slot_status(dev, dev->ops->event_sync(dev, event), "event_sync");
+}
+
+/* ---- names, scopes, placement ---------------------------------------------------------------- */
 
 tfl__device *tfl__cpu(tfl_ctx *ctx) { return ctx->devices[0]; }
 
@@ -37,6 +192,16 @@ int tfl_device_count(const tfl_ctx *ctx) { return ctx ? ctx->n_devices : 0; }
 const char *tfl_device_name(const tfl_ctx *ctx, int i)
 {
     return ctx && i >= 0 && i < ctx->n_devices ? ctx->devices[i]->name : NULL;
+}
+
+int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size)
+{
+    if (buf && size) buf[0] = '\0';
+    if (!ctx || i < 0 || i >= ctx->n_devices) return -1;
+    tfl__device *dev = ctx->devices[i];
+    char line[256] = "host memory";
+    if (dev->ops->describe) dev->ops->describe(dev, line, sizeof line);
+    return snprintf(buf, buf ? size : 0, "%s", line);
 }
 
 /* parse_device's answers */
@@ -164,9 +329,22 @@ tfl__device *tfl__current_device(tfl_ctx *ctx)
     return scoped_device(ctx, "tensor", "", NULL, NULL);
 }
 
+/* A device whose optimizer kernels exist: a variable there can be trained. */
+static bool trains_variables(const tfl__device *d, const void *arg)
+{
+    (void)arg;
+    return d->opt_kernels != NULL;
+}
+
 tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device)
 {
-    if (!device) return ctx->n_scopes == 0 ? tfl__cpu(ctx) : scoped_device(ctx, what, "", NULL, NULL);
+    /* With no scope a variable goes to the highest-priority device that has optimizer
+     * kernels (GPU:0 once its backend registers them), so that training needs no scope. */
+    if (!device && ctx->n_scopes == 0) {
+        tfl__device *best = best_device(ctx, trains_variables, NULL);
+        return best ? best : tfl__cpu(ctx);
+    }
+    if (!device) return scoped_device(ctx, what, "", NULL, NULL);
     /* an explicit device acts as one more scope, for this call only */
     char canon[16];
     int parsed = parse_device(device, canon, sizeof canon);
@@ -198,20 +376,35 @@ static bool has_kernel(const tfl__device *d, const void *arg)
            (k->dtypes >> TFL_DTYPE_FLOAT32 & 1u);
 }
 
+/* Under soft placement an op falls back from the device it would have run on (the scope's,
+ * or the highest-priority one) when that device has no kernel for the dtype; the placement
+ * log says why: "op MatMul has no GPU kernel for dtype int32: running on CPU:0". */
+static void log_fallback(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, const tfl__device *wanted,
+                         const tfl__device *dev)
+{
+    if (ctx->log_placement && wanted && dev && wanted != dev)
+        tfl__log(ctx, TFL_LOG_INFO, "op %s has no %s kernel for dtype %s: running on %s",
+                 tfl__op_defs[op].name, wanted->ops->type_name, tfl_dtype_name(key), dev->name);
+}
+
 tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key)
 {
     kernel_query q = {op, key};
-    tfl__device *dev;
+    tfl__device *dev, *wanted;
     if (ctx->n_scopes > 0) {
         dev = scoped_device(ctx, tfl__op_defs[op].name, "no kernel for this op and dtype",
                             has_kernel, &q);
         if (!dev) return NULL;
+        int slot = ctx->scopes[ctx->n_scopes - 1];
+        wanted = slot >= 0 ? ctx->devices[slot] : NULL;
     } else {
         dev = ctx->n_devices == 1 ? ctx->devices[0] : best_device(ctx, has_kernel, &q);
         if (dev && !has_kernel(dev, &q)) dev = NULL;
+        wanted = best_device(ctx, NULL, NULL);
     }
     TFL_CHECK_RET(ctx, dev, NULL, TFL_UNIMPLEMENTED, "%s: no device has a kernel for dtype %s",
                   tfl__op_defs[op].name, tfl_dtype_name(key));
+    log_fallback(ctx, op, key, wanted, dev);
     return dev;
 }
 

@@ -68,35 +68,114 @@ typedef struct tfl__kernel {
 
 #define TFL_ALLOC_CLASSES 160 /* size classes: 4 per power of two from 64 B to 2^44 B */
 
+/** A block of device memory, as the host knows it (device memory never holds bookkeeping). */
 typedef struct tfl__block {
-    struct tfl__block *next; /* next free block of the same class */
+    void *ptr;               /* the device memory (raw_alloc's result) */
+    size_t size;             /* its size class's bytes */
+    struct tfl__block *next; /* free: the next cached block of the class; in use: the next
+                                block of the same hash bucket; spare: the next spare record */
 } tfl__block;
 
 typedef struct tfl__allocator {
     tfl__device *device;                     /* where raw memory comes from */
-    void *free_lists[TFL_ALLOC_CLASSES];     /* cached blocks per size class (host: tfl__block) */
+    tfl__block *free_lists[TFL_ALLOC_CLASSES]; /* cached blocks per size class */
+    tfl__block **buckets;                    /* blocks in use, hashed by ptr (chained) */
+    size_t n_buckets;                        /* a power of two, or 0 before the first block */
+    size_t n_in_use;                         /* blocks in the buckets */
+    tfl__block *spare;                       /* unused records */
+    void *chunks;                            /* every record lives in one of these */
     tfl_alloc_stats stats;                   /* live_tensors unused here (kept in the ctx) */
 } tfl__allocator;
 
-/* ---- devices (device.c, cpu/cpu_device.c) ----------------------------------------------- */
+/* ---- devices (device.c, backends.c, cpu/cpu_device.c) ------------------------------------- */
 
 /*
- * A backend's table of functions. Backends embed tfl__device first and append their own
- * fields (a CUDA device adds its stream and cuBLAS/cuDNN handles). Slots marked optional
- * may be NULL and say what NULL means.
+ * A backend's table of functions (version 2). Backends embed tfl__device first and append
+ * their own fields (a CUDA device adds its stream and cuBLAS/cuDNN handles). Slots marked
+ * optional may be NULL and say what NULL means; the framework calls the optional slots only
+ * through the tfl__dev_* helpers below, which implement those meanings, so a backend fills
+ * what it has and the rest works.
+ *
+ * Streams and events are opaque handles a backend defines (struct tfl__stream and struct
+ * tfl__event are never defined by the framework). A NULL stream everywhere means the device's
+ * own stream: the one its op kernels run on, in issue order. Every kernel and every slot
+ * taking a stream is asynchronous with respect to the host unless it says otherwise; the host
+ * waits only in copy_host, sync, stream_sync and event_sync.
  */
+typedef struct tfl__stream tfl__stream;
+typedef struct tfl__event tfl__event;
+
+enum {
+    /* Device memory is ordinary host memory: the framework may read and write tensor data
+     * of this device directly (the CPU). Without it every access goes through the slots. */
+    TFL_DEVICE_HOST_MEMORY = 1u << 0,
+};
+
 typedef struct tfl__device_ops {
-    int version;           /* TFL_DEVICE_OPS_VERSION; the slots below are version 1 */
-    const char *type_name; /* "CPU", "GPU" */
+    int version;           /* TFL_DEVICE_OPS_VERSION */
+    const char *type_name; /* "CPU", "GPU": the TYPE of the devices' names "TYPE:N" */
     int priority;          /* placement picks the highest priority with a kernel (GPU > CPU) */
-    void *(*raw_alloc)(tfl__device *dev, size_t bytes);   /* NULL when out of memory */
-    void (*raw_free)(tfl__device *dev, void *ptr);
-    /* copies `bytes` between host memory and this device (dir: 0 to device, 1 to host) */
+    unsigned flags;        /* TFL_DEVICE_* */
+
+    /* ---- memory (required) ---- */
+    void *(*raw_alloc)(tfl__device *dev, size_t bytes);   /* NULL when out of memory; the
+                                                             result is TFL_ALIGN-aligned */
+    void (*raw_free)(tfl__device *dev, void *ptr);        /* ptr from raw_alloc; the device
+                                                             may still be using it: a backend
+                                                             with async kernels waits or
+                                                             defers (see the allocator) */
+    /* Copies `bytes` between host memory and this device's memory; to_host 0: host -> device,
+     * 1: device -> host. Synchronous: it returns once the bytes are at dst and src may be
+     * reused; it is ordered after the work already issued on the device's own stream. */
     tfl_status (*copy_host)(tfl__device *dev, void *dst, const void *src, size_t bytes,
                             int to_host);
-    tfl_status (*sync)(tfl__device *dev);  /* (optional) NULL: always in sync */
+
+    /* ---- optional slots ---- */
+    /* Waits until every work issued on the device (all its streams) is done.
+     * NULL: the device is always in sync (its kernels are synchronous). */
+    tfl_status (*sync)(tfl__device *dev);
+    /* Device-to-device copy within this device's memory (regions may not overlap), ordered on
+     * `stream`. NULL: staged through host memory with copy_host (slow, synchronous). */
+    tfl_status (*copy_device)(tfl__device *dev, tfl__stream *stream, void *dst, const void *src,
+                              size_t bytes);
+    /* copy_host, but asynchronous on `stream`: it may return before the copy is done; the
+     * host buffer must stay valid and unchanged (host -> device) or unread (device -> host)
+     * until the stream is synchronised or an event recorded after it has completed. Pinned
+     * host memory is the backend's business. NULL: copy_host (synchronous). */
+    tfl_status (*copy_host_async)(tfl__device *dev, tfl__stream *stream, void *dst,
+                                  const void *src, size_t bytes, int to_host);
+    /* Sets `bytes` bytes at dst (device memory) to `value` (a byte), ordered on `stream`.
+     * NULL: a host buffer of the byte copied in with copy_host. */
+    tfl_status (*memset)(tfl__device *dev, tfl__stream *stream, void *dst, int value,
+                         size_t bytes);
+    /* Streams: a new stream, ordered independently of the device's own one. NULL (and then
+     * stream_free/stream_sync unused): the device has only its own stream; asking for a new
+     * one gives NULL, i.e. that stream, so the work stays correct, merely serialised. */
+    tfl_status (*stream_new)(tfl__device *dev, tfl__stream **out);
+    void (*stream_free)(tfl__device *dev, tfl__stream *stream);
+    /* Waits on the host until the work issued on `stream` is done. NULL: sync(dev). */
+    tfl_status (*stream_sync)(tfl__device *dev, tfl__stream *stream);
+    /* Events: markers in a stream. NULL event_new (and the other event slots then unused):
+     * events are no-ops: record does nothing, wait does nothing, event_sync is sync(dev),
+     * which is correct for a device that has one stream or synchronous kernels. */
+    tfl_status (*event_new)(tfl__device *dev, tfl__event **out);
+    void (*event_free)(tfl__device *dev, tfl__event *event);
+    /* Marks the point of `stream` reached by the work issued so far. */
+    tfl_status (*event_record)(tfl__device *dev, tfl__event *event, tfl__stream *stream);
+    /* Makes later work on `stream` wait for `event` (the host does not wait). */
+    tfl_status (*event_wait)(tfl__device *dev, tfl__stream *stream, tfl__event *event);
+    /* Waits on the host until the work before `event` is done. */
+    tfl_status (*event_sync)(tfl__device *dev, tfl__event *event);
+    /* Memory figures for error messages and `tapeflow version`: free and total bytes.
+     * NULL: unknown (the messages leave them out). */
+    tfl_status (*mem_info)(tfl__device *dev, size_t *free_bytes, size_t *total_bytes);
+    /* One line describing the device ("NVIDIA H100 80GB HBM3, compute capability 9.0") into
+     * buf. NULL: the device's name says all. */
+    void (*describe)(tfl__device *dev, char *buf, size_t size);
 } tfl__device_ops;
-#define TFL_DEVICE_OPS_VERSION 1
+#define TFL_DEVICE_OPS_VERSION 2
+
+typedef struct tfl__opt_kernels tfl__opt_kernels; /* framework/opt_kernels.h */
 
 struct tfl__device {
     const tfl__device_ops *ops;
@@ -104,9 +183,45 @@ struct tfl__device {
     int index;             /* the N in "CPU:N" / "GPU:N" */
     int slot;              /* position in ctx->devices */
     char name[16];         /* "CPU:0" */
-    tfl__allocator alloc;  /* the device's caching allocator */
+    tfl__allocator alloc;  /* the device's caching allocator (host-side bookkeeping) */
     tfl__kernel kernels[TFL_OP_COUNT]; /* filled by the backend from its family tables */
+    const tfl__opt_kernels *opt_kernels; /* the fused optimizer kernels (opt_kernels.h),
+                                            filled by the backend; NULL: none (optimizers
+                                            refuse variables on this device) */
 };
+
+/*
+ * A backend: how the framework finds devices. backends.c holds the static list
+ * tfl__backends[] (the CPU first, then those compiled in: `#if TFL_HAVE_CUDA
+ * &tfl__cuda_backend`); tfl_ctx_new asks each for its device_count and creates devices
+ * 0..count-1 with device_new, in list order, up to TFL_MAX_DEVICES. To plug in a backend:
+ *   1. define `const tfl__backend tfl__<name>_backend` in framework/<name>/ (nothing else of
+ *      the framework changes), with a tfl__device_ops table of version TFL_DEVICE_OPS_VERSION;
+ *   2. device_new returns a host record (tfl__host_alloc) that embeds tfl__device first, with
+ *      ops, ctx, index and name ("GPU:0") set, kernels[] filled for the ops it runs and
+ *      opt_kernels for the optimizers (or NULL); the framework sets slot and initialises the
+ *      allocator (tfl__allocator_init) after device_new returns;
+ *   3. add it to the list in backends.c under its build switch.
+ * Placement then uses kernels[] and ops->priority; the allocator, copies, tfl_tensor_get,
+ * formatting, random ops and optimizers reach the device through the table only.
+ */
+typedef struct tfl__backend {
+    int version;           /* TFL_DEVICE_OPS_VERSION */
+    const char *type_name; /* "CPU", "GPU" (the same as its devices' ops->type_name) */
+    /* Devices this backend has on this machine: 0 when none is usable (no GPU, no driver);
+     * it records nothing in ctx and never fails loudly (a CPU-only run must go on). */
+    int (*device_count)(tfl_ctx *ctx);
+    /* Device `index` (0..count-1) for ctx, as described above; NULL with an error kept in
+     * ctx (tfl_ctx_new then fails with it). */
+    tfl__device *(*device_new)(tfl_ctx *ctx, int index);
+    /* Frees what device_new made, after the framework trimmed the allocator (every block is
+     * back in raw_free). (optional) NULL: tfl__host_free(ctx, dev). */
+    void (*device_free)(tfl__device *dev);
+} tfl__backend;
+
+/** The static list (backends.c): the CPU's first. */
+extern const tfl__backend *const tfl__backends[];
+extern const int tfl__n_backends;
 
 /* ---- storage and tensors ---------------------------------------------------------------- */
 
@@ -343,11 +458,22 @@ char *tfl__strdup(tfl_ctx *ctx, const char *s);
 
 /* ---- allocator.c ------------------------------------------------------------------------- */
 
+/*
+ * A size-class cache of device memory whose bookkeeping lives on the host (blocks are
+ * tfl__block records, in-use ones found by their pointer through a hash table), so it serves
+ * any device. get/put never touch the memory itself.
+ */
 void tfl__allocator_init(tfl__allocator *a, tfl__device *dev);
-/** A block of >= bytes; *got receives its usable size. NULL (error kept) when out of memory. */
+/** A block of >= bytes; *got receives its usable size. NULL (error kept) when out of memory:
+ * RESOURCE_EXHAUSTED "out of memory on GPU:0: cannot allocate N bytes (M in use, C cached[,
+ * F free of T])". */
 void *tfl__allocator_get(tfl__allocator *a, size_t bytes, size_t *got);
+/** Gives back a block from get (got: its *got). The block joins its class's cache. */
 void tfl__allocator_put(tfl__allocator *a, void *ptr, size_t got);
+/** Returns every cached block to the device (raw_free). Blocks in use stay. */
 void tfl__allocator_trim(tfl__allocator *a);
+/** trim, raw_free of blocks still in use, and the host bookkeeping freed: device teardown. */
+void tfl__allocator_destroy(tfl__allocator *a);
 
 /* ---- record pools (tensor.c) ------------------------------------------------------------- */
 
@@ -356,8 +482,37 @@ void tfl__pools_free(tfl_ctx *ctx);
 
 /* ---- devices (device.c) ------------------------------------------------------------------ */
 
+/** Creates the devices of every backend in tfl__backends (tfl_ctx_new). */
 tfl_status tfl__devices_init(tfl_ctx *ctx);
 void tfl__devices_free(tfl_ctx *ctx);
+/** True when the framework may touch dev's memory directly (TFL_DEVICE_HOST_MEMORY). */
+static inline bool tfl__dev_is_host(const tfl__device *dev)
+{
+    return (dev->ops->flags & TFL_DEVICE_HOST_MEMORY) != 0;
+}
+/* The device slots with their NULL meanings applied (device.c). Errors are kept in dev->ctx
+ * (a failing backend slot that kept none gets INTERNAL "<slot> failed on <device>"). */
+tfl_status tfl__dev_sync(tfl__device *dev);
+/** bytes between host and dev (to_host 1: dev -> host); synchronous. */
+tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                              int to_host);
+tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
+                                    const void *src, size_t bytes, int to_host);
+tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
+                                const void *src, size_t bytes);
+tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
+                           size_t bytes);
+/** *out is a new stream, or NULL (the device's own stream) when the device has no streams. */
+tfl_status tfl__dev_stream_new(tfl__device *dev, tfl__stream **out);
+void tfl__dev_stream_free(tfl__device *dev, tfl__stream *stream);
+tfl_status tfl__dev_stream_sync(tfl__device *dev, tfl__stream *stream);
+/** *out is a new event, or NULL when the device has no events (then record and wait do
+ * nothing and event_sync is tfl__dev_sync). */
+tfl_status tfl__dev_event_new(tfl__device *dev, tfl__event **out);
+void tfl__dev_event_free(tfl__device *dev, tfl__event *event);
+tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream);
+tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event);
+tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event);
 /** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
 tfl__device *tfl__current_device(tfl_ctx *ctx);
 /** The device for something new named by `what` ("VarHandleOp"): `device` when given, else

@@ -27,8 +27,15 @@
 #define TFL_PHILOX_W1 0xBB67AE85u
 #define TFL_PHILOX_ROUNDS 10
 
+/* nvcc compiles the same function for the GPU (framework/cuda/k_shape.cu: Dropout) */
+#ifdef __CUDACC__
+#define TFL_PHILOX_FN __host__ __device__ static inline
+#else
+#define TFL_PHILOX_FN static inline
+#endif
+
 /** Philox4x32-10: out = the 4 words of the block for (ctr, key). out may alias ctr. */
-static inline void tfl__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+TFL_PHILOX_FN void tfl__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                                       uint32_t out[4])
 {
     uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];

@@ -45,11 +45,12 @@ static tfl_status reserve(tfl_optimizer *opt, int n)
 
 /* ---- kernels per device ----------------------------------------------------------------------- */
 
-const tfl__opt_kernels *tfl__opt_kernels_for(const tfl__device *dev)
-{
-    if (!strcmp(dev->ops->type_name, "CPU")) return tfl__opt_cpu_kernels();
-    return NULL;
-}
+/* The kernels' kinds (framework/opt_kernels.h) are the public ones. */
+_Static_assert(TFL__OPT_SGD == (int)TFL_OPTIMIZER_SGD && TFL__OPT_ADAM == (int)TFL_OPTIMIZER_ADAM &&
+                   TFL__OPT_ADAMW == (int)TFL_OPTIMIZER_ADAMW &&
+                   TFL__OPT_RMSPROP == (int)TFL_OPTIMIZER_RMSPROP &&
+                   TFL__OPT_ADAGRAD == (int)TFL_OPTIMIZER_ADAGRAD,
+               "tfl_optimizer_kind and TFL__OPT_* differ");
 
 /* ---- checks ----------------------------------------------------------------------------------- */
 

@@ -275,6 +275,20 @@ static int cli_version(int argc, char **argv)
     printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n",
            TFL_VERSION_STRING, TFL_HAVE_CUDA ? "yes" : "no (CPU only)",
            TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)");
+    /* the devices this machine gives a context: GPUs only with a GPU and its driver */
+    tfl_status st;
+    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    if (!ctx) {
+        printf("devices: none (%s)\n", tfl_status_name(st));
+        return CLI_OK;
+    }
+    printf("devices:\n");
+    for (int i = 0; i < tfl_device_count(ctx); i++) {
+        char line[256];
+        tfl_device_describe(ctx, i, line, sizeof line);
+        printf("  %s: %s\n", tfl_device_name(ctx, i), line);
+    }
+    tfl_ctx_free(ctx);
     return CLI_OK;
 }
 

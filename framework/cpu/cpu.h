@@ -85,8 +85,10 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                           void *c, int64_t ldc, bool accumulate);
 
-/** A new CPU device for ctx (host memory, the CPU kernel table). */
-tfl__device *tfl__cpu_device_new(tfl_ctx *ctx);
+/** The CPU backend (cpu_device.c): one device, CPU:0, in host memory. */
+extern const tfl__backend tfl__cpu_backend;
+/** The CPU's fused optimizer kernels (k_optim.c; opt_kernels.h). */
+extern const struct tfl__opt_kernels tfl__cpu_opt_kernels;
 
 /** The inner loop copying elements of one size (1, 2, 4, 8 or 16 bytes). */
 tfl__loop_fn tfl__copy_loop(size_t elem_size);

@@ -60,6 +60,27 @@ static void test_device_list(void **state)
     assert_null(tfl_device_name(f->ctx, -1));
 }
 
+/* tfl_device_describe: the CPU's line, a GPU's with its compute capability, range errors */
+static void test_device_describe(void **state)
+{
+    fixture *f = *state;
+    char line[256];
+    assert_int_equal(tfl_device_describe(f->ctx, 0, line, sizeof line), (int)strlen("host memory"));
+    assert_string_equal(line, "host memory");
+    for (int i = 1; i < tfl_device_count(f->ctx); i++) {
+        assert_true(tfl_device_describe(f->ctx, i, line, sizeof line) > 0);
+        assert_non_null(strstr(line, "compute capability"));
+    }
+    char small[5];
+    assert_int_equal(tfl_device_describe(f->ctx, 0, small, sizeof small), 11); /* truncated */
+    assert_string_equal(small, "host");
+    strcpy(line, "untouched");
+    assert_int_equal(tfl_device_describe(f->ctx, tfl_device_count(f->ctx), line, sizeof line), -1);
+    assert_string_equal(line, "");
+    assert_int_equal(tfl_device_describe(NULL, 0, line, sizeof line), -1);
+    assert_int_equal(tfl_device_describe(f->ctx, -1, NULL, 0), -1);
+}
+
 /* ---- device scopes ------------------------------------------------------------------------ */
 
 static void test_scope_cpu_spellings(void **state)
@@ -276,6 +297,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_device_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device_describe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_cpu_spellings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_rejects_bad_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_pop_with_none_open, setup, teardown),

@@ -16,8 +16,12 @@ pcdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -n 1)
 libdir=$(dirname "$pcdir")
 [ -f "$tmp/prefix/include/tapeflow/version.h" ] || fail "tapeflow/version.h is not installed"
 [ -f "$tmp/prefix/include/tapeflow/config.h" ] || fail "tapeflow/config.h (the config loader) is not installed"
-grep -q '#define TFL_HAVE_CUDA 0' "$tmp/prefix/include/tapeflow/version.h" ||
-  fail "version.h claims a CUDA backend this build does not have"
+# version.h says what the library contains: TFL_HAVE_CUDA 1 exactly when the CUDA backend's
+# objects are in it
+have_cuda=0
+if nm "$build/libtapeflow.a" 2>/dev/null | grep ' [DRT] tfl__cuda_backend$' >/dev/null; then have_cuda=1; fi
+grep -q "#define TFL_HAVE_CUDA $have_cuda" "$tmp/prefix/include/tapeflow/version.h" ||
+  fail "version.h's TFL_HAVE_CUDA is not $have_cuda (what libtapeflow.a contains)"
 [ -f "$libdir/libtapeflow.a" ] || fail "libtapeflow.a is not installed"
 [ -f "$libdir/cmake/tapeflow/FindBLIS.cmake" ] || fail "FindBLIS.cmake is not installed"
 

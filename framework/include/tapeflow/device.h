@@ -18,6 +18,13 @@ extern "C" {
 TFL_API int tfl_device_count(const tfl_ctx *ctx);
 /** The name of device i ("CPU:0"), borrowed; NULL when i is out of range. */
 TFL_API const char *tfl_device_name(const tfl_ctx *ctx, int i);
+/**
+ * One line describing device i into buf (always NUL-terminated when size > 0): for a GPU its
+ * model, memory and compute capability ("NVIDIA H100 80GB HBM3, 79.1 GiB, compute capability
+ * 9.0"), for the CPU "host memory". Returns the length it wanted (snprintf's), or -1 when ctx
+ * is NULL or i out of range (buf then holds "").
+ */
+TFL_API int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size);
 
 /**
  * Opens a device scope: ops and new tensors go to `device` until the matching pop.

@@ -1,5 +1,5 @@
 /*
- * optim/cpu/kernels.c: the CPU's fused optimizer updates. One pass per tensor reads the
+ * framework/cpu/k_optim.c: the CPU's fused optimizer updates (opt_kernels.h's table). One pass per tensor reads the
  * gradient once and writes the variable and its slots in place: no temporaries, no
  * allocation. A list of tensors is one flat range of elements split evenly over the
  * context's threads (OpenMP), so one tensor of 1e7 and a hundred of 1e5 both use every
@@ -8,8 +8,8 @@
  * Square roots and divisions are IEEE (correctly rounded) at every width, so the results
  * are the same whichever version runs.
  */
-#include "optim_internal.h"
-#include "cpu/cpu.h" /* framework's CPU helpers (tfl_framework_private) */
+#include "cpu.h"
+#include "opt_kernels.h"
 
 #include <math.h>
 #include <omp.h>
@@ -200,18 +200,18 @@ DEFINE_ADAGRAD(adagrad_f64, double, __builtin_sqrt)
 /* ---- the list: one flat range split over the threads -------------------------------------------
  */
 
-static chunk_fn pick(tfl_optimizer_kind kind, tfl_dtype dtype)
+static chunk_fn pick(int kind, tfl_dtype dtype)
 {
     bool f32 = dtype == TFL_DTYPE_FLOAT32;
     switch (kind) {
-    case TFL_OPTIMIZER_SGD:
+    case TFL__OPT_SGD:
         return f32 ? sgd_f32 : sgd_f64;
-    case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW:
+    case TFL__OPT_ADAM:
+    case TFL__OPT_ADAMW:
         return f32 ? adam_f32 : adam_f64;
-    case TFL_OPTIMIZER_RMSPROP:
+    case TFL__OPT_RMSPROP:
         return f32 ? rmsprop_f32 : rmsprop_f64;
-    case TFL_OPTIMIZER_ADAGRAD:
+    case TFL__OPT_ADAGRAD:
         return f32 ? adagrad_f32 : adagrad_f64;
     }
     return NULL;
@@ -285,10 +285,5 @@ static tfl_status cpu_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
     return TFL_OK;
 }
 
-static const tfl__opt_kernels cpu_kernels = {cpu_apply, cpu_sumsq,
-                                             TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
-
-const tfl__opt_kernels *tfl__opt_cpu_kernels(void)
-{
-    return &cpu_kernels;
-}
+const tfl__opt_kernels tfl__cpu_opt_kernels = {cpu_apply, cpu_sumsq,
+                                               TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};

@@ -1,0 +1,100 @@
+/*
+ * framework/cuda/cu_launch.h: the launch functions of the CUDA kernels (.cu files), as plain C
+ * so that the host code (cuda_ops*.c, which includes the framework's private headers) and
+ * nvcc (which never sees them) share one interface. Every function enqueues on `stream` (a
+ * cudaStream_t) and returns the cudaError_t of the launch (0: cudaSuccess). Dtype codes are
+ * tfl_dtype values; op codes are tfl__op_id values. No function synchronises.
+ *
+ * Element addressing: a tflcu_iter describes the output's shape (rank <= 8, row-major
+ * traversal) and, for each operand (0: output, 1..3: inputs), its strides in ELEMENTS over
+ * that shape (0 on broadcast axes) and its base pointer. Kernels are grid-stride loops over
+ * the output's linear index, turned into each operand's offset through the strides.
+ */
+#ifndef TFL_CUDA_CU_LAUNCH_H
+#define TFL_CUDA_CU_LAUNCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TFLCU_MAX_RANK 8
+#define TFLCU_MAX_OPS 4
+
+typedef struct tflcu_iter {
+    int rank;
+    int n_ops;                                /* output + inputs */
+    int64_t numel;                            /* product of shape */
+    int64_t shape[TFLCU_MAX_RANK];
+    int64_t strides[TFLCU_MAX_OPS][TFLCU_MAX_RANK]; /* elements */
+    void *ptr[TFLCU_MAX_OPS];                 /* element 0 of each operand */
+} tflcu_iter;
+
+/* elementwise (k_elementwise.cu): op is the tfl__op_id; alpha: LeakyRelu's alpha, Gelu's
+ * approximate flag. Unary ops use ptr[1], binary ptr[1] and ptr[2]. Returns -1 when the
+ * (op, dtype) pair has no GPU loop (the caller's table should have prevented it). */
+int tflcu_elementwise(int op, int dtype, const tflcu_iter *it, double alpha, void *stream);
+/* out (dtype dst) = cast(in (dtype src)), TensorFlow's semantics as the CPU's Cast */
+int tflcu_cast(int src, int dst, const tflcu_iter *it, void *stream);
+/* strided copy of elements of `esize` bytes (1, 2, 4, 8, 16): ptr[0] <- ptr[1] */
+int tflcu_copy(int esize, const tflcu_iter *it, void *stream);
+/* select: ptr[0] = ptr[1] (bool) ? ptr[2] : ptr[3], elements of esize bytes */
+int tflcu_select(int esize, const tflcu_iter *it, void *stream);
+/* n elements of esize bytes at dst set to the bytes of value */
+int tflcu_fill(int esize, void *dst, int64_t n, const void *value, void *stream);
+
+/* reductions (k_reduce.cu): op SUM, MEAN, MAX or MIN over x; out is contiguous over the kept
+ * axes. keep: the kept axes (shape, x's strides), red: the reduced axes; count: elements
+ * reduced into each output (MEAN divides by it). */
+typedef struct tflcu_reduce {
+    int nk, nr;
+    int64_t kshape[TFLCU_MAX_RANK], kstride[TFLCU_MAX_RANK];
+    int64_t rshape[TFLCU_MAX_RANK], rstride[TFLCU_MAX_RANK];
+    int64_t n_out, count;
+} tflcu_reduce;
+int tflcu_reduce_run(int op, int dtype, const tflcu_reduce *r, const void *x, void *out,
+                     void *stream);
+/* ArgMax/ArgMin over the middle axis of contiguous x (outer, n, inner); out int64 */
+int tflcu_arg(int op, int dtype, const void *x, int64_t *out, int64_t outer, int64_t n,
+              int64_t inner, void *stream);
+/* Softmax / LogSoftmax (log_out) along the middle axis of contiguous (outer, n, inner) */
+int tflcu_softmax(int dtype, int log_out, const void *x, void *y, int64_t outer, int64_t n,
+                  int64_t inner, void *stream);
+/* SoftmaxCrossEntropyWithLogits rows: out[r] over contiguous x, z (outer, n, inner) */
+int tflcu_xent(int dtype, const void *x, const void *z, void *out, int64_t outer, int64_t n,
+               int64_t inner, void *stream);
+/* SparseSoftmaxCrossEntropyWithLogits: x (rows, classes), labels int32/int64 (rows);
+ * a label outside [0, classes) makes *bad (device int64, preset to -1 by the caller) the
+ * smallest such row index */
+int tflcu_sparse_xent(int dtype, const void *x, const void *labels, int label_dtype, void *out,
+                      int64_t rows, int64_t classes, int64_t *bad, void *stream);
+
+/* shape kernels (k_shape.cu) */
+/* GatherV2 over contiguous params (outer, dim, inner_bytes) with nidx indices (int32/int64);
+ * an index outside [0, dim) makes *bad the smallest such position (preset to -1) */
+int tflcu_gather(const void *params, const void *idx, int idx_dtype, void *out, int64_t outer,
+                 int64_t dim, int64_t nidx, int64_t inner_bytes, int64_t *bad, void *stream);
+/* OneHot: out (n, depth) of esize-byte elements, on/off their bytes */
+int tflcu_one_hot(const void *idx, int idx_dtype, void *out, int64_t n, int64_t depth, int esize,
+                  const void *on, const void *off, void *stream);
+/* UnsortedSegmentSum: data contiguous (outer, nidx, inner), out zeroed (outer, nseg, inner) */
+int tflcu_segment_sum(int dtype, const void *data, const void *ids, int ids_dtype, void *out,
+                      int64_t outer, int64_t nidx, int64_t nseg, int64_t inner, int64_t *bad,
+                      void *stream);
+/* BatchNorm over contiguous x (n elements, c channels last) with contiguous (c) mean, variance,
+ * offset, scale: y = (x - mean) a + offset, a = scale / sqrt(variance + eps) in double,
+ * rounded once to the dtype (as the CPU) */
+int tflcu_batch_norm(int dtype, const void *x, const void *mean, const void *var,
+                     const void *offset, const void *scale, void *y, int64_t n, int64_t c,
+                     double eps, void *stream);
+/* Dropout over n contiguous elements with the CPU's Philox counters (framework/cpu/k_norm.c):
+ * element i kept when (word i%4 of block i/4) >> 8 >= threshold, then x / keep */
+int tflcu_dropout(int dtype, const void *x, void *y, int64_t n, uint32_t key0, uint32_t key1,
+                  uint32_t threshold, double keep, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFL_CUDA_CU_LAUNCH_H */

@@ -1,0 +1,322 @@
+/*
+ * framework/cuda/cuda_device.c: the CUDA backend (tfl__cuda_backend): one GPU:N device per
+ * CUDA device, each with one stream on which every kernel, copy and memset runs in issue
+ * order, so that the host waits only when values are read back (copy_host) or on sync.
+ * Device memory comes from cudaMalloc through the framework's caching allocator (host-side
+ * bookkeeping, allocator.c), so a training step's steady state calls no cudaMalloc; a freed
+ * block may be reused at once by later work on the same stream, and cudaFree (raw_free, only
+ * on trim or teardown) waits for the device itself. Small host-to-device copies are staged
+ * through a pinned buffer and run asynchronously.
+ *
+ * The runtime is linked statically and loads the driver itself: on a machine without a GPU
+ * or driver cudaGetDeviceCount fails, device_count answers 0 and tapeflow runs on the CPU.
+ */
+#include "cuda_internal.h"
+
+#include <stdio.h>
+
+tfl_status tfl__cuda_check(tfl__device *dev, int err, const char *what)
+{
+    if (TFL_LIKELY(err == 0)) return TFL_OK;
+    if (err < 0)
+        return tfl__set_error(dev->ctx, TFL_INTERNAL, "%s: no GPU kernel on %s for these dtypes",
+                              what, dev->name);
+    (void)cudaGetLastError(); /* clear a sticky launch error so later calls report their own */
+    return tfl__set_error(dev->ctx, TFL_INTERNAL, "%s failed on %s: %s (%s)", what, dev->name,
+                          cudaGetErrorString((cudaError_t)err), cudaGetErrorName((cudaError_t)err));
+}
+
+static tfl_status use(tfl__device *dev)
+{
+    return tfl__cuda_check(dev, cudaSetDevice(tfl__cuda(dev)->ordinal), "cudaSetDevice");
+}
+
+static void *cu_raw_alloc(tfl__device *dev, size_t bytes)
+{
+    void *p = NULL;
+    if (use(dev) != TFL_OK) return NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory: the allocator trims, retries, reports */
+        return NULL;
+    }
+    return p; /* cudaMalloc aligns to 256 bytes >= TFL_ALIGN */
+}
+
+static void cu_raw_free(tfl__device *dev, void *ptr)
+{
+    if (use(dev) != TFL_OK) return;
+    (void)cudaFree(ptr); /* waits for the work still using it */
+}
+
+static tfl_status cu_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                               int to_host)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    if (bytes == 0) return TFL_OK;
+    TFL_TRY(use(dev));
+    TFL_TRY(tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost
+                                                                           : cudaMemcpyHostToDevice,
+                                                 cu->stream),
+                            "cudaMemcpyAsync"));
+    return tfl__cuda_check(dev, cudaStreamSynchronize(cu->stream), "cudaStreamSynchronize");
+}
+
+static cudaStream_t stream_of(tfl__device *dev, tfl__stream *s)
+{
+    return s ? (cudaStream_t)(void *)s : tfl__cuda(dev)->stream;
+}
+
+static tfl_status cu_sync(tfl__device *dev)
+{
+    TFL_TRY(use(dev));
+    return tfl__cuda_check(dev, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+static tfl_status cu_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
+                                 const void *src, size_t bytes)
+{
+    if (bytes == 0) return TFL_OK;
+    TFL_TRY(use(dev));
+    return tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                                stream_of(dev, stream)),
+                           "cudaMemcpyAsync (device to device)");
+}
+
+/* Host -> device copies up to the staging size go through pinned memory and return before
+ * the copy is done (the caller's buffer is free at once); larger ones and device -> host
+ * copies are cudaMemcpyAsync from pageable memory, which CUDA stages itself. */
+static tfl_status cu_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
+                                     const void *src, size_t bytes, int to_host)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    cudaStream_t s = stream_of(dev, stream);
+    if (bytes == 0) return TFL_OK;
+    TFL_TRY(use(dev));
+    if (!to_host && cu->staging && bytes <= TFL_CUDA_STAGING_BYTES) {
+        TFL_TRY(tfl__cuda_check(dev, cudaEventSynchronize(cu->staging_done), "cudaEventSynchronize"));
+        memcpy(cu->staging, src, bytes);
+        TFL_TRY(tfl__cuda_check(dev, cudaMemcpyAsync(dst, cu->staging, bytes,
+                                                     cudaMemcpyHostToDevice, s),
+                                "cudaMemcpyAsync"));
+        return tfl__cuda_check(dev, cudaEventRecord(cu->staging_done, s), "cudaEventRecord");
+    }
+    return tfl__cuda_check(dev, cudaMemcpyAsync(dst, src, bytes, to_host ? cudaMemcpyDeviceToHost
+                                                                         : cudaMemcpyHostToDevice,
+                                                s),
+                           "cudaMemcpyAsync");
+}
+
+static tfl_status cu_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
+                            size_t bytes)
+{
+    if (bytes == 0) return TFL_OK;
+    TFL_TRY(use(dev));
+    return tfl__cuda_check(dev, cudaMemsetAsync(dst, value, bytes, stream_of(dev, stream)),
+                           "cudaMemsetAsync");
+}
+
+static tfl_status cu_stream_new(tfl__device *dev, tfl__stream **out)
+{
+    cudaStream_t s = NULL;
+    *out = NULL;
+    TFL_TRY(use(dev));
+    TFL_TRY(tfl__cuda_check(dev, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                            "cudaStreamCreate"));
+    *out = (tfl__stream *)(void *)s;
+    return TFL_OK;
+}
+
+static void cu_stream_free(tfl__device *dev, tfl__stream *stream)
+{
+    if (stream && use(dev) == TFL_OK) (void)cudaStreamDestroy((cudaStream_t)(void *)stream);
+}
+
+static tfl_status cu_stream_sync(tfl__device *dev, tfl__stream *stream)
+{
+    TFL_TRY(use(dev));
+    return tfl__cuda_check(dev, cudaStreamSynchronize(stream_of(dev, stream)),
+                           "cudaStreamSynchronize");
+}
+
+static tfl_status cu_event_new(tfl__device *dev, tfl__event **out)
+{
+    cudaEvent_t e = NULL;
+    *out = NULL;
+    TFL_TRY(use(dev));
+    TFL_TRY(tfl__cuda_check(dev, cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                            "cudaEventCreate"));
+    *out = (tfl__event *)(void *)e;
+    return TFL_OK;
+}
+
+static void cu_event_free(tfl__device *dev, tfl__event *event)
+{
+    if (event && use(dev) == TFL_OK) (void)cudaEventDestroy((cudaEvent_t)(void *)event);
+}
+
+static tfl_status cu_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream)
+{
+    return tfl__cuda_check(dev, cudaEventRecord((cudaEvent_t)(void *)event, stream_of(dev, stream)),
+                           "cudaEventRecord");
+}
+
+static tfl_status cu_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event)
+{
+    return tfl__cuda_check(dev, cudaStreamWaitEvent(stream_of(dev, stream),
+                                                    (cudaEvent_t)(void *)event, 0),
+                           "cudaStreamWaitEvent");
+}
+
+static tfl_status cu_event_sync(tfl__device *dev, tfl__event *event)
+{
+    return tfl__cuda_check(dev, cudaEventSynchronize((cudaEvent_t)(void *)event),
+                           "cudaEventSynchronize");
+}
+
+static tfl_status cu_mem_info(tfl__device *dev, size_t *free_bytes, size_t *total_bytes)
+{
+    TFL_TRY(use(dev));
+    return tfl__cuda_check(dev, cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
+static void cu_describe(tfl__device *dev, char *buf, size_t size)
+{
+    const tfl__cuda_device *cu = tfl__cuda(dev);
+    snprintf(buf, size, "%s, %.1f GiB, compute capability %d.%d", cu->gpu_name,
+             (double)cu->total_mem / (1024.0 * 1024.0 * 1024.0), cu->cc_major, cu->cc_minor);
+}
+
+static const tfl__device_ops cuda_ops = {
+    .version = TFL_DEVICE_OPS_VERSION,
+    .type_name = "GPU",
+    .priority = 10,
+    .flags = 0, /* device memory: the framework reaches it only through these slots */
+    .raw_alloc = cu_raw_alloc,
+    .raw_free = cu_raw_free,
+    .copy_host = cu_copy_host,
+    .sync = cu_sync,
+    .copy_device = cu_copy_device,
+    .copy_host_async = cu_copy_host_async,
+    .memset = cu_memset,
+    .stream_new = cu_stream_new,
+    .stream_free = cu_stream_free,
+    .stream_sync = cu_stream_sync,
+    .event_new = cu_event_new,
+    .event_free = cu_event_free,
+    .event_record = cu_event_record,
+    .event_wait = cu_event_wait,
+    .event_sync = cu_event_sync,
+    .mem_info = cu_mem_info,
+    .describe = cu_describe,
+};
+
+/* ---- index-check word ------------------------------------------------------------------------ */
+
+tfl_status tfl__cuda_check_reset(tfl__device *dev)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    return tfl__cuda_check(dev, cudaMemsetAsync(cu->check, 0xff, sizeof(int64_t), cu->stream),
+                           "cudaMemsetAsync");
+}
+
+tfl_status tfl__cuda_check_read(tfl__device *dev, int64_t *first_bad)
+{
+    return cu_copy_host(dev, first_bad, tfl__cuda(dev)->check, sizeof(int64_t), 1);
+}
+
+/* ---- the backend ----------------------------------------------------------------------------- */
+
+static int cuda_device_count(tfl_ctx *ctx)
+{
+    (void)ctx;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) { /* no driver, no GPU: CPU only */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n > TFL_MAX_DEVICES - 1 ? TFL_MAX_DEVICES - 1 : n;
+}
+
+static void cuda_device_free(tfl__device *dev)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    tfl_ctx *ctx = dev->ctx;
+    if (cudaSetDevice(cu->ordinal) == cudaSuccess) {
+        if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
+        if (cu->blas) (void)cublasDestroy(cu->blas);
+        if (cu->check) (void)cudaFree(cu->check);
+        if (cu->staging_done) (void)cudaEventDestroy(cu->staging_done);
+        if (cu->staging) (void)cudaFreeHost(cu->staging);
+        if (cu->stream) (void)cudaStreamDestroy(cu->stream);
+    }
+    (void)cudaGetLastError();
+    tfl__host_free(ctx, cu);
+}
+
+static const tfl__kernel *const families[] = {tfl__cuda_main_kernels, tfl__cuda_shape_kernels};
+
+static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
+{
+    tfl__cuda_device *cu = tfl__host_alloc(ctx, sizeof *cu, 64);
+    if (!cu) {
+        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "tfl_ctx_new: out of memory for GPU:%d", index);
+        return NULL;
+    }
+    memset(cu, 0, sizeof *cu);
+    tfl__device *dev = &cu->base;
+    dev->ops = &cuda_ops;
+    dev->ctx = ctx;
+    dev->index = index;
+    snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
+    cu->ordinal = index;
+    int n_gpus = 0;
+    cu->multi = cudaGetDeviceCount(&n_gpus) == cudaSuccess && n_gpus > 1;
+    struct cudaDeviceProp prop;
+    tfl_status st = tfl__cuda_check(dev, cudaGetDeviceProperties(&prop, index),
+                                    "cudaGetDeviceProperties");
+    if (st == TFL_OK) {
+        snprintf(cu->gpu_name, sizeof cu->gpu_name, "%s", prop.name);
+        cu->total_mem = prop.totalGlobalMem;
+        cu->cc_major = prop.major;
+        cu->cc_minor = prop.minor;
+        st = use(dev);
+    }
+    if (st == TFL_OK)
+        st = tfl__cuda_check(dev, cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking),
+                             "cudaStreamCreate");
+    if (st == TFL_OK)
+        st = tfl__cuda_check(dev, cudaMalloc((void **)&cu->check, sizeof(int64_t)), "cudaMalloc");
+    if (st == TFL_OK)
+        st = tfl__cuda_check(dev, cudaEventCreateWithFlags(&cu->staging_done,
+                                                           cudaEventDisableTiming),
+                             "cudaEventCreate");
+    if (st == TFL_OK) {
+        cublasStatus_t bs = cublasCreate(&cu->blas);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(cu->blas, cu->stream);
+        if (bs != CUBLAS_STATUS_SUCCESS)
+            st = tfl__set_error(ctx, TFL_INTERNAL, "cublasCreate failed on GPU:%d: %s", index,
+                                cublasGetStatusString(bs));
+    }
+    if (st == TFL_OK && cudaHostAlloc(&cu->staging, TFL_CUDA_STAGING_BYTES, cudaHostAllocDefault) !=
+                            cudaSuccess) {
+        cu->staging = NULL; /* no pinned memory: copies go unstaged */
+        (void)cudaGetLastError();
+    }
+    if (st != TFL_OK) {
+        cuda_device_free(dev);
+        return NULL;
+    }
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (int op = 0; op < TFL_OP_COUNT; op++)
+            if (families[f][op].fn) dev->kernels[op] = families[f][op];
+    dev->opt_kernels = NULL; /* the fused optimizers on the GPU come with part 2 */
+    return dev;
+}
+
+const tfl__backend tfl__cuda_backend = {
+    .version = TFL_DEVICE_OPS_VERSION,
+    .type_name = "GPU",
+    .device_count = cuda_device_count,
+    .device_new = cuda_device_new,
+    .device_free = cuda_device_free,
+};

@@ -1,0 +1,57 @@
+/*
+ * framework/cuda/cuda_internal.h: the CUDA device record and what the backend's host files
+ * share. A GPU:N device is a tfl__device (first) plus its CUDA stream (every kernel of the
+ * device runs on it, in issue order), its cuBLAS handle, a pinned staging buffer for small
+ * host-to-device copies, and a device word for index checks.
+ */
+#ifndef TFL_CUDA_INTERNAL_H
+#define TFL_CUDA_INTERNAL_H
+
+#include "internal.h"
+#include "ops/op.h"
+
+#include "cu_launch.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#define TFL_CUDA_STAGING_BYTES ((size_t)4 << 20) /* pinned buffer for host -> device copies */
+
+typedef struct tfl__cuda_device {
+    tfl__device base;
+    int ordinal;               /* the CUDA device number */
+    int multi;                 /* more than one GPU: set the current device before launches */
+    cudaStream_t stream;       /* the device's own stream (NULL tfl__stream) */
+    cublasHandle_t blas;       /* bound to stream */
+    void *staging;             /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */
+    cudaEvent_t staging_done;  /* recorded after the last copy out of staging */
+    int64_t *check;            /* device word for index checks (tflcu_gather ...) */
+    size_t total_mem;
+    int cc_major, cc_minor;
+    char gpu_name[256];
+} tfl__cuda_device;
+
+static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)
+{
+    return (tfl__cuda_device *)(uintptr_t)dev;
+}
+
+/** Records INTERNAL "<what> failed on GPU:0: <CUDA's message>" unless err is cudaSuccess. */
+tfl_status tfl__cuda_check(tfl__device *dev, int err, const char *what);
+
+/** The kernel tables of the op families (cuda_ops.c, cuda_ops_shape.c). */
+extern const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT];
+extern const tfl__kernel tfl__cuda_shape_kernels[TFL_OP_COUNT];
+
+/* helpers of the kernel files (cuda_ops.c) */
+/** An iterator over out's shape with operands out and in[0..n-1] broadcast to it. */
+void tfl__cuda_iter(tflcu_iter *it, const tfl_tensor *out, int n, const tfl_tensor *const *in);
+/** t itself when contiguous, else a contiguous copy on dev in *tmp (release it after). NULL
+ * with the error kept on failure. */
+const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t, tfl_tensor **tmp);
+/** Presets the check word to "none" (-1); tfl__cuda_check_read reads it back (synchronises)
+ * and gives the first bad position, or -1. */
+tfl_status tfl__cuda_check_reset(tfl__device *dev);
+tfl_status tfl__cuda_check_read(tfl__device *dev, int64_t *first_bad);
+
+#endif /* TFL_CUDA_INTERNAL_H */

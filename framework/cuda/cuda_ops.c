@@ -1,0 +1,436 @@
+/*
+ * framework/cuda/cuda_ops.c: the GPU kernels of the elementwise ops, Cast and Identity, the
+ * reductions, softmax, the fused losses, Dropout and MatMul (cuBLAS). Each is a tfl__kernel
+ * function like the CPU's (framework/cpu/k_*.c): it reads the call record, describes the
+ * operands (shapes, strides, pointers) and enqueues on the device's stream; nothing here
+ * waits for the GPU except the index checks of the losses, which read one word back.
+ */
+#include "cuda_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* the device's stream, with the device current on this thread (kernels launch there) */
+static void *stream(const tfl__kcall *k)
+{
+    const tfl__cuda_device *cu = tfl__cuda(k->dev);
+    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
+    return (void *)cu->stream;
+}
+
+void tfl__cuda_iter(tflcu_iter *it, const tfl_tensor *out, int n, const tfl_tensor *const *in)
+{
+    memset(it, 0, sizeof *it);
+    it->rank = out->rank;
+    it->n_ops = 1 + n;
+    it->numel = out->numel;
+    for (int d = 0; d < out->rank; d++) {
+        it->shape[d] = out->shape[d];
+        it->strides[0][d] = out->strides[d];
+    }
+    it->ptr[0] = tfl__data(out);
+    for (int i = 0; i < n; i++) {
+        const tfl_tensor *t = in[i];
+        int lead = out->rank - t->rank;
+        for (int d = 0; d < out->rank; d++) {
+            int td = d - lead;
+            it->strides[i + 1][d] = td >= 0 && t->shape[td] != 1 ? t->strides[td] : 0;
+        }
+        it->ptr[i + 1] = tfl__data(t);
+    }
+}
+
+static bool is_contiguous(const tfl_tensor *t)
+{
+    int64_t expect = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+        expect *= t->shape[d];
+    }
+    return true;
+}
+
+const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t, tfl_tensor **tmp)
+{
+    *tmp = NULL;
+    if (is_contiguous(t)) return t;
+    tfl_tensor *c = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)t->dtype, t->rank, t->shape);
+    if (!c) return NULL;
+    tflcu_iter it;
+    tfl__cuda_iter(&it, c, 1, &t);
+    if (tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it,
+                                           stream(k)),
+                        "strided copy") != TFL_OK) {
+        tfl_tensor_release(c);
+        return NULL;
+    }
+    *tmp = c;
+    return c;
+}
+
+/* ---- elementwise --------------------------------------------------------------------------- */
+
+static tfl_status k_elementwise(const tfl__kcall *k)
+{
+    tflcu_iter it;
+    tfl__cuda_iter(&it, k->out, k->n_in, k->in);
+    double alpha = k->attrs ? ((const tfl__scalar_attrs *)k->attrs)->value : 0.0;
+    return tfl__cuda_check(k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, stream(k)),
+                           tfl__op_defs[k->op].name);
+}
+
+static tfl_status k_cast(const tfl__kcall *k)
+{
+    tflcu_iter it;
+    tfl__cuda_iter(&it, k->out, 1, k->in);
+    tfl_dtype dst = (tfl_dtype)k->out->dtype;
+    if (dst == TFL_DTYPE_COMPLEX64 || dst == TFL_DTYPE_COMPLEX128) {
+        /* real -> complex: zeros, then the real parts (every other float of the output) */
+        TFL_TRY(tfl__dev_memset(k->dev, NULL, tfl__data(k->out), 0,
+                                (size_t)k->out->numel * tfl_dtype_size(dst)));
+        for (int d = 0; d < it.rank; d++) it.strides[0][d] *= 2;
+        dst = dst == TFL_DTYPE_COMPLEX64 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
+        return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, stream(k)), "Cast");
+    }
+    return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, k->out->dtype, &it, stream(k)),
+                           "Cast");
+}
+
+/* Identity, BroadcastTo: a strided copy into the new tensor */
+static tfl_status k_copy(const tfl__kcall *k)
+{
+    tflcu_iter it;
+    tfl__cuda_iter(&it, k->out, 1, k->in);
+    return tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it,
+                                              stream(k)),
+                           tfl__op_defs[k->op].name);
+}
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+
+static tfl_status k_reduce(const tfl__kcall *k)
+{
+    const tfl__reduce_attrs *a = k->attrs;
+    const tfl_tensor *x = k->in[0];
+    tflcu_reduce r;
+    memset(&r, 0, sizeof r);
+    for (int d = 0; d < x->rank; d++) {
+        if (a->reduced[d]) {
+            r.rshape[r.nr] = x->shape[d];
+            r.rstride[r.nr++] = x->strides[d];
+        } else {
+            r.kshape[r.nk] = x->shape[d];
+            r.kstride[r.nk++] = x->strides[d];
+        }
+    }
+    r.n_out = k->out->numel;
+    r.count = tfl__numel(r.nr, r.rshape);
+    return tfl__cuda_check(k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x),
+                                                    tfl__data(k->out), stream(k)),
+                           tfl__op_defs[k->op].name);
+}
+
+static void split_axis(const tfl_tensor *x, int axis, int64_t *outer, int64_t *n, int64_t *inner)
+{
+    *outer = tfl__numel(axis, x->shape);
+    *n = x->rank ? x->shape[axis] : 1;
+    *inner = x->rank ? tfl__numel(x->rank - axis - 1, x->shape + axis + 1) : 1;
+}
+
+static tfl_status k_arg(const tfl__kcall *k)
+{
+    tfl_tensor *tmp;
+    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tmp);
+    if (!x) return k->ctx->err_code;
+    int64_t outer, n, inner;
+    split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
+    tfl_status st = tfl__cuda_check(k->dev, tflcu_arg(k->op, x->dtype, tfl__data(x),
+                                                      tfl__data(k->out), outer, n, inner,
+                                                      stream(k)),
+                                    tfl__op_defs[k->op].name);
+    tfl_tensor_release(tmp);
+    return st;
+}
+
+static tfl_status k_softmax(const tfl__kcall *k)
+{
+    tfl_tensor *tmp;
+    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tmp);
+    if (!x) return k->ctx->err_code;
+    int64_t outer, n, inner;
+    split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
+    tfl_status st = tfl__cuda_check(
+        k->dev, tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
+                              tfl__data(k->out), outer, n, inner, stream(k)),
+        tfl__op_defs[k->op].name);
+    tfl_tensor_release(tmp);
+    return st;
+}
+
+/* ---- losses -------------------------------------------------------------------------------- */
+
+static tfl_status k_softmax_xent(const tfl__kcall *k)
+{
+    tfl_tensor *tx = NULL, *tz = NULL;
+    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tx);
+    const tfl_tensor *z = x ? tfl__cuda_contiguous(k, k->in[1], &tz) : NULL;
+    tfl_status st = k->ctx->err_code;
+    if (z) {
+        int64_t outer, n, inner;
+        split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
+        st = tfl__cuda_check(k->dev, tflcu_xent(x->dtype, tfl__data(x), tfl__data(z),
+                                                tfl__data(k->out), outer, n, inner, stream(k)),
+                             "SoftmaxCrossEntropyWithLogits");
+    }
+    tfl_tensor_release(tx);
+    tfl_tensor_release(tz);
+    return st;
+}
+
+static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index,
+                            int64_t classes, tfl__device *dev)
+{
+    int64_t v = 0;
+    if (labels->dtype == TFL_DTYPE_INT32) {
+        int32_t v32 = 0;
+        TFL_TRY(tfl__dev_copy_host(dev, &v32, (const int32_t *)tfl__data(labels) + index,
+                                   sizeof v32, 1));
+        v = v32;
+    } else {
+        TFL_TRY(tfl__dev_copy_host(dev, &v, (const int64_t *)tfl__data(labels) + index,
+                                   sizeof v, 1));
+    }
+    char pos[160] = "";
+    int64_t at[TFL_MAX_RANK];
+    for (int d = labels->rank - 1; d >= 0; d--) {
+        at[d] = index % labels->shape[d];
+        index /= labels->shape[d];
+    }
+    size_t used = 0;
+    for (int d = 0; d < labels->rank && used < sizeof pos; d++)
+        used += (size_t)snprintf(pos + used, sizeof pos - used, d ? ", %lld" : "%lld",
+                                 (long long)at[d]);
+    return tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                          "SparseSoftmaxCrossEntropyWithLogits: Received a label value of %lld "
+                          "which is outside the valid range of [0, %lld) at labels[%s]",
+                          (long long)v, (long long)classes, pos);
+}
+
+static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
+{
+    tfl_tensor *tx = NULL, *tl = NULL;
+    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tx);
+    const tfl_tensor *labels = x ? tfl__cuda_contiguous(k, k->in[1], &tl) : NULL;
+    tfl_status st = k->ctx->err_code;
+    if (labels) {
+        int64_t classes = x->shape[x->rank - 1], rows = labels->numel, bad = -1;
+        st = tfl__cuda_check_reset(k->dev);
+        if (st == TFL_OK)
+            st = tfl__cuda_check(k->dev,
+                                 tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels),
+                                                   labels->dtype, tfl__data(k->out), rows,
+                                                   classes, tfl__cuda(k->dev)->check, stream(k)),
+                                 "SparseSoftmaxCrossEntropyWithLogits");
+        if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
+        if (st == TFL_OK && bad >= 0) st = bad_label(k->ctx, labels, bad, classes, k->dev);
+    }
+    tfl_tensor_release(tx);
+    tfl_tensor_release(tl);
+    return st;
+}
+
+static tfl_status k_dropout(const tfl__kcall *k)
+{
+    tfl_tensor *tmp;
+    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tmp);
+    if (!x) return k->ctx->err_code;
+    const tfl__dropout_attrs *a = k->attrs;
+    uint32_t t = (uint32_t)ceil(a->rate * 16777216.0); /* the CPU's keep threshold */
+    tfl_status st = tfl__cuda_check(
+        k->dev, tflcu_dropout(x->dtype, tfl__data(x), tfl__data(k->out), x->numel,
+                              (uint32_t)a->key, (uint32_t)(a->key >> 32), t, 1.0 - a->rate,
+                              stream(k)),
+        "Dropout");
+    tfl_tensor_release(tmp);
+    return st;
+}
+
+static tfl_status k_batch_norm(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[5] = {NULL};
+    const tfl_tensor *in[5];
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < 5 && st == TFL_OK; i++) {
+        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
+        if (!in[i]) st = k->ctx->err_code;
+    }
+    if (st == TFL_OK) {
+        const tfl_tensor *x = in[0];
+        const int64_t c = x->shape[x->rank - 1];
+        st = tfl__cuda_check(k->dev,
+                             tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]),
+                                              tfl__data(in[2]), tfl__data(in[3]), tfl__data(in[4]),
+                                              tfl__data(k->out), x->numel, c,
+                                              ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
+                                              stream(k)),
+                             "BatchNorm");
+    }
+    for (int i = 0; i < 5; i++) tfl_tensor_release(tmp[i]);
+    return st;
+}
+
+/* ---- MatMul: cuBLAS, batched ----------------------------------------------------------------- */
+
+/*
+ * Row-major C (m x n) = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS gets B
+ * first. Inputs are made contiguous; a batched input whose batch axes differ from C's (a
+ * broadcast) is expanded to C's batch first (simple and correct; the common cases, equal batch
+ * or a rank-2 operand shared by every batch, need no copy: batch stride = its size or 0).
+ */
+static const tfl_tensor *batch_operand(const tfl__kcall *k, const tfl_tensor *t, int batch_rank,
+                                       const int64_t *batch, tfl_tensor **tmp, long long *stride)
+{
+    *tmp = NULL;
+    int64_t rows = t->shape[t->rank - 2], cols = t->shape[t->rank - 1];
+    int t_batch = t->rank - 2;
+    bool all_one = true, same = t_batch == batch_rank;
+    for (int d = 0; d < t_batch; d++) {
+        all_one &= t->shape[d] == 1;
+        if (same) same = t->shape[d] == batch[d];
+    }
+    if (all_one || same) {
+        *stride = all_one ? 0 : (long long)(rows * cols);
+        return tfl__cuda_contiguous(k, t, tmp);
+    }
+    int64_t shape[TFL_MAX_RANK];
+    memcpy(shape, batch, sizeof(int64_t) * (size_t)batch_rank);
+    shape[batch_rank] = rows;
+    shape[batch_rank + 1] = cols;
+    tfl_tensor *c = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)t->dtype, batch_rank + 2, shape);
+    if (!c) return NULL;
+    tflcu_iter it;
+    tfl__cuda_iter(&it, c, 1, &t);
+    if (tfl__cuda_check(k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it,
+                                           stream(k)),
+                        "MatMul (broadcast)") != TFL_OK) {
+        tfl_tensor_release(c);
+        return NULL;
+    }
+    *tmp = c;
+    *stride = (long long)(rows * cols);
+    return c;
+}
+
+static tfl_status k_matmul(const tfl__kcall *k)
+{
+    tfl__cuda_device *cu = tfl__cuda(k->dev);
+    tfl_tensor *c = k->out;
+    unsigned flags = ((const tfl__matmul_attrs *)k->attrs)->flags;
+    bool ta = flags & TFL_TRANSPOSE_A, tb = flags & TFL_TRANSPOSE_B;
+    int batch_rank = c->rank - 2;
+    int64_t m = c->shape[c->rank - 2], n = c->shape[c->rank - 1];
+    const tfl_tensor *a0 = k->in[0], *b0 = k->in[1];
+    int64_t kk = a0->shape[a0->rank - (ta ? 2 : 1)];
+    int64_t nbatch = tfl__numel(batch_rank, c->shape);
+    size_t es = tfl_dtype_size((tfl_dtype)c->dtype);
+    if (c->numel == 0) return TFL_OK;
+    if (kk == 0) return tfl__dev_memset(k->dev, NULL, tfl__data(c), 0, (size_t)c->numel * es);
+    if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || nbatch > INT32_MAX)
+        return tfl__set_error(k->ctx, TFL_UNIMPLEMENTED,
+                              "MatMul: dimensions above 2^31-1 are not supported on %s",
+                              k->dev->name);
+    tfl_tensor *ta_tmp = NULL, *tb_tmp = NULL;
+    long long sa = 0, sb = 0;
+    const tfl_tensor *a = batch_operand(k, a0, batch_rank, c->shape, &ta_tmp, &sa);
+    const tfl_tensor *b = a ? batch_operand(k, b0, batch_rank, c->shape, &tb_tmp, &sb) : NULL;
+    tfl_status st = k->ctx->err_code;
+    if (b) {
+        cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+        int M = (int)n, N = (int)m, K = (int)kk;
+        int ldb = (int)(tb ? kk : n), lda = (int)(ta ? m : kk), ldc = (int)n;
+        long long sc = (long long)(m * n);
+        int batches = (int)nbatch;
+        const void *pa = tfl__data(a), *pb = tfl__data(b);
+        void *pc = tfl__data(c);
+        cublasStatus_t bs = CUBLAS_STATUS_NOT_SUPPORTED;
+        switch ((tfl_dtype)c->dtype) {
+        case TFL_DTYPE_FLOAT32: {
+            const float one = 1.0f, zero = 0.0f;
+            bs = cublasSgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
+                                           lda, sa, &zero, pc, ldc, sc, batches);
+            break;
+        }
+        case TFL_DTYPE_FLOAT64: {
+            const double one = 1.0, zero = 0.0;
+            bs = cublasDgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
+                                           lda, sa, &zero, pc, ldc, sc, batches);
+            break;
+        }
+        case TFL_DTYPE_COMPLEX64: {
+            const cuComplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
+            bs = cublasCgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
+                                           lda, sa, &zero, pc, ldc, sc, batches);
+            break;
+        }
+        case TFL_DTYPE_COMPLEX128: {
+            const cuDoubleComplex one = {1.0, 0.0}, zero = {0.0, 0.0};
+            bs = cublasZgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa,
+                                           lda, sa, &zero, pc, ldc, sc, batches);
+            break;
+        }
+        case TFL_DTYPE_FLOAT16:
+        case TFL_DTYPE_BFLOAT16: { /* float32 compute, half storage */
+            const float one = 1.0f, zero = 0.0f;
+            cudaDataType t = c->dtype == TFL_DTYPE_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
+            bs = cublasGemmStridedBatchedEx(cu->blas, opb, opa, M, N, K, &one, pb, t, ldb, sb,
+                                            pa, t, lda, sa, &zero, pc, t, ldc, sc, batches,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            break;
+        }
+        default: break;
+        }
+        st = bs == CUBLAS_STATUS_SUCCESS
+                 ? TFL_OK
+                 : tfl__set_error(k->ctx, TFL_INTERNAL, "MatMul: cuBLAS failed on %s: %s",
+                                  k->dev->name, cublasGetStatusString(bs));
+    }
+    tfl_tensor_release(ta_tmp);
+    tfl_tensor_release(tb_tmp);
+    return st;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+#define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
+#define M_R (TFL_MASK_INT | M_F)
+#define M_CMP (M_R | TFL_DT(BOOL))
+#define EW(OP, mask) [TFL_OP_##OP] = {k_elementwise, mask, NULL}
+
+const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
+    [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
+    [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
+    [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
+    EW(ADD, M_R), EW(SUB, M_R), EW(MUL, M_R), EW(DIV, M_F), EW(POW, M_F),
+    EW(MAXIMUM, M_R), EW(MINIMUM, M_R), EW(NEG, M_R), EW(ABS, M_R), EW(SIGN, M_R),
+    EW(EXP, M_F), EW(LOG, M_F), EW(SQRT, M_F), EW(ERF, M_F),
+    EW(RELU, M_F), EW(RELU_GRAD, M_F), EW(LEAKY_RELU, M_F), EW(SIGMOID, M_F), EW(TANH, M_F),
+    EW(GELU, M_F), EW(SIGMOID_XENT, M_F),
+    EW(EQUAL, M_CMP), EW(NOT_EQUAL, M_CMP), EW(LESS, M_R), EW(LESS_EQUAL, M_R),
+    EW(GREATER, M_R), EW(GREATER_EQUAL, M_R),
+    EW(LOGICAL_AND, TFL_DT(BOOL)), EW(LOGICAL_OR, TFL_DT(BOOL)), EW(LOGICAL_NOT, TFL_DT(BOOL)),
+    [TFL_OP_SUM] = {k_reduce, M_R, NULL},
+    [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
+    [TFL_OP_MAX] = {k_reduce, M_R, NULL},
+    [TFL_OP_MIN] = {k_reduce, M_R, NULL},
+    [TFL_OP_ARGMAX] = {k_arg, M_R, NULL},
+    [TFL_OP_ARGMIN] = {k_arg, M_R, NULL},
+    [TFL_OP_SOFTMAX] = {k_softmax, M_F, NULL},
+    [TFL_OP_LOG_SOFTMAX] = {k_softmax, M_F, NULL},
+    [TFL_OP_SOFTMAX_XENT] = {k_softmax_xent, M_F, NULL},
+    [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
+    [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
+    [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
+    EW(CONJ, TFL_MASK_COMPLEX),
+    [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
+};

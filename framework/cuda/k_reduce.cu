@@ -1,0 +1,262 @@
+/*
+ * framework/cuda/k_reduce.cu: Sum/Mean/Max/Min over any axes (one block per output element,
+ * threads striding over the reduced elements, then a shared-memory tree), ArgMax/ArgMin,
+ * Softmax/LogSoftmax and the two softmax cross-entropies (one thread per row). Accumulators
+ * follow the CPU (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums
+ * wrap, Max/Min propagate NaN, ArgMax/ArgMin take the first extreme.
+ */
+#include "cu_common.cuh"
+
+#include <float.h>
+
+namespace {
+
+template <typename T> struct Acc { typedef T type; };
+template <> struct Acc<float> { typedef double type; };
+template <> struct Acc<int32_t> { typedef uint32_t type; };
+template <> struct Acc<int64_t> { typedef uint64_t type; };
+
+template <typename A> __device__ __forceinline__ A combine(int op, A a, A b)
+{
+    if (op == TFL_OP_MAX) return (b > a || b != b) ? b : a;
+    if (op == TFL_OP_MIN) return (b < a || b != b) ? b : a;
+    return a + b;
+}
+
+template <typename T> __device__ __forceinline__ T lowest();
+template <> __device__ __forceinline__ float lowest<float>() { return -INFINITY; }
+template <> __device__ __forceinline__ double lowest<double>() { return -INFINITY; }
+template <> __device__ __forceinline__ int32_t lowest<int32_t>() { return INT32_MIN; }
+template <> __device__ __forceinline__ int64_t lowest<int64_t>() { return INT64_MIN; }
+template <typename T> __device__ __forceinline__ T highest();
+template <> __device__ __forceinline__ float highest<float>() { return INFINITY; }
+template <> __device__ __forceinline__ double highest<double>() { return INFINITY; }
+template <> __device__ __forceinline__ int32_t highest<int32_t>() { return INT32_MAX; }
+template <> __device__ __forceinline__ int64_t highest<int64_t>() { return INT64_MAX; }
+
+/* A: the accumulator, Acc<T> for sums (wrapping unsigned for integers, double for float32),
+ * T itself for Max/Min (a signed compare) */
+template <typename T, typename A> __global__ void reduce_kernel(tflcu_reduce r, int op, const T *x, T *out)
+{
+    __shared__ A part[TFLCU_THREADS];
+    const A init = op == TFL_OP_MAX ? (A)lowest<T>() : op == TFL_OP_MIN ? (A)highest<T>() : (A)0;
+    for (int64_t o = blockIdx.x; o < r.n_out; o += gridDim.x) {
+        int64_t base = 0, rest = o;
+        for (int d = r.nk - 1; d >= 0; d--) {
+            int64_t q = rest / r.kshape[d];
+            base += (rest - q * r.kshape[d]) * r.kstride[d];
+            rest = q;
+        }
+        A acc = init;
+        for (int64_t j = threadIdx.x; j < r.count; j += blockDim.x) {
+            int64_t off = base, rj = j;
+            for (int d = r.nr - 1; d >= 0; d--) {
+                int64_t q = rj / r.rshape[d];
+                off += (rj - q * r.rshape[d]) * r.rstride[d];
+                rj = q;
+            }
+            acc = combine<A>(op, acc, (A)x[off]);
+        }
+        part[threadIdx.x] = acc;
+        __syncthreads();
+        for (int w = blockDim.x / 2; w > 0; w /= 2) {
+            if ((int)threadIdx.x < w) part[threadIdx.x] = combine<A>(op, part[threadIdx.x], part[threadIdx.x + w]);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            A v = part[0];
+            if (op == TFL_OP_MEAN) {
+                if (sizeof(T) < sizeof(A) || (T)0.5 != (T)0) /* floats */
+                    out[o] = (T)((double)v / (double)r.count);
+                else
+                    out[o] = r.count ? (T)((int64_t)(T)v / r.count) : (T)0;
+            } else {
+                out[o] = (T)v;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <typename T> int reduce(const tflcu_reduce *r, int op, const void *x, void *out, cudaStream_t s)
+{
+    unsigned blocks = (unsigned)(r->n_out < 65535 ? r->n_out : 65535);
+    if (op == TFL_OP_MAX || op == TFL_OP_MIN)
+        reduce_kernel<T, T><<<blocks, TFLCU_THREADS, 0, s>>>(*r, op, (const T *)x, (T *)out);
+    else
+        reduce_kernel<T, typename Acc<T>::type><<<blocks, TFLCU_THREADS, 0, s>>>(*r, op, (const T *)x, (T *)out);
+    return tflcu_status();
+}
+
+template <typename T> __global__ void arg_kernel(const T *x, int64_t *out, int64_t outer, int64_t n,
+                                                 int64_t inner, bool mx)
+{
+    TFLCU_LOOP(r, outer * inner) {
+        const T *row = x + (r / inner) * n * inner + r % inner;
+        T best = row[0];
+        int64_t at = 0;
+        for (int64_t i = 1; i < n; i++) {
+            T v = row[i * inner];
+            if (mx ? v > best : v < best) {
+                best = v;
+                at = i;
+            }
+        }
+        out[r] = at;
+    }
+}
+
+template <typename T> __global__ void softmax_kernel(const T *x, T *y, int64_t outer, int64_t n,
+                                                     int64_t inner, bool log_out)
+{
+    TFLCU_LOOP(r, outer * inner) {
+        const int64_t off = (r / inner) * n * inner + r % inner;
+        const T *xr = x + off;
+        T *yr = y + off;
+        T m = xr[0];
+        for (int64_t i = 1; i < n; i++) m = xr[i * inner] > m ? xr[i * inner] : m;
+        double sum = 0;
+        if (log_out) {
+            for (int64_t i = 0; i < n; i++) sum += exp(xr[i * inner] - m);
+            T lse = (T)log(sum);
+            for (int64_t i = 0; i < n; i++) yr[i * inner] = xr[i * inner] - m - lse;
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                T e = exp(xr[i * inner] - m);
+                yr[i * inner] = e;
+                sum += e;
+            }
+            T inv = (T)(1.0 / sum);
+            for (int64_t i = 0; i < n; i++) yr[i * inner] *= inv;
+        }
+    }
+}
+
+template <typename T> __global__ void xent_kernel(const T *x, const T *z, T *out, int64_t outer,
+                                                  int64_t n, int64_t inner)
+{
+    TFLCU_LOOP(r, outer * inner) {
+        if (n == 0) {
+            out[r] = 0;
+            continue;
+        }
+        const int64_t off = (r / inner) * n * inner + r % inner;
+        const T *xr = x + off, *zr = z + off;
+        T m = xr[0];
+        for (int64_t i = 1; i < n; i++) m = xr[i * inner] > m ? xr[i * inner] : m;
+        double s = 0, zd = 0, zsum = 0;
+        for (int64_t i = 0; i < n; i++) {
+            T d = m - xr[i * inner];
+            s += exp(-d);
+            zd += (double)zr[i * inner] * (double)d;
+            zsum += (double)zr[i * inner];
+        }
+        out[r] = (T)(zd + zsum * log(s));
+    }
+}
+
+__device__ __forceinline__ int64_t load_index(const void *p, int64_t i, int dt)
+{
+    return dt == TFL_DTYPE_INT32 ? ((const int32_t *)p)[i] : ((const int64_t *)p)[i];
+}
+
+template <typename T> __global__ void sparse_kernel(const T *x, const void *labels, int ldt, T *out,
+                                                    int64_t rows, int64_t classes,
+                                                    unsigned long long *bad)
+{
+    TFLCU_LOOP(r, rows) {
+        int64_t label = load_index(labels, r, ldt);
+        if (label < 0 || label >= classes) {
+            atomicMin(bad, (unsigned long long)r);
+            continue;
+        }
+        const T *xr = x + r * classes;
+        T m = xr[0];
+        for (int64_t i = 1; i < classes; i++) m = xr[i] > m ? xr[i] : m;
+        double s = 0;
+        for (int64_t i = 0; i < classes; i++) s += exp(xr[i] - m);
+        out[r] = (T)((double)(m - xr[label]) + log(s));
+    }
+}
+
+} // namespace
+
+extern "C" int tflcu_reduce_run(int op, int dt, const tflcu_reduce *r, const void *x, void *out,
+                                void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (r->n_out == 0) return 0;
+    switch (dt) {
+    case TFL_DTYPE_INT32: return reduce<int32_t>(r, op, x, out, s);
+    case TFL_DTYPE_INT64: return reduce<int64_t>(r, op, x, out, s);
+    case TFL_DTYPE_FLOAT32: return reduce<float>(r, op, x, out, s);
+    case TFL_DTYPE_FLOAT64: return reduce<double>(r, op, x, out, s);
+    default: return -1;
+    }
+}
+
+extern "C" int tflcu_arg(int op, int dt, const void *x, int64_t *out, int64_t outer, int64_t n,
+                         int64_t inner, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    int64_t rows = outer * inner;
+    if (rows == 0) return 0;
+    bool mx = op == TFL_OP_ARGMAX;
+    unsigned b = tflcu_blocks(rows);
+    switch (dt) {
+    case TFL_DTYPE_INT32: arg_kernel<<<b, TFLCU_THREADS, 0, s>>>((const int32_t *)x, out, outer, n, inner, mx); break;
+    case TFL_DTYPE_INT64: arg_kernel<<<b, TFLCU_THREADS, 0, s>>>((const int64_t *)x, out, outer, n, inner, mx); break;
+    case TFL_DTYPE_FLOAT32: arg_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, out, outer, n, inner, mx); break;
+    case TFL_DTYPE_FLOAT64: arg_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, out, outer, n, inner, mx); break;
+    default: return -1;
+    }
+    return tflcu_status();
+}
+
+extern "C" int tflcu_softmax(int dt, int log_out, const void *x, void *y, int64_t outer, int64_t n,
+                             int64_t inner, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    int64_t rows = outer * inner;
+    if (rows == 0 || n == 0) return 0;
+    unsigned b = tflcu_blocks(rows);
+    if (dt == TFL_DTYPE_FLOAT32)
+        softmax_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, (float *)y, outer, n, inner, log_out != 0);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        softmax_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, (double *)y, outer, n, inner, log_out != 0);
+    else
+        return -1;
+    return tflcu_status();
+}
+
+extern "C" int tflcu_xent(int dt, const void *x, const void *z, void *out, int64_t outer, int64_t n,
+                          int64_t inner, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    int64_t rows = outer * inner;
+    if (rows == 0) return 0;
+    unsigned b = tflcu_blocks(rows);
+    if (dt == TFL_DTYPE_FLOAT32)
+        xent_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, (const float *)z, (float *)out, outer, n, inner);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        xent_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, (const double *)z, (double *)out, outer, n, inner);
+    else
+        return -1;
+    return tflcu_status();
+}
+
+extern "C" int tflcu_sparse_xent(int dt, const void *x, const void *labels, int ldt, void *out,
+                                 int64_t rows, int64_t classes, int64_t *bad, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows == 0) return 0;
+    unsigned b = tflcu_blocks(rows);
+    unsigned long long *ub = (unsigned long long *)bad;
+    if (dt == TFL_DTYPE_FLOAT32)
+        sparse_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, labels, ldt, (float *)out, rows, classes, ub);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        sparse_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, labels, ldt, (double *)out, rows, classes, ub);
+    else
+        return -1;
+    return tflcu_status();
+}
