@@ -31,6 +31,7 @@ typedef struct tfl__comm_item {
     void *dst;
     int64_t numel;
     tfl_dtype dtype;
+    bool gpu; /* on the collective's GPU (NCCL), else on the host (the transport) */
 } tfl__comm_item;
 
 /** Runs a collective on GPU tensors of dev through NCCL (nccl.c; TFL_HAVE_NCCL only): an

@@ -302,7 +302,7 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
                                   (ncclDataType_t)tfl__nccl_dtype(x->dtype), op, g->comm, nstream);
             }
             c->stats.messages++;
-            c->stats.bytes += cl->count * (int64_t)es;
+            if (root < 0) c->stats.bytes += cl->count * (int64_t)es; /* as the host path */
         }
         ncclResult_t e = g->group_end();
         if (r == ncclSuccess && e != ncclSuccess) r = e, call = "ncclGroupEnd";

@@ -15,7 +15,8 @@
  *
  * GPU tensors and NCCL (TFL_HAVE_NCCL in <tapeflow/version.h>: built with the CUDA backend
  * when nccl.h and libnccl were found; libnccl is loaded at the first use). Which moves a
- * collective's bytes is decided per call, from its tensors (which must all be on one device):
+ * collective's bytes is decided per tensor, from its device (one call may mix host tensors
+ * and the tensors of one GPU: the host ones go first, then the GPU ones):
  *   - host tensors (CPU:0): the transport (MPI, self, the application's);
  *   - tensors on GPU:N, several ranks: NCCL, set up at the communicator's first GPU
  *     collective and bound to that GPU for its life (llm.c's way): the ranks gather their
@@ -195,7 +196,7 @@ typedef enum tfl_reduce_op {
  * the weights summing to 0 is INVALID_ARGUMENT on every rank.
  * On a GPU (NCCL, see above), float16 and bfloat16 are reduced too.
  * Errors: INVALID_ARGUMENT (a dtype other than those four, MEAN on integers, a non-contiguous
- * or repeated tensor, tensors of two devices, naming the index), FAILED_PRECONDITION (GPU
+ * or repeated tensor, tensors of two GPUs, naming the index), FAILED_PRECONDITION (GPU
  * tensors without NCCL, or a placement NCCL refuses), MISUSE, UNAVAILABLE (MPI, NCCL).
  */
 TFL_API tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
