@@ -50,7 +50,7 @@ struct tfl__nccl {
     const char *(*last_error)(ncclComm_t);
     ncclComm_t comm;
     tfl__device *dev;
-    tfl__stream *stream;     /* the communicator's stream on dev */
+    tfl__stream *stream;      /* the communicator's stream on dev */
     tfl__event *ready, *done; /* device stream -> NCCL stream, and back */
 };
 
@@ -64,11 +64,11 @@ static void *load(tfl__nccl *g, char *why, size_t size)
         snprintf(why, size, "cannot load %s: %s", TFL_NCCL_LIBRARY_SONAME, e ? e : "?");
         return NULL;
     }
-#define TFL_SYM(field, name)                                                                     \
-    if (!(*(void **)(void *)&g->field = dlsym(g->lib, name))) {                                  \
-        snprintf(why, size, "%s has no %s (NCCL >= 2.11 is needed)", TFL_NCCL_LIBRARY_SONAME,    \
-                 name);                                                                          \
-        return NULL;                                                                             \
+#define TFL_SYM(field, name)                                                                       \
+    if (!(*(void **)(void *)&g->field = dlsym(g->lib, name))) {                                    \
+        snprintf(why, size, "%s has no %s (NCCL >= 2.11 is needed)", TFL_NCCL_LIBRARY_SONAME,      \
+                 name);                                                                            \
+        return NULL;                                                                               \
     }
     TFL_SYM(get_unique_id, "ncclGetUniqueId")
     TFL_SYM(comm_init_rank, "ncclCommInitRank")
@@ -140,14 +140,15 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
     }
     int bad_lib = -1;
     for (int r = 0; r < size; r++) {
-        hosts[r] = all[4 * r], hosts[size + r] = all[4 * r + 1], hosts[2 * size + r] = all[4 * r + 2];
+        hosts[r] = all[4 * r], hosts[size + r] = all[4 * r + 1],
+        hosts[2 * size + r] = all[4 * r + 2];
         if (!all[4 * r + 3] && bad_lib < 0) bad_lib = r;
     }
     int local_rank, local_size;
-    int verdict = bad_lib >= 0 ? 0
-                               : tfl__nccl_check_placement(size, rank, hosts, hosts + size,
-                                                           hosts + 2 * size, &local_rank,
-                                                           &local_size, msg, sizeof msg);
+    int verdict = bad_lib >= 0
+                      ? 0
+                      : tfl__nccl_check_placement(size, rank, hosts, hosts + size, hosts + 2 * size,
+                                                  &local_rank, &local_size, msg, sizeof msg);
     tfl__host_free(ctx, hosts);
     tfl__host_free(ctx, all);
     if (bad_lib >= 0)
@@ -155,8 +156,8 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
                               bad_lib, size,
                               bad_lib == rank ? why : "could not load libnccl (see that rank)");
     if (verdict)
-        return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: NCCL on %s: %s", who,
-                              g->dev->name, msg);
+        return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: NCCL on %s: %s", who, g->dev->name,
+                              msg);
     TFL_TRY(tfl__cuda_make_current(g->dev));
     struct {
         int64_t ok;
@@ -223,7 +224,8 @@ static void scalar_of(tfl_dtype dt, double f, void *out)
         float x = (float)f;
         memcpy(out, &x, sizeof x);
     } else {
-        uint16_t h = dt == TFL_DTYPE_FLOAT16 ? tfl__f32_to_f16((float)f) : tfl__f32_to_bf16((float)f);
+        uint16_t h =
+            dt == TFL_DTYPE_FLOAT16 ? tfl__f32_to_f16((float)f) : tfl__f32_to_bf16((float)f);
         memcpy(out, &h, sizeof h);
     }
 }
@@ -291,7 +293,8 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
             const tfl__comm_item *x = &it[cl->item];
             size_t es = tfl_dtype_size(dts[cl->item]);
             char *dst = (char *)x->dst + (size_t)cl->offset * es;
-            const char *src = x->src && !zero ? (const char *)x->src + (size_t)cl->offset * es : dst;
+            const char *src =
+                x->src && !zero ? (const char *)x->src + (size_t)cl->offset * es : dst;
             if (root >= 0) {
                 call = "ncclBroadcast";
                 r = g->broadcast(dst, dst, (size_t)cl->count, ncclUint8, root, g->comm, nstream);

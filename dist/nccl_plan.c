@@ -8,13 +8,20 @@
 int tfl__nccl_dtype(tfl_dtype dt)
 {
     switch (dt) {
-    case TFL_DTYPE_INT32: return TFL__NCCL_INT32;
-    case TFL_DTYPE_INT64: return TFL__NCCL_INT64;
-    case TFL_DTYPE_FLOAT16: return TFL__NCCL_FLOAT16;
-    case TFL_DTYPE_BFLOAT16: return TFL__NCCL_BFLOAT16;
-    case TFL_DTYPE_FLOAT32: return TFL__NCCL_FLOAT32;
-    case TFL_DTYPE_FLOAT64: return TFL__NCCL_FLOAT64;
-    default: return -1;
+    case TFL_DTYPE_INT32:
+        return TFL__NCCL_INT32;
+    case TFL_DTYPE_INT64:
+        return TFL__NCCL_INT64;
+    case TFL_DTYPE_FLOAT16:
+        return TFL__NCCL_FLOAT16;
+    case TFL_DTYPE_BFLOAT16:
+        return TFL__NCCL_BFLOAT16;
+    case TFL_DTYPE_FLOAT32:
+        return TFL__NCCL_FLOAT32;
+    case TFL_DTYPE_FLOAT64:
+        return TFL__NCCL_FLOAT64;
+    default:
+        return -1;
     }
 }
 

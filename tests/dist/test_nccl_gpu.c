@@ -62,8 +62,9 @@ static void test_nccl_one_rank(void **state)
     double d[7] = {1e-300, -2.5, 3.0, 1e300, 0.0, -0.0, 7.125};
     int32_t k[5] = {-7, 0, 1, 2147483647, -2147483647};
     uint16_t h[4] = {0x3c00, 0xc000, 0x3555, 0x0000}; /* float16 1, -2, 0.333, 0 */
-    tfl_tensor *t[4] = {on_gpu(ctx, TFL_DTYPE_FLOAT32, 100, f), on_gpu(ctx, TFL_DTYPE_FLOAT64, 7, d),
-                        on_gpu(ctx, TFL_DTYPE_INT32, 5, k), on_gpu(ctx, TFL_DTYPE_FLOAT16, 4, h)};
+    tfl_tensor *t[4] = {on_gpu(ctx, TFL_DTYPE_FLOAT32, 100, f),
+                        on_gpu(ctx, TFL_DTYPE_FLOAT64, 7, d), on_gpu(ctx, TFL_DTYPE_INT32, 5, k),
+                        on_gpu(ctx, TFL_DTYPE_FLOAT16, 4, h)};
     assert_int_equal(tfl_comm_allreduce(c, 4, t, TFL_REDUCE_SUM, 0), TFL_OK);
     assert_string_equal(tfl_comm_gpu_backend(c), "nccl");
     tfl_comm_stats s = tfl_comm_get_stats(c);

@@ -19,24 +19,22 @@
 static void test_dtypes(void **state)
 {
     (void)state;
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_INT32), 2);     /* ncclInt32 */
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_INT64), 4);     /* ncclInt64 */
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT16), 6);   /* ncclFloat16 */
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT32), 7);   /* ncclFloat32 */
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT64), 8);   /* ncclFloat64 */
-    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_BFLOAT16), 9);  /* ncclBfloat16 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_INT32), 2);    /* ncclInt32 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_INT64), 4);    /* ncclInt64 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT16), 6);  /* ncclFloat16 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT32), 7);  /* ncclFloat32 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_FLOAT64), 8);  /* ncclFloat64 */
+    assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_BFLOAT16), 9); /* ncclBfloat16 */
     assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_BOOL), -1);
     assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_COMPLEX64), -1);
     assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_COMPLEX128), -1);
     assert_int_equal(tfl__nccl_dtype(TFL_DTYPE_INVALID), -1);
     char msg[256] = "";
-    assert_int_equal(tfl__nccl_check_dtype("tfl_comm_allreduce", 0, TFL_DTYPE_BFLOAT16, msg,
-                                           sizeof msg),
-                     0);
+    assert_int_equal(
+        tfl__nccl_check_dtype("tfl_comm_allreduce", 0, TFL_DTYPE_BFLOAT16, msg, sizeof msg), 0);
     assert_string_equal(msg, "");
-    assert_int_equal(tfl__nccl_check_dtype("tfl_comm_allreduce", 3, TFL_DTYPE_COMPLEX64, msg,
-                                           sizeof msg),
-                     1);
+    assert_int_equal(
+        tfl__nccl_check_dtype("tfl_comm_allreduce", 3, TFL_DTYPE_COMPLEX64, msg, sizeof msg), 1);
     assert_string_equal(msg, "tfl_comm_allreduce: tensor 3 is complex64; NCCL reduces int32, "
                              "int64, float16, bfloat16, float32 and float64");
 }
@@ -59,8 +57,8 @@ static void test_placement_ok(void **state)
     char msg[512] = "";
     int lr = -1, ls = -1;
     for (int r = 0; r < 4; r++) {
-        assert_int_equal(tfl__nccl_check_placement(4, r, host, ord, gpus, &lr, &ls, msg, sizeof msg),
-                         0);
+        assert_int_equal(
+            tfl__nccl_check_placement(4, r, host, ord, gpus, &lr, &ls, msg, sizeof msg), 0);
         assert_int_equal(lr, r / 2);
         assert_int_equal(ls, 2);
     }
@@ -84,8 +82,8 @@ static void test_placement_too_many_ranks(void **state)
     char msg[512] = "";
     int lr, ls;
     for (int r = 0; r < 2; r++) {
-        assert_int_equal(tfl__nccl_check_placement(2, r, host, ord, gpus, &lr, &ls, msg, sizeof msg),
-                         1);
+        assert_int_equal(
+            tfl__nccl_check_placement(2, r, host, ord, gpus, &lr, &ls, msg, sizeof msg), 1);
         assert_string_equal(msg, "2 ranks run on the host of rank 0, which has 1 GPU; NCCL needs "
                                  "one GPU per rank (start at most 1 rank per host, or use CPU "
                                  "tensors and MPI)");
@@ -105,7 +103,8 @@ static void test_placement_duplicate_gpu(void **state)
     int64_t host[3] = {9, 9, 9}, ord[3] = {0, 1, 0}, gpus[3] = {4, 4, 4};
     char msg[512] = "";
     int lr, ls;
-    assert_int_equal(tfl__nccl_check_placement(3, 1, host, ord, gpus, &lr, &ls, msg, sizeof msg), 2);
+    assert_int_equal(tfl__nccl_check_placement(3, 1, host, ord, gpus, &lr, &ls, msg, sizeof msg),
+                     2);
     assert_string_equal(msg, "ranks 0 and 2 both have their tensors on GPU 0 of one host; NCCL "
                              "needs one GPU per rank (Duplicate GPU): put rank 2's on GPU:2, its "
                              "index among the ranks of its host");
@@ -206,8 +205,9 @@ static void test_gpu_backend_option(void **state)
 #else
     assert_null(c);
     assert_int_equal(tfl_ctx_status(ctx), TFL_FAILED_PRECONDITION);
-    assert_non_null(strstr(tfl_ctx_error(ctx).message, "gpu_backend 'nccl', but this tapeflow has no "
-                                               "NCCL"));
+    assert_non_null(strstr(tfl_ctx_error(ctx).message,
+                           "gpu_backend 'nccl', but this tapeflow has no "
+                           "NCCL"));
 #endif
     tfl_ctx_free(ctx);
 }
