@@ -168,10 +168,11 @@ static tfl_status run_device(tfl_comm *c, const char *who, tfl__device *gpu, ite
 #else
     (void)gpu;
 #endif
-    return root < 0 ? run_buckets(c, who, items, n, f, root) : broadcast_host(c, who, items, n, root);
+    return root < 0 ? run_buckets(c, who, items, n, f, root)
+                    : broadcast_host(c, who, items, n, root);
 }
 
-/* Checks tensors[i] for a collective: alive, of comm's ctx, on *dev (check_device),
+/* Checks tensors[i] for a collective: alive, of comm's ctx, on the host or *gpu (check_device),
  * contiguous, readable, not repeated; makes a variable's storage its own (it is written in
  * place). */
 static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *ts, int i,
@@ -366,9 +367,9 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     if (!it) return TFL_RESOURCE_EXHAUSTED;
     for (int i = 0; i < n; i++)
         if (tensors[i])
-            it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]),
-                           tfl_tensor_numel(tensors[i]), tfl_tensor_dtype(tensors[i]),
-                           is_gpu(comm, tensors[i])};
+            it[i] =
+                (item){tfl__data(tensors[i]), tfl__data(tensors[i]), tfl_tensor_numel(tensors[i]),
+                       tfl_tensor_dtype(tensors[i]), is_gpu(comm, tensors[i])};
     tfl_status st = run_device(comm, who, dev, it, n, f, -1);
     tfl__host_free(ctx, it);
     comm->stats.allreduce_calls++;
@@ -415,8 +416,8 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
                   "%s: gradient %d is on %s, its variable on %s", who, i, tfl_tensor_device(g),
                   tfl_tensor_device(vars[i]));
         TFL_CHECK(ctx, !is_gpu(comm, g) || tfl_tensor_is_contiguous(g), TFL_INVALID_ARGUMENT,
-                  "%s: gradient %d on %s is not contiguous (a view): give a contiguous one", who,
-                  i, tfl_tensor_device(g));
+                  "%s: gradient %d on %s is not contiguous (a view): give a contiguous one", who, i,
+                  tfl_tensor_device(g));
         if (!tfl__check_readable(ctx, who, g)) return TFL_FAILED_PRECONDITION;
     }
     if (comm->t.size == 1 && !use_nccl(comm, dev)) return TFL_OK;
@@ -442,8 +443,8 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
             tfl__cpu_copy(dense[i], g);
             g = dense[i];
         }
-        out[i] = tfl__tensor_alloc(ctx, tfl__tensor_device(v), tfl_tensor_dtype(v), v->rank,
-                                   v->shape);
+        out[i] =
+            tfl__tensor_alloc(ctx, tfl__tensor_device(v), tfl_tensor_dtype(v), v->rank, v->shape);
         if (!out[i]) {
             st = tfl_ctx_status(ctx);
             break;

@@ -172,10 +172,12 @@ TFL_API tfl_status tfl_comm_set_bucket_bytes(tfl_comm *comm, int64_t bytes);
 /**
  * Copies root's value of every tensor into the others' (in place: variables keep their
  * identity; a variable shared with a tape's snapshot is copied first). Tensors must be
- * contiguous tensors of one device (host, or a GPU with NCCL: see above) of any dtype, the same count, shapes and dtypes on every rank; a
- * NULL entry is skipped (NULL on every rank). Fused into buckets as the all-reduce is.
+ * contiguous tensors (host ones, and those of one GPU with NCCL: see above) of any dtype,
+ * the same count, shapes and dtypes on every rank; a NULL entry is skipped (NULL on every
+ * rank). Fused into buckets as the all-reduce is.
  * Errors: INVALID_ARGUMENT (n < 0, root outside [0, size), a non-contiguous tensor, naming its
- * index), FAILED_PRECONDITION (an uninitialized variable), MISUSE, UNAVAILABLE (MPI).
+ * index), FAILED_PRECONDITION (an uninitialized variable, GPU tensors without NCCL, a
+ * placement NCCL refuses), MISUSE, UNAVAILABLE (MPI, NCCL).
  */
 TFL_API tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors, int root);
 
