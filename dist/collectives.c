@@ -9,14 +9,9 @@
 #include <string.h>
 
 #include "dist_internal.h"
+#include "nccl_plan.h"
 
-/* One tensor of a collective: where its data comes from (NULL: zeros) and goes to. */
-typedef struct item {
-    const void *src;
-    void *dst;
-    int64_t numel;
-    tfl_dtype dtype;
-} item;
+typedef tfl__comm_item item;
 
 static const tfl_dtype reduce_order[] = {TFL_DTYPE_FLOAT32, TFL_DTYPE_FLOAT64, TFL_DTYPE_INT32,
                                          TFL_DTYPE_INT64};
@@ -108,18 +103,85 @@ static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, 
     return TFL_OK;
 }
 
-/* Checks tensors[i] for a collective: alive, of comm's ctx, on the host, contiguous,
- * readable, not repeated; makes a variable's storage its own (it is written in place). */
+/* The GPU of a collective: host tensors go through the transport, GPU tensors through NCCL,
+ * and one rank drives one GPU: *gpu is NULL until the first GPU tensor, then its device; a
+ * tensor on another GPU is INVALID_ARGUMENT; GPU tensors need NCCL (FAILED_PRECONDITION in a
+ * build without it). `what` is "tensor", "variable" or "gradient". */
+static tfl_status check_device(tfl_comm *c, const char *who, const char *what, int i,
+                               const tfl_tensor *t, tfl__device **gpu)
+{
+    tfl_ctx *ctx = c->ctx;
+    tfl__device *d = tfl__tensor_device(t);
+    if (d == tfl__cpu(ctx)) return TFL_OK;
+#if !TFL_HAVE_NCCL
+    TFL_CHECK(ctx, false, TFL_FAILED_PRECONDITION,
+              "%s: %s %d is on %s; this tapeflow has no NCCL (TFL_NCCL=OFF, no CUDA backend, or "
+              "no NCCL found), so collectives run on host tensors (CPU:0) only",
+              who, what, i, d->name);
+#endif
+    if (!*gpu) *gpu = d;
+    TFL_CHECK(ctx, d == *gpu, TFL_INVALID_ARGUMENT,
+              "%s: %s %d is on %s, an earlier one on %s; the tensors of one collective are on "
+              "the host or on one GPU (one rank drives one GPU)",
+              who, what, i, d->name, (*gpu)->name);
+    return TFL_OK;
+}
+
+static bool is_gpu(tfl_comm *c, const tfl_tensor *t)
+{
+    return tfl__tensor_device(t) != tfl__cpu(c->ctx);
+}
+
+/* Whether the GPU tensors of a collective go through NCCL: with several ranks, or with one
+ * when the communicator asked for NCCL always (otherwise one rank has nothing to move). */
+static bool use_nccl(tfl_comm *c, const tfl__device *gpu)
+{
+    return gpu && (c->t.size > 1 || c->nccl_always);
+}
+
+static tfl_status broadcast_host(tfl_comm *comm, const char *who, item *it, int n, int root);
+
+/* Runs a collective (root < 0: all-reduce scaled by f; else broadcast from root): the host
+ * items through the transport, then the GPU items through NCCL; every rank has the same
+ * placement, so the messages match. */
+static tfl_status run_device(tfl_comm *c, const char *who, tfl__device *gpu, item *items, int n,
+                             double f, int root)
+{
+#if TFL_HAVE_NCCL
+    if (use_nccl(c, gpu)) {
+        item *part = tfl__calloc(c->ctx, (size_t)(n ? n : 1) * sizeof *part);
+        if (!part) return TFL_RESOURCE_EXHAUSTED;
+        bool host = false;
+        for (int i = 0; i < n; i++)
+            if (!items[i].gpu) part[i] = items[i], host = host || items[i].numel > 0;
+        tfl_status st = TFL_OK;
+        if (host)
+            st = root < 0 ? run_buckets(c, who, part, n, f, root)
+                          : broadcast_host(c, who, part, n, root);
+        for (int i = 0; i < n; i++)
+            part[i] = items[i].gpu ? items[i] : (item){0};
+        if (st == TFL_OK) st = tfl__nccl_run(c, who, gpu, part, n, f, root);
+        tfl__host_free(c->ctx, part);
+        return st;
+    }
+#else
+    (void)gpu;
+#endif
+    return root < 0 ? run_buckets(c, who, items, n, f, root)
+                    : broadcast_host(c, who, items, n, root);
+}
+
+/* Checks tensors[i] for a collective: alive, of comm's ctx, on the host or *gpu (check_device),
+ * contiguous, readable, not repeated; makes a variable's storage its own (it is written in
+ * place). */
 static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *ts, int i,
-                               bool write)
+                               bool write, tfl__device **gpu)
 {
     tfl_ctx *ctx = c->ctx;
     tfl_tensor *t = ts[i];
     if (!tfl__tensor_alive(t, who)) return TFL_MISUSE;
     TFL_CHECK(ctx, t->ctx == ctx, TFL_MISUSE, "%s: tensor %d belongs to another context", who, i);
-    TFL_CHECK(ctx, tfl__tensor_device(t) == tfl__cpu(ctx), TFL_INVALID_ARGUMENT,
-              "%s: tensor %d is on %s; collectives run on host tensors (CPU:0)", who, i,
-              tfl_tensor_device(t));
+    TFL_TRY(check_device(c, who, "tensor", i, t, gpu));
     TFL_CHECK(ctx, tfl_tensor_is_contiguous(t), TFL_INVALID_ARGUMENT,
               "%s: tensor %d is not contiguous (a view): give a contiguous copy", who, i);
     if (!tfl__check_readable(ctx, who, t)) return TFL_FAILED_PRECONDITION;
@@ -156,9 +218,10 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     TFL_TRY(check_list(comm, who, n, tensors));
     TFL_CHECK(comm->ctx, root >= 0 && root < comm->t.size, TFL_INVALID_ARGUMENT,
               "%s: root %d is not a rank of this communicator (size %d)", who, root, comm->t.size);
+    tfl__device *gpu = NULL;
     for (int i = 0; i < n; i++)
-        if (tensors[i]) TFL_TRY(check_tensor(comm, who, tensors, i, comm->t.rank != root));
-    if (comm->t.size == 1 || n == 0) return TFL_OK;
+        if (tensors[i]) TFL_TRY(check_tensor(comm, who, tensors, i, comm->t.rank != root, &gpu));
+    if ((comm->t.size == 1 && !use_nccl(comm, gpu)) || n == 0) return TFL_OK;
     item *it = items_new(comm, n);
     if (!it) return TFL_RESOURCE_EXHAUSTED;
     /* broadcast moves bytes: one stream of every tensor's bytes, in list order, cut into
@@ -167,9 +230,19 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
         if (!tensors[i]) continue;
         size_t bytes =
             (size_t)tfl_tensor_numel(tensors[i]) * tfl_dtype_size(tfl_tensor_dtype(tensors[i]));
-        it[i] =
-            (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes, TFL_DTYPE_INVALID};
+        it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes,
+                       TFL_DTYPE_INVALID, is_gpu(comm, tensors[i])};
     }
+    double t0 = tfl__comm_now();
+    tfl_status st = run_device(comm, who, gpu, it, n, 1.0, root);
+    comm->stats.seconds += tfl__comm_now() - t0;
+    tfl__host_free(comm->ctx, it);
+    return st;
+}
+
+/* The host part of a broadcast: items' numel are bytes. */
+static tfl_status broadcast_host(tfl_comm *comm, const char *who, item *it, int n, int root)
+{
     tfl_status st = TFL_OK;
     char msg[512] = "";
     int64_t cap = comm->bucket_bytes;
@@ -181,7 +254,6 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     if (total > 0 && !(buf = tfl__comm_buffer(comm, (size_t)cap))) st = TFL_RESOURCE_EXHAUSTED;
     int i0 = 0;
     int64_t off0 = 0;
-    double t0 = tfl__comm_now();
     while (st == TFL_OK && total > 0 && i0 < n) {
         int64_t filled = 0;
         int i = i0;
@@ -215,8 +287,6 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
             done += k, off0 += k;
         }
     }
-    comm->stats.seconds += tfl__comm_now() - t0;
-    tfl__host_free(comm->ctx, it);
     return st;
 }
 
@@ -228,6 +298,11 @@ static bool reducible(tfl_dtype dt)
 static bool floating(tfl_dtype dt)
 {
     return dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
+}
+/* On a GPU (NCCL) float16 and bfloat16 are reduced too. */
+static bool floating_on(tfl_dtype dt, bool gpu)
+{
+    return floating(dt) || (gpu && (dt == TFL_DTYPE_FLOAT16 || dt == TFL_DTYPE_BFLOAT16));
 }
 
 /* The sum of the weights (weighted mean) through the header message; f = w / W. */
@@ -258,33 +333,43 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
               TFL_INVALID_ARGUMENT, "%s: unknown reduce op %d", who, (int)op);
     TFL_CHECK(ctx, op != TFL_REDUCE_WEIGHTED_MEAN || (weight >= 0 && isfinite(weight)),
               TFL_INVALID_ARGUMENT, "%s: the weight must be finite and >= 0, got %g", who, weight);
+    tfl__device *dev = NULL;
+    char msg[512];
     for (int i = 0; i < n; i++) {
         if (!tensors[i]) continue;
-        TFL_TRY(check_tensor(comm, who, tensors, i, true));
+        TFL_TRY(check_tensor(comm, who, tensors, i, true, &dev));
         tfl_dtype dt = tfl_tensor_dtype(tensors[i]);
-        TFL_CHECK(ctx, reducible(dt), TFL_INVALID_ARGUMENT,
-                  "%s: tensor %d is %s; all-reduce "
-                  "takes float32, float64, int32 and int64",
-                  who, i, tfl_dtype_name(dt));
-        TFL_CHECK(ctx, op == TFL_REDUCE_SUM || floating(dt), TFL_INVALID_ARGUMENT,
+        bool gpu = is_gpu(comm, tensors[i]);
+        if (gpu) {
+            TFL_CHECK(ctx, !tfl__nccl_check_dtype(who, i, dt, msg, sizeof msg),
+                      TFL_INVALID_ARGUMENT, "%s", msg);
+        } else {
+            TFL_CHECK(ctx, reducible(dt), TFL_INVALID_ARGUMENT,
+                      "%s: tensor %d is %s; all-reduce "
+                      "takes float32, float64, int32 and int64",
+                      who, i, tfl_dtype_name(dt));
+        }
+        TFL_CHECK(ctx, op == TFL_REDUCE_SUM || floating_on(dt, gpu), TFL_INVALID_ARGUMENT,
                   "%s: tensor %d is %s; a mean needs a floating dtype (use TFL_REDUCE_SUM)", who, i,
                   tfl_dtype_name(dt));
     }
-    if (comm->t.size == 1 && op != TFL_REDUCE_WEIGHTED_MEAN) return TFL_OK;
+    bool nccl = use_nccl(comm, dev);
+    if (comm->t.size == 1 && op != TFL_REDUCE_WEIGHTED_MEAN && !nccl) return TFL_OK;
     double t0 = tfl__comm_now(), f = 1.0;
     if (op == TFL_REDUCE_MEAN) f = 1.0 / comm->t.size;
     if (op == TFL_REDUCE_WEIGHTED_MEAN) {
         double header[1];
         TFL_TRY(weights(comm, who, header, 1, weight, &f));
-        if (comm->t.size == 1) return TFL_OK;
+        if (comm->t.size == 1 && !nccl) return TFL_OK;
     }
     item *it = items_new(comm, n);
     if (!it) return TFL_RESOURCE_EXHAUSTED;
     for (int i = 0; i < n; i++)
         if (tensors[i])
-            it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]),
-                           tfl_tensor_numel(tensors[i]), tfl_tensor_dtype(tensors[i])};
-    tfl_status st = run_buckets(comm, who, it, n, f, -1);
+            it[i] =
+                (item){tfl__data(tensors[i]), tfl__data(tensors[i]), tfl_tensor_numel(tensors[i]),
+                       tfl_tensor_dtype(tensors[i]), is_gpu(comm, tensors[i])};
+    tfl_status st = run_device(comm, who, dev, it, n, f, -1);
     tfl__host_free(ctx, it);
     comm->stats.allreduce_calls++;
     comm->stats.seconds += tfl__comm_now() - t0;
@@ -302,9 +387,11 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
     TFL_CHECK(ctx, weight >= 0 && isfinite(weight), TFL_INVALID_ARGUMENT,
               "%s: the weight must be finite and >= 0, got %g", who, weight);
     char a[64], b[64];
+    tfl__device *dev = NULL;
     for (int i = 0; i < n; i++) {
         TFL_CHECK(ctx, vars[i], TFL_INVALID_ARGUMENT, "%s: variable %d is NULL", who, i);
         if (!tfl__tensor_alive(vars[i], who)) return TFL_MISUSE;
+        TFL_TRY(check_device(comm, who, "variable", i, vars[i], &dev));
         tfl_dtype dt = tfl_tensor_dtype(vars[i]);
         TFL_CHECK(ctx, floating(dt), TFL_INVALID_ARGUMENT,
                   "%s: variable %d (%s) is %s; "
@@ -323,12 +410,16 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
                   tfl_dtype_name(tfl_tensor_dtype(g)),
                   tfl__shape_str(g->rank, g->shape, a, sizeof a), tfl_dtype_name(dt),
                   tfl__shape_str(vars[i]->rank, vars[i]->shape, b, sizeof b));
-        TFL_CHECK(ctx, tfl__tensor_device(g) == tfl__cpu(ctx), TFL_INVALID_ARGUMENT,
-                  "%s: gradient %d is on %s; collectives run on host tensors (CPU:0)", who, i,
+        TFL_TRY(check_device(comm, who, "gradient", i, g, &dev));
+        TFL_CHECK(ctx, tfl__tensor_device(g) == tfl__tensor_device(vars[i]), TFL_INVALID_ARGUMENT,
+                  "%s: gradient %d is on %s, its variable on %s", who, i, tfl_tensor_device(g),
+                  tfl_tensor_device(vars[i]));
+        TFL_CHECK(ctx, !is_gpu(comm, g) || tfl_tensor_is_contiguous(g), TFL_INVALID_ARGUMENT,
+                  "%s: gradient %d on %s is not contiguous (a view): give a contiguous one", who, i,
                   tfl_tensor_device(g));
         if (!tfl__check_readable(ctx, who, g)) return TFL_FAILED_PRECONDITION;
     }
-    if (comm->t.size == 1) return TFL_OK;
+    if (comm->t.size == 1 && !use_nccl(comm, dev)) return TFL_OK;
     double t0 = tfl__comm_now(), f;
     int64_t len = (int64_t)n + 1;
     double *header = tfl__calloc(ctx, (size_t)len * sizeof(double));
@@ -349,15 +440,16 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
                 break;
             }
         }
-        out[i] = tfl__tensor_alloc(ctx, cpu, tfl_tensor_dtype(v), v->rank, v->shape);
+        out[i] =
+            tfl__tensor_alloc(ctx, tfl__tensor_device(v), tfl_tensor_dtype(v), v->rank, v->shape);
         if (!out[i]) {
             st = tfl_ctx_status(ctx);
             break;
         }
         it[i] = (item){g ? tfl__data(g) : NULL, tfl__data(out[i]), tfl_tensor_numel(v),
-                       tfl_tensor_dtype(v)};
+                       tfl_tensor_dtype(v), is_gpu(comm, v)};
     }
-    if (st == TFL_OK) st = run_buckets(comm, who, it, n, f, -1);
+    if (st == TFL_OK) st = run_device(comm, who, dev, it, n, f, -1);
     for (int i = 0; out && i < n; i++) {
         if (!out[i]) continue;
         if (st == TFL_OK) /* the frame owns out[i]; the old one stays its owner's */

@@ -93,6 +93,9 @@ static tfl_comm_transport self_transport(void)
 
 static void comm_release(tfl_comm *c)
 {
+#if TFL_HAVE_NCCL
+    tfl__nccl_close(c); /* before the host transport: NCCL's state first */
+#endif
     if (c->t.destroy) c->t.destroy(c->t.impl);
     c->t.destroy = NULL;
     tfl__host_free(c->ctx, c->buf);
@@ -112,6 +115,13 @@ static bool check_opts(tfl_ctx *ctx, const char *who, const tfl_comm_opts *o)
     TFL_CHECK_RET(ctx, !o || o->bucket_bytes >= 0, false, TFL_INVALID_ARGUMENT,
                   "%s: bucket_bytes must be >= 0 (0: %lld), got %lld", who,
                   (long long)TFL_DEFAULT_BUCKET_BYTES, o ? (long long)o->bucket_bytes : 0LL);
+    const char *g = o && o->gpu_backend ? o->gpu_backend : "auto";
+    TFL_CHECK_RET(ctx, !strcmp(g, "auto") || !strcmp(g, "nccl"), false, TFL_INVALID_ARGUMENT,
+                  "%s: unknown gpu_backend '%s' (auto, nccl)", who, g);
+    TFL_CHECK_RET(ctx, TFL_HAVE_NCCL || strcmp(g, "nccl"), false, TFL_FAILED_PRECONDITION,
+                  "%s: gpu_backend 'nccl', but this tapeflow has no NCCL (TFL_NCCL=OFF, no CUDA "
+                  "backend, or no NCCL found)",
+                  who);
     return true;
 }
 
@@ -151,6 +161,7 @@ tfl_comm *tfl_comm_new(tfl_ctx *ctx, const tfl_comm_transport *t, const tfl_comm
     c->t = *t;
     if (!c->t.name) c->t.name = "custom";
     c->bucket_bytes = opts && opts->bucket_bytes ? opts->bucket_bytes : TFL_DEFAULT_BUCKET_BYTES;
+    c->nccl_always = opts && opts->gpu_backend && !strcmp(opts->gpu_backend, "nccl");
     return c;
 }
 
@@ -262,6 +273,10 @@ int tfl_comm_size(const tfl_comm *comm)
 const char *tfl_comm_backend(const tfl_comm *comm)
 {
     return comm && tfl__comm_alive(comm, "tfl_comm_backend") ? comm->t.name : "";
+}
+const char *tfl_comm_gpu_backend(const tfl_comm *comm)
+{
+    return comm && tfl__comm_alive(comm, "tfl_comm_gpu_backend") && comm->nccl ? "nccl" : "";
 }
 tfl_ctx *tfl_comm_ctx(const tfl_comm *comm)
 {

@@ -10,6 +10,8 @@
 
 #include "internal.h"
 
+typedef struct tfl__nccl tfl__nccl; /* nccl.c: the NCCL communicator of GPU tensors */
+
 struct tfl_comm {
     tfl__ctx_obj obj; /* first: the handle's liveness (handles.c) */
     tfl_ctx *ctx;     /* right after the header, as every handle has it */
@@ -18,7 +20,28 @@ struct tfl_comm {
     void *buf;            /* the fusion buffer, grown on demand */
     size_t buf_bytes;
     tfl_comm_stats stats;
+    bool nccl_always; /* opts.gpu_backend "nccl": NCCL even with one rank */
+    tfl__nccl *nccl;  /* opened at the first collective on GPU tensors (TFL_HAVE_NCCL) */
 };
+
+/* One tensor of a collective: where its data comes from (NULL: zeros) and goes to; numel
+ * counts elements of dtype (bytes for a broadcast). */
+typedef struct tfl__comm_item {
+    const void *src;
+    void *dst;
+    int64_t numel;
+    tfl_dtype dtype;
+    bool gpu; /* on the collective's GPU (NCCL), else on the host (the transport) */
+} tfl__comm_item;
+
+/** Runs a collective on GPU tensors of dev through NCCL (nccl.c; TFL_HAVE_NCCL only): an
+ * all-reduce (root < 0) of sum_r(f_r * src_r) into dst, or a broadcast of bytes from root.
+ * Opens the communicator's NCCL at the first call. Ordered after the work issued on dev's
+ * stream, and dev's stream after it; the host does not wait. */
+tfl_status tfl__nccl_run(tfl_comm *comm, const char *who, tfl__device *dev,
+                         const tfl__comm_item *items, int n, double f, int root);
+/** Frees the communicator's NCCL state (ncclCommDestroy after its stream drained). */
+void tfl__nccl_close(tfl_comm *comm);
 
 /** True for a live communicator; MISUSE kept (in its ctx) naming `what` otherwise. */
 bool tfl__comm_alive(const tfl_comm *comm, const char *what);

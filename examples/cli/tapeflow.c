@@ -272,9 +272,12 @@ static int cli_version(int argc, char **argv)
         fprintf(stderr, "tapeflow version: unexpected argument '%s'\n", argv[2]);
         return CLI_USAGE;
     }
-    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n",
+    printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n"
+           "NCCL (GPU all-reduce): %s\n",
            TFL_VERSION_STRING, TFL_HAVE_CUDA ? "yes" : "no (CPU only)",
-           TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)");
+           TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)",
+           TFL_HAVE_NCCL ? "yes (libnccl loaded at the first GPU collective)"
+                         : "no (TFL_NCCL=OFF, no CUDA backend, or no NCCL)");
     /* the devices this machine gives a context: GPUs only with a GPU and its driver */
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);

@@ -213,6 +213,23 @@ static const tfl__device_ops cuda_ops = {
     .describe = cu_describe,
 };
 
+/* ---- the bridge for dist/ (internal.h) ------------------------------------------------------ */
+
+int tfl__cuda_ordinal(const tfl__device *dev)
+{
+    return dev && dev->ops == &cuda_ops ? tfl__cuda(dev)->ordinal : -1;
+}
+
+tfl_status tfl__cuda_make_current(tfl__device *dev)
+{
+    return use(dev);
+}
+
+void *tfl__cuda_native_stream(tfl__device *dev, tfl__stream *stream)
+{
+    return (void *)stream_of(dev, stream);
+}
+
 /* ---- index-check word ------------------------------------------------------------------------ */
 
 tfl_status tfl__cuda_check_reset(tfl__device *dev)

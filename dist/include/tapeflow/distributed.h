@@ -11,9 +11,32 @@
  * (tfl_comm_transport): "self" (one rank: every collective is a no-op or a copy) is built in;
  * "mpi" lives in its own library, libtapeflow_mpi (<tapeflow/distributed_mpi.h>), so that a
  * program linking tapeflow does not load libmpi (about 3 ms at every start): tfl_comm_world
- * loads it only when the process was started by mpirun. NCCL between GPUs is to be another
- * transport (one rank per GPU, rank 0's ncclUniqueId broadcast through MPI, ncclAllReduce on
- * its own stream); it needs the CUDA backend and is not built yet.
+ * loads it only when the process was started by mpirun.
+ *
+ * GPU tensors and NCCL (TFL_HAVE_NCCL in <tapeflow/version.h>: built with the CUDA backend
+ * when nccl.h and libnccl were found; libnccl is loaded at the first use). Which moves a
+ * collective's bytes is decided per tensor, from its device (one call may mix host tensors
+ * and the tensors of one GPU: the host ones go first, then the GPU ones):
+ *   - host tensors (CPU:0): the transport (MPI, self, the application's);
+ *   - tensors on GPU:N, several ranks: NCCL, set up at the communicator's first GPU
+ *     collective and bound to that GPU for its life (llm.c's way): the ranks gather their
+ *     host, GPU and GPU count through the transport and refuse, before NCCL would, a host with
+ *     more ranks than GPUs or two ranks on one GPU (FAILED_PRECONDITION naming the ranks and
+ *     counts); rank 0's ncclUniqueId is broadcast through the transport; ncclCommInitRank.
+ *     One rank per GPU: rank r puts its tensors on GPU:<its index among the ranks of its
+ *     host> (OMPI_COMM_WORLD_LOCAL_RANK under mpirun). The weights of a weighted mean and
+ *     which gradients are NULL still go through the transport (one small host message); the
+ *     buckets are NCCL calls (ncclAllReduce with a premultiplied sum, ncclBroadcast, one
+ *     ncclGroupStart/End per bucket) on the communicator's own stream of that GPU, ordered
+ *     after the work issued on the GPU's stream and before the work issued after: the host
+ *     does not wait for them. NCCL reduces int32, int64, float16, bfloat16, float32 and
+ *     float64;
+ *   - tensors on GPU:N, one rank: nothing to move, as on the host (gpu_backend "nccl" runs
+ *     NCCL anyway: a check of the path on a one-GPU machine);
+ *   - GPU tensors in a build without NCCL: FAILED_PRECONDITION (copy them to CPU:0).
+ * NCCL's errors come back as UNAVAILABLE with ncclGetErrorString and ncclGetLastError. A
+ * rank whose ncclCommInitRank fails leaves the others waiting in theirs (NCCL's own
+ * behaviour): programs end the job (tfl_comm_abort) on any error.
  *
  * With tfl_model_fit: shard the data through the replicas, plug the callback in first.
  *
@@ -99,6 +122,9 @@ typedef struct tfl_comm_opts {
      * PMIX_RANK or PMI_RANK is set), "mpi" (always; MPI_Init even without mpirun: a
      * singleton), "self" (one rank, even under mpirun). */
     const char *backend;
+    /* Collectives on GPU tensors: "auto" or NULL (NCCL with several ranks, nothing to do with
+     * one), "nccl" (NCCL even with one rank; FAILED_PRECONDITION in a build without NCCL). */
+    const char *gpu_backend;
 } tfl_comm_opts;
 
 /**
@@ -134,6 +160,9 @@ TFL_API int tfl_comm_rank(const tfl_comm *comm);
 TFL_API int tfl_comm_size(const tfl_comm *comm);
 /** The transport's name ("self", "mpi"); "" for NULL or a freed communicator. */
 TFL_API const char *tfl_comm_backend(const tfl_comm *comm);
+/** "nccl" once the communicator has set NCCL up (its first collective on GPU tensors), else
+ * ""; "" for NULL or a freed communicator. */
+TFL_API const char *tfl_comm_gpu_backend(const tfl_comm *comm);
 /** The context the communicator belongs to; NULL for NULL. */
 TFL_API tfl_ctx *tfl_comm_ctx(const tfl_comm *comm);
 
@@ -143,10 +172,12 @@ TFL_API tfl_status tfl_comm_set_bucket_bytes(tfl_comm *comm, int64_t bytes);
 /**
  * Copies root's value of every tensor into the others' (in place: variables keep their
  * identity; a variable shared with a tape's snapshot is copied first). Tensors must be
- * contiguous host tensors of any dtype, the same count, shapes and dtypes on every rank; a
- * NULL entry is skipped (NULL on every rank). Fused into buckets as the all-reduce is.
+ * contiguous tensors (host ones, and those of one GPU with NCCL: see above) of any dtype,
+ * the same count, shapes and dtypes on every rank; a NULL entry is skipped (NULL on every
+ * rank). Fused into buckets as the all-reduce is.
  * Errors: INVALID_ARGUMENT (n < 0, root outside [0, size), a non-contiguous tensor, naming its
- * index), FAILED_PRECONDITION (an uninitialized variable), MISUSE, UNAVAILABLE (MPI).
+ * index), FAILED_PRECONDITION (an uninitialized variable, GPU tensors without NCCL, a
+ * placement NCCL refuses), MISUSE, UNAVAILABLE (MPI, NCCL).
  */
 TFL_API tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors, int root);
 
@@ -165,8 +196,10 @@ typedef enum tfl_reduce_op {
  * float32, float64, int32, int64). A NULL entry is skipped and must be NULL on every rank.
  * `weight` is this rank's w for TFL_REDUCE_WEIGHTED_MEAN (>= 0, finite; ignored otherwise);
  * the weights summing to 0 is INVALID_ARGUMENT on every rank.
+ * On a GPU (NCCL, see above), float16 and bfloat16 are reduced too.
  * Errors: INVALID_ARGUMENT (a dtype other than those four, MEAN on integers, a non-contiguous
- * or repeated tensor, naming its index), MISUSE, UNAVAILABLE (MPI).
+ * or repeated tensor, tensors of two GPUs, naming the index), FAILED_PRECONDITION (GPU
+ * tensors without NCCL, or a placement NCCL refuses), MISUSE, UNAVAILABLE (MPI, NCCL).
  */
 TFL_API tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
                                       tfl_reduce_op op, double weight);
