@@ -109,6 +109,23 @@ void tfl__nccl_close(tfl_comm *c)
     c->nccl = NULL;
 }
 
+/* The device table's native slots (CUDA's device number, cudaSetDevice, a cudaStream_t);
+ * a device without them is no NCCL device. */
+static int native_ordinal(const tfl__device *d)
+{
+    return d && d->ops->native_ordinal ? d->ops->native_ordinal(d) : -1;
+}
+
+static tfl_status make_current(tfl__device *d)
+{
+    return d->ops->make_current ? d->ops->make_current(d) : TFL_OK;
+}
+
+static void *native_stream(tfl__device *d, tfl__stream *stream)
+{
+    return d->ops->native_stream ? d->ops->native_stream(d, stream) : NULL;
+}
+
 /* The placement gather and check, the id's broadcast and ncclCommInitRank (collectives of
  * the host transport, so every rank reaches the same verdict and none is left waiting). */
 static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const char *why)
@@ -118,14 +135,14 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
     char msg[512] = "";
     int gpus = 0;
     for (int i = 0; i < ctx->n_devices; i++)
-        gpus += tfl__cuda_ordinal(ctx->devices[i]) >= 0;
+        gpus += native_ordinal(ctx->devices[i]) >= 0;
     int64_t *all = tfl__calloc(ctx, (size_t)size * 4 * sizeof(int64_t));
     if (!all) return TFL_RESOURCE_EXHAUSTED;
     char host[256] = "";
     (void)gethostname(host, sizeof host - 1);
     int64_t *mine = all + 4 * rank;
     mine[0] = tfl__nccl_host_hash(host);
-    mine[1] = tfl__cuda_ordinal(g->dev);
+    mine[1] = native_ordinal(g->dev);
     mine[2] = gpus;
     mine[3] = why[0] ? 0 : 1; /* libnccl loaded */
     c->stats.messages++;
@@ -158,7 +175,7 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
     if (verdict)
         return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: NCCL on %s: %s", who, g->dev->name,
                               msg);
-    TFL_TRY(tfl__cuda_make_current(g->dev));
+    TFL_TRY(make_current(g->dev));
     struct {
         int64_t ok;
         ncclUniqueId id;
@@ -255,9 +272,9 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
     tfl_status st = calls ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
     if (st == TFL_OK)
         (void)tfl__nccl_plan(n, numel, dts, c->bucket_bytes, calls, n_calls, &n_buckets);
-    void *nstream = tfl__cuda_native_stream(dev, g->stream);
+    void *nstream = native_stream(dev, g->stream);
     /* the NCCL stream starts after what the device's stream has issued */
-    if (st == TFL_OK) st = tfl__cuda_make_current(dev);
+    if (st == TFL_OK) st = make_current(dev);
     if (st == TFL_OK) st = ops->event_record(dev, g->ready, NULL);
     if (st == TFL_OK) st = ops->event_wait(dev, g->stream, g->ready);
     /* a rank of weight 0, or a missing source, adds zeros (even where its data is NaN) */

@@ -173,6 +173,13 @@ typedef struct tfl__device_ops {
     /* One line describing the device ("NVIDIA H100 80GB HBM3, compute capability 9.0") into
      * buf. NULL: the device's name says all. */
     void (*describe)(tfl__device *dev, char *buf, size_t size);
+    /* For libraries that drive the device themselves (NCCL in dist/): the vendor's device
+     * number (CUDA's), making the device current on the calling thread (cudaSetDevice;
+     * INTERNAL kept on failure), and a stream's native handle (a cudaStream_t as a void *;
+     * NULL stream: the device's own). NULL slots: the device has none of these. */
+    int (*native_ordinal)(const tfl__device *dev);
+    tfl_status (*make_current)(tfl__device *dev);
+    void *(*native_stream)(tfl__device *dev, tfl__stream *stream);
 } tfl__device_ops;
 #define TFL_DEVICE_OPS_VERSION 2
 
@@ -694,17 +701,6 @@ uint16_t tfl__f32_to_bf16(float f);
 bool tfl__dtype_converts(tfl_dtype from, tfl_dtype to);
 /** "float16, bfloat16, float32, float64" for a mask of (1u << dtype) bits. */
 char *tfl__dtype_list(uint32_t mask, char *buf, size_t size);
-
-/*
- * The CUDA bridge (framework/cuda/cuda_device.c, defined only when TFL_HAVE_CUDA): what the
- * NCCL path of dist/ needs beyond the device table, which hides CUDA's handles.
- */
-/** The CUDA device number of a "GPU" device; -1 for any other device. */
-int tfl__cuda_ordinal(const tfl__device *dev);
-/** cudaSetDevice(dev's number): INTERNAL kept in the ctx on failure. */
-tfl_status tfl__cuda_make_current(tfl__device *dev);
-/** The cudaStream_t of a stream of dev (NULL: the device's own stream), as a void *. */
-void *tfl__cuda_native_stream(tfl__device *dev, tfl__stream *stream);
 
 #define TFL_DT(d) (1u << TFL_DTYPE_##d)
 #define TFL_MASK_INT (TFL_DT(INT32) | TFL_DT(INT64))

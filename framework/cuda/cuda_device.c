@@ -189,6 +189,23 @@ static void cu_describe(tfl__device *dev, char *buf, size_t size)
     snprintf(buf, size, "%s, compute capability %d.%d", cu->gpu_name, cu->cc_major, cu->cc_minor);
 }
 
+/* ---- native handles, for dist/'s NCCL path (the device table's last slots) ------------------ */
+
+static int cu_native_ordinal(const tfl__device *dev)
+{
+    return tfl__cuda(dev)->ordinal;
+}
+
+static tfl_status cu_make_current(tfl__device *dev)
+{
+    return use(dev);
+}
+
+static void *cu_native_stream(tfl__device *dev, tfl__stream *stream)
+{
+    return (void *)stream_of(dev, stream);
+}
+
 static const tfl__device_ops cuda_ops = {
     .version = TFL_DEVICE_OPS_VERSION,
     .type_name = "GPU",
@@ -211,24 +228,10 @@ static const tfl__device_ops cuda_ops = {
     .event_sync = cu_event_sync,
     .mem_info = cu_mem_info,
     .describe = cu_describe,
+    .native_ordinal = cu_native_ordinal,
+    .make_current = cu_make_current,
+    .native_stream = cu_native_stream,
 };
-
-/* ---- the bridge for dist/ (internal.h) ------------------------------------------------------ */
-
-int tfl__cuda_ordinal(const tfl__device *dev)
-{
-    return dev && dev->ops == &cuda_ops ? tfl__cuda(dev)->ordinal : -1;
-}
-
-tfl_status tfl__cuda_make_current(tfl__device *dev)
-{
-    return use(dev);
-}
-
-void *tfl__cuda_native_stream(tfl__device *dev, tfl__stream *stream)
-{
-    return (void *)stream_of(dev, stream);
-}
 
 /* ---- index-check word ------------------------------------------------------------------------ */
 
