@@ -72,6 +72,8 @@ static tfl_status dp_train_begin(tfl_model *m, void *user)
               who, m->name);
     dp->steps = 0;
     dp->broadcast_done = false;
+    /* each rank its own Dropout masks (the RNG state itself stays the same on every rank) */
+    TFL_TRY(tfl_ctx_set_rng_replica(m->ctx, dp->comm->t.rank));
     TFL_CHECK(m->ctx, m->in_rank > 0, TFL_FAILED_PRECONDITION,
               "%s: model %s is not built: "
               "call tfl_model_build before fit, so that every rank starts from rank 0's "

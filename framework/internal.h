@@ -363,6 +363,7 @@ struct tfl_ctx {
 
     uint64_t rng_seed;                 /* the ctx's seed for ops given seed 0 (random.c) */
     uint64_t rng_calls;                /* unseeded random calls so far: each gets its own stream */
+    uint32_t rng_replica;              /* tfl_ctx_set_rng_replica: mixed into unseeded keys */
 
     /* gradient tapes (tape/ installs these; the framework only calls the hook) */
     tfl__record_fn tape_record;        /* called after each op while a tape records */

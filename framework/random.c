@@ -187,7 +187,8 @@ uint64_t tfl__rng_key(tfl_ctx *ctx, uint64_t seed)
 {
     if (seed != 0) return seed;
     uint64_t k = ctx->rng_calls++;
-    const uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), 0, KEY_STREAM_WORD};
+    /* replica 0 keeps the counter word 0: the streams of a context without replicas */
+    const uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), ctx->rng_replica, KEY_STREAM_WORD};
     const uint32_t ctx_key[2] = {(uint32_t)ctx->rng_seed, (uint32_t)(ctx->rng_seed >> 32)};
     uint32_t b[4];
     tfl__philox4x32_10(ctr, ctx_key, b);
@@ -289,4 +290,18 @@ tfl_status tfl_ctx_set_rng_state(tfl_ctx *ctx, uint64_t seed, uint64_t calls)
     ctx->rng_seed = seed;
     ctx->rng_calls = calls;
     return TFL_OK;
+}
+
+tfl_status tfl_ctx_set_rng_replica(tfl_ctx *ctx, int index)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, index >= 0, TFL_INVALID_ARGUMENT,
+              "tfl_ctx_set_rng_replica: index is %d; expected >= 0", index);
+    ctx->rng_replica = (uint32_t)index;
+    return TFL_OK;
+}
+
+int tfl_ctx_rng_replica(const tfl_ctx *ctx)
+{
+    return ctx ? (int)ctx->rng_replica : -1;
 }

@@ -248,6 +248,51 @@ static void test_different_seeds_differ(void **state)
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
 }
 
+/* Replicas (data-parallel ranks): own unseeded draws, Dropout masks included, from the same
+ * (seed, calls) state; replica 0 is a plain context; seeded calls are not affected. */
+static void test_replica_streams(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    const int64_t n = 256;
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    assert_int_equal(tfl_ctx_rng_replica(ctx), 0);
+    assert_int_equal(tfl_ctx_set_seed(ctx, 9), TFL_OK);
+    tfl_tensor *r0 = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 0);
+    tfl_tensor *ones = tfl_fill(ctx, TFL_DTYPE_FLOAT32, 1, &n, 1.0);
+    assert_non_null(ones);
+    tfl_tensor *m0 = tfl_dropout(ctx, ones, 0.5, 0);
+    tfl_tensor *s0 = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 77);
+    uint64_t seed0, calls0;
+    assert_int_equal(tfl_ctx_rng_state(ctx, &seed0, &calls0), TFL_OK);
+
+    assert_int_equal(tfl_ctx_set_rng_replica(ctx, 1), TFL_OK);
+    assert_int_equal(tfl_ctx_rng_replica(ctx), 1);
+    assert_int_equal(tfl_ctx_set_seed(ctx, 9), TFL_OK);
+    tfl_tensor *r1 = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 0);
+    tfl_tensor *m1 = tfl_dropout(ctx, ones, 0.5, 0);
+    tfl_tensor *s1 = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 77);
+    uint64_t seed1, calls1;
+    assert_int_equal(tfl_ctx_rng_state(ctx, &seed1, &calls1), TFL_OK);
+    assert_false(same_bytes(r0, r1));
+    assert_false(same_bytes(m0, m1));
+    assert_true(same_bytes(s0, s1));               /* a given seed is a given seed */
+    assert_true(seed0 == seed1 && calls0 == calls1); /* the state a checkpoint keeps */
+
+    /* replica 0 again: the plain context's draws */
+    assert_int_equal(tfl_ctx_set_rng_replica(ctx, 0), TFL_OK);
+    assert_int_equal(tfl_ctx_set_seed(ctx, 9), TFL_OK);
+    tfl_tensor *again = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, &n, 0.0, 1.0, 0);
+    assert_true(same_bytes(r0, again));
+
+    assert_int_equal(tfl_ctx_set_rng_replica(ctx, -1), TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "index is -1; expected >= 0");
+    assert_int_equal(tfl_ctx_rng_replica(ctx), 0);
+    assert_int_equal(tfl_ctx_set_rng_replica(NULL, 1), TFL_INVALID_ARGUMENT);
+    assert_int_equal(tfl_ctx_rng_replica(NULL), -1);
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+}
+
 static void test_unseeded_calls(void **state)
 {
     fixture *f = *state;
@@ -590,6 +635,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_half_dtypes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shapes_and_frames, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_streams, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -250,7 +250,9 @@ TFL_API tfl_replicas tfl_comm_replicas(tfl_comm *comm);
  *    variables that exist (its step counter; its slots on a resume), after checking that
  *    every rank has the same count of them (FAILED_PRECONDITION naming the ranks' counts);
  *    the model must be built (tfl_model_build) so that the first step starts from rank 0's
- *    weights: FAILED_PRECONDITION otherwise;
+ *    weights: FAILED_PRECONDITION otherwise; and makes the context's unseeded random draws
+ *    this rank's (tfl_ctx_set_rng_replica(ctx, rank): each rank its own Dropout masks, one
+ *    saved RNG state for all);
  *  - on_gradients: tfl_comm_allreduce_gradients with weight logs->samples (this rank's rows),
  *    so the step applies the global batch's mean gradient;
  *  - on_step_end: the non-trainable model variables (BatchNormalization's moving mean and

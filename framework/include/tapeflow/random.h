@@ -122,6 +122,18 @@ TFL_API tfl_status tfl_ctx_set_seed(tfl_ctx *ctx, uint64_t seed);
 TFL_API tfl_status tfl_ctx_rng_state(const tfl_ctx *ctx, uint64_t *seed, uint64_t *calls);
 TFL_API tfl_status tfl_ctx_set_rng_state(tfl_ctx *ctx, uint64_t seed, uint64_t calls);
 
+/**
+ * Makes the context's unseeded random calls (seed 0, e.g. Dropout's masks) those of replica
+ * `index` of a data-parallel run: each replica draws its own values, while the seed and the
+ * call count (tfl_ctx_rng_state) stay what they are, so one checkpoint's state resumes every
+ * replica exactly. Replica 0 draws what a context that never called this draws. Calls given a
+ * seed are not affected. tfl_data_parallel_callback sets the rank (<tapeflow/distributed.h>).
+ * Errors: INVALID_ARGUMENT (ctx NULL, index < 0).
+ */
+TFL_API tfl_status tfl_ctx_set_rng_replica(tfl_ctx *ctx, int index);
+/** The replica set by tfl_ctx_set_rng_replica (0 by default; -1 for a NULL ctx). */
+TFL_API int tfl_ctx_rng_replica(const tfl_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif
