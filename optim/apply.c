@@ -221,14 +221,18 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
     double c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm;
     bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
     double total = 0;
-    for (int i = 0; i < n; i++) {
-        tfl__opt_tensor *t = &opt->list[i];
+    /* one call per run of gradients on the same device with the same dtype (a GPU's
+     * kernels reduce a run in a few launches and one copy back) */
+    for (int i = 0, j; i < n; i = j) {
         const tfl_tensor *g = opt->grads[i];
         tfl__device *dev = tfl__tensor_device(g);
-        TFL_TRY(tfl__opt_kernels_for(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, 1, t,
-                                                 &opt->norms[i]));
-        total += opt->norms[i];
+        for (j = i + 1; j < n; j++)
+            if (tfl__tensor_device(opt->grads[j]) != dev || opt->grads[j]->dtype != g->dtype) break;
+        TFL_TRY(tfl__opt_kernels_for(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, j - i,
+                                                 &opt->list[i], &opt->norms[i]));
     }
+    for (int i = 0; i < n; i++)
+        total += opt->norms[i];
     for (int i = 0; i < n; i++) {
         double norm = sqrt(o->clip_norm > 0 ? opt->norms[i] : total);
         double scale = tf ? c / (norm > c ? norm : c) : c / (norm + 1e-6);

@@ -268,6 +268,7 @@ static void cuda_device_free(tfl__device *dev)
         if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
         if (cu->blas) (void)cublasDestroy(cu->blas);
         if (cu->check) (void)cudaFree(cu->check);
+        if (cu->opt_scratch) (void)cudaFree(cu->opt_scratch);
         if (cu->staging_done) (void)cudaEventDestroy(cu->staging_done);
         if (cu->staging) (void)cudaFreeHost(cu->staging);
         if (cu->stream) (void)cudaStreamDestroy(cu->stream);
@@ -332,7 +333,7 @@ static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (int op = 0; op < TFL_OP_COUNT; op++)
             if (families[f][op].fn) dev->kernels[op] = families[f][op];
-    dev->opt_kernels = NULL; /* the fused optimizers on the GPU come with part 2 */
+    dev->opt_kernels = &tfl__cuda_opt_kernels; /* variables may live here (placement) */
     return dev;
 }
 

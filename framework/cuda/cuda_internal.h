@@ -26,6 +26,7 @@ typedef struct tfl__cuda_device {
     void *staging;            /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */
     cudaEvent_t staging_done; /* recorded after the last copy out of staging */
     int64_t *check;           /* device word for index checks (tflcu_gather ...) */
+    double *opt_scratch;      /* the gradient norms' partial sums (cuda_optim.c), or NULL */
     size_t total_mem;
     int cc_major, cc_minor;
     char gpu_name[256];
@@ -42,6 +43,8 @@ tfl_status tfl__cuda_check(tfl__device *dev, int err, const char *what);
 /** The kernel tables of the op families (cuda_ops.c, cuda_ops_shape.c). */
 extern const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT];
 extern const tfl__kernel tfl__cuda_shape_kernels[TFL_OP_COUNT];
+/** The fused optimizer updates (cuda_optim.c, k_optim.cu). */
+extern const struct tfl__opt_kernels tfl__cuda_opt_kernels;
 
 /* helpers of the kernel files (cuda_ops.c) */
 /** An iterator over out's shape with operands out and in[0..n-1] broadcast to it. */

@@ -1,0 +1,124 @@
+/*
+ * framework/cuda/cuda_optim.c: the GPU devices' optimizer kernel table (opt_kernels.h),
+ * the host side of k_optim.cu. apply enqueues multi-tensor launches on the device's stream
+ * and returns at once (no sync, no allocation, no copy: the tensor table travels in the
+ * kernel parameters). sumsq, whose interface gives the sums to the host in double, reduces
+ * on the device into a small device buffer (partial sums per block, then one sum per
+ * tensor in a fixed tree) and copies back TFLCU_OPT_SUMSQ_OUT sums at a time: one
+ * synchronisation per call for up to that many tensors (optim/apply.c calls it once per
+ * run of gradients on the same device and dtype).
+ */
+#include "cuda_internal.h"
+#include "opt_kernels.h"
+
+#define TFLCU_OPT_SUMSQ_OUT 1024 /* sums per copy back to the host */
+
+static void *opt_stream(tfl__device *dev)
+{
+    const tfl__cuda_device *cu = tfl__cuda(dev);
+    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
+    return (void *)cu->stream;
+}
+
+static void to_cu(tflcu_opt_tensor *o, const tfl__opt_tensor *t, const tfl__opt_hyper *h)
+{
+    o->p = t->p;
+    o->g = t->g;
+    for (int s = 0; s < 3; s++)
+        o->s[s] = t->s[s];
+    o->n = t->n;
+    o->gscale = t->gscale;
+    o->a = t->a;
+    o->b = t->b;
+    bool first = h->kind == TFL__OPT_SGD && t->first;
+    o->mu = first ? h->mu_first : h->mu;
+    o->cg = first ? h->cg_first : h->cg;
+}
+
+static tfl_status cu_opt_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
+                               const tfl__opt_tensor *t, const tfl__opt_hyper *h)
+{
+    TFL_CHECK(ctx, dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, TFL_INTERNAL,
+              "no %s update kernel on %s for dtype %s", "optimizer", dev->name,
+              tfl_dtype_name(dtype));
+    tflcu_opt_hyper ch = {
+        .kind = h->kind,
+        .momentum = h->momentum,
+        .amsgrad = h->amsgrad,
+        .centered = h->centered,
+        .eps_inside = h->eps_inside,
+        .lr = h->lr,
+        .decay = h->decay,
+        .l2 = h->l2,
+        .clip = h->clip,
+        .sb = h->sb,
+        .sg = h->sg,
+        .c1 = h->c1,
+        .c2 = h->c2,
+        .eps = h->eps,
+        .rho = h->rho,
+        .k1 = h->k1,
+        .k2 = h->k2,
+    };
+    void *stream = opt_stream(dev);
+    /* the launch function takes any n; convert a chunk's worth at a time */
+    for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
+        tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
+        int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
+        for (int i = 0; i < m; i++)
+            to_cu(&ct[i], &t[done + i], h);
+        TFL_TRY(tfl__cuda_check(dev, tflcu_opt_apply((int)dtype, m, ct, &ch, stream),
+                                "the optimizer update kernel"));
+    }
+    return TFL_OK;
+}
+
+/* the device scratch of sumsq: partial sums, then the per-tensor sums (made on first use) */
+static double *scratch(tfl__device *dev)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    if (!cu->opt_scratch) {
+        size_t count = (size_t)TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS + TFLCU_OPT_SUMSQ_OUT;
+        if (cudaMalloc((void **)&cu->opt_scratch, count * sizeof(double)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            cu->opt_scratch = NULL;
+            tfl__set_error(dev->ctx, TFL_RESOURCE_EXHAUSTED,
+                           "out of memory on %s for the gradient norms' scratch (%zu bytes)",
+                           dev->name, count * sizeof(double));
+        }
+    }
+    return cu->opt_scratch;
+}
+
+static tfl_status cu_opt_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
+                               const tfl__opt_tensor *t, double *out)
+{
+    TFL_CHECK(ctx, dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, TFL_INTERNAL,
+              "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
+              tfl_dtype_name(dtype));
+    if (n <= 0) return TFL_OK;
+    void *stream = opt_stream(dev);
+    double *partial = scratch(dev);
+    if (!partial) return ctx->err_code;
+    double *sums = partial + (size_t)TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS;
+    tfl__opt_hyper none = {0};
+    for (int base = 0; base < n; base += TFLCU_OPT_SUMSQ_OUT) {
+        int batch = n - base < TFLCU_OPT_SUMSQ_OUT ? n - base : TFLCU_OPT_SUMSQ_OUT;
+        for (int done = 0; done < batch; done += TFLCU_OPT_CHUNK) {
+            tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
+            int m = batch - done < TFLCU_OPT_CHUNK ? batch - done : TFLCU_OPT_CHUNK;
+            for (int i = 0; i < m; i++)
+                to_cu(&ct[i], &t[base + done + i], &none);
+            /* the partials are reused by the next chunk in stream order */
+            TFL_TRY(tfl__cuda_check(
+                dev, tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
+                "the sum of squares kernel"));
+        }
+        /* the one synchronisation: the sums to the host */
+        TFL_TRY(dev->ops->copy_host(dev, out + base, sums, (size_t)batch * sizeof(double), 1));
+    }
+    return TFL_OK;
+}
+
+const tfl__opt_kernels tfl__cuda_opt_kernels = {cu_opt_apply, cu_opt_sumsq,
+                                                TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};

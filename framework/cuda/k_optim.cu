@@ -1,0 +1,243 @@
+/*
+ * framework/cuda/k_optim.cu: the fused optimizer updates on the GPU (the CUDA side of
+ * framework/opt_kernels.h; the host side is cuda_optim.c). A multi-tensor launch: up to
+ * TFLCU_OPT_CHUNK tensors per kernel, their table passed by value in the kernel parameters
+ * (no host-to-device copy, no allocation). Each tensor gets a run of blocks (start[i] ..
+ * start[i+1]) that stride over its elements; every element reads its gradient once and
+ * writes the variable and its slots in place, as framework/cpu/k_optim.c does.
+ *
+ * Arithmetic: the same operations in the same order as the CPU kernels, in the variable's
+ * dtype, with IEEE square roots and divisions (__fsqrt_rn, __fdiv_rn, sqrt, /), and this file
+ * is compiled with --fmad=false (framework/cuda/CMakeLists.txt) so that no multiply-add is
+ * contracted into an FMA (the CPU build, -std=c11, does not contract either). The updates are
+ * therefore expected to match the CPU bit for bit given the same gscale; the one difference
+ * is the sum of squares of global-norm clipping (a tree here, OpenMP chunks on the CPU),
+ * whose double result can differ in the last bits, and through gscale the float32 gradient
+ * by one ulp. tests/backend/test_backend_optim.c allows float32 rtol 1e-4 (atol 1e-6) and
+ * float64 rtol 1e-10 (atol 1e-12) per step over 100 steps, which also covers FMA
+ * contraction should a toolchain apply it anyway.
+ */
+#include "cu_common.cuh"
+
+namespace
+{
+
+enum { SGD = 1, ADAM = 2, ADAMW = 3, RMSPROP = 4, ADAGRAD = 5 };
+
+#define OPT_THREADS 256
+#define OPT_MAX_BLOCKS 4096 /* per tensor; beyond, the blocks stride */
+
+struct chunk {
+    int n;
+    int start[TFLCU_OPT_CHUNK + 1]; /* first block of each tensor; start[n]: the grid */
+    tflcu_opt_tensor t[TFLCU_OPT_CHUNK];
+};
+
+__device__ __forceinline__ float rsq(float x)
+{
+    return __fsqrt_rn(x);
+}
+__device__ __forceinline__ double rsq(double x)
+{
+    return __dsqrt_rn(x);
+}
+__device__ __forceinline__ float rdiv(float a, float b)
+{
+    return __fdiv_rn(a, b);
+}
+__device__ __forceinline__ double rdiv(double a, double b)
+{
+    return __ddiv_rn(a, b);
+}
+
+/* the tensor of this block (at most TFLCU_OPT_CHUNK steps, uniform over the block) */
+__device__ __forceinline__ int tensor_of(const chunk &c, int b)
+{
+    int i = 0;
+    while (i + 1 < c.n && b >= c.start[i + 1])
+        i++;
+    return i;
+}
+
+template <typename T, int KIND> __global__ void opt_apply(const chunk c, const tflcu_opt_hyper h)
+{
+    const int ti = tensor_of(c, (int)blockIdx.x);
+    const tflcu_opt_tensor &t = c.t[ti];
+    const int64_t nb = c.start[ti + 1] - c.start[ti];
+    T *p = (T *)t.p;
+    const T *g = (const T *)t.g;
+    T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
+    const T gs = (T)t.gscale, clip = (T)h.clip, l2 = (T)h.l2, decay = (T)h.decay;
+    const T lr = (T)h.lr, mu = (T)t.mu, cg = (T)t.cg, sb = (T)h.sb, sg = (T)h.sg;
+    const T c1 = (T)h.c1, c2 = (T)h.c2, a = (T)t.a, bb = (T)t.b, eps = (T)h.eps;
+    const T rho = (T)h.rho, k1 = (T)h.k1, k2 = (T)h.k2;
+    for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x; i < t.n;
+         i += nb * OPT_THREADS) {
+        /* g' = clamp(g·gscale, −clip, clip) + l2·p, as the CPU's GRAD */
+        T gi = g[i] * gs;
+        gi = gi > clip ? clip : gi < -clip ? -clip : gi;
+        const T pi = p[i];
+        gi += l2 * pi;
+        const T pd = pi - decay * pi;
+        if (KIND == SGD) {
+            if (!h.momentum) {
+                p[i] = pd - lr * gi;
+            } else {
+                T bi = mu * s0[i] + cg * gi;
+                s0[i] = bi;
+                p[i] = pd + (sb * bi + sg * gi);
+            }
+        } else if (KIND == ADAM) {
+            const T mo = s0[i], vo = s1[i];
+            T mi = mo + c1 * (gi - mo);
+            T vi = vo + c2 * (gi * gi - vo);
+            s0[i] = mi;
+            s1[i] = vi;
+            if (h.amsgrad) {
+                const T ho = s2[i];
+                vi = ho > vi ? ho : vi;
+                s2[i] = vi;
+            }
+            p[i] = pd - rdiv(a * mi, bb * rsq(vi) + eps);
+        } else if (KIND == RMSPROP) {
+            T vi = rho * s0[i] + c2 * (gi * gi);
+            s0[i] = vi;
+            T d = vi;
+            if (h.centered) {
+                T ai = rho * s1[i] + c2 * gi;
+                s1[i] = ai;
+                d = vi - ai * ai;
+            }
+            T r = h.eps_inside ? rdiv(k1 * gi, rsq(d + eps)) : rdiv(k1 * gi, rsq(d) + eps);
+            if (h.momentum) {
+                r = mu * s2[i] + r;
+                s2[i] = r;
+            }
+            p[i] = pd - k2 * r;
+        } else { /* ADAGRAD */
+            T si = s0[i] + gi * gi;
+            s0[i] = si;
+            p[i] = pd - rdiv(lr * gi, h.eps_inside ? rsq(si + eps) : rsq(si) + eps);
+        }
+    }
+}
+
+/* block sum in a fixed tree (deterministic) */
+__device__ __forceinline__ double block_sum(double v)
+{
+    __shared__ double sh[OPT_THREADS];
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = OPT_THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+template <typename T> __global__ void sumsq_partial(const chunk c, double *partial)
+{
+    const int ti = tensor_of(c, (int)blockIdx.x);
+    const tflcu_opt_tensor &t = c.t[ti];
+    const int64_t nb = c.start[ti + 1] - c.start[ti];
+    const T *g = (const T *)t.g;
+    double acc = 0;
+    for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x; i < t.n;
+         i += nb * OPT_THREADS) {
+        double x = (double)g[i];
+        acc = __dadd_rn(acc, __dmul_rn(x, x));
+    }
+    double s = block_sum(acc);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+/* one block per tensor: out[i] = the sum of its partials */
+__global__ void sumsq_final(const chunk c, const double *partial, double *out)
+{
+    const int ti = (int)blockIdx.x;
+    double acc = 0;
+    for (int b = c.start[ti] + (int)threadIdx.x; b < c.start[ti + 1]; b += OPT_THREADS)
+        acc += partial[b];
+    double s = block_sum(acc);
+    if (threadIdx.x == 0) out[ti] = s;
+}
+
+/* the chunk of t[0 .. n) (n <= TFLCU_OPT_CHUNK): blocks per tensor for n elements, at most cap */
+void fill_chunk(chunk *c, int n, const tflcu_opt_tensor *t, int64_t cap)
+{
+    c->n = n;
+    c->start[0] = 0;
+    for (int i = 0; i < n; i++) {
+        c->t[i] = t[i];
+        int64_t b = (t[i].n + OPT_THREADS - 1) / OPT_THREADS;
+        c->start[i + 1] = c->start[i] + (int)(b < cap ? b : cap);
+    }
+}
+
+template <typename T>
+int apply_t(int n, const tflcu_opt_tensor *t, const tflcu_opt_hyper *h, cudaStream_t s)
+{
+    for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
+        chunk c;
+        int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
+        fill_chunk(&c, m, t + done, OPT_MAX_BLOCKS);
+        if (c.start[m] == 0) continue; /* only empty tensors */
+        dim3 grid((unsigned)c.start[m]);
+        switch (h->kind) {
+        case SGD:
+            opt_apply<T, SGD><<<grid, OPT_THREADS, 0, s>>>(c, *h);
+            break;
+        case ADAM:
+        case ADAMW:
+            opt_apply<T, ADAM><<<grid, OPT_THREADS, 0, s>>>(c, *h);
+            break;
+        case RMSPROP:
+            opt_apply<T, RMSPROP><<<grid, OPT_THREADS, 0, s>>>(c, *h);
+            break;
+        case ADAGRAD:
+            opt_apply<T, ADAGRAD><<<grid, OPT_THREADS, 0, s>>>(c, *h);
+            break;
+        default:
+            return -1;
+        }
+        int err = tflcu_status();
+        if (err) return err;
+    }
+    return 0;
+}
+
+} // namespace
+
+static_assert(sizeof(chunk) + sizeof(tflcu_opt_hyper) < 4000,
+              "the optimizer kernels' parameters fit the 4 KiB limit");
+
+extern "C" int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t,
+                               const tflcu_opt_hyper *h, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (h->kind < SGD || h->kind > ADAGRAD) return -1;
+    if (dtype == TFL_DTYPE_FLOAT32) return apply_t<float>(n, t, h, s);
+    if (dtype == TFL_DTYPE_FLOAT64) return apply_t<double>(n, t, h, s);
+    return -1;
+}
+
+extern "C" int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial,
+                               double *out, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (n <= 0) return 0;
+    if (n > TFLCU_OPT_CHUNK) return -1;
+    if (dtype != TFL_DTYPE_FLOAT32 && dtype != TFL_DTYPE_FLOAT64) return -1;
+    chunk c;
+    fill_chunk(&c, n, t, TFLCU_OPT_SUMSQ_BLOCKS);
+    if (c.start[n] > 0) {
+        if (dtype == TFL_DTYPE_FLOAT32)
+            sumsq_partial<float><<<(unsigned)c.start[n], OPT_THREADS, 0, s>>>(c, partial);
+        else
+            sumsq_partial<double><<<(unsigned)c.start[n], OPT_THREADS, 0, s>>>(c, partial);
+        int err = tflcu_status();
+        if (err) return err;
+    }
+    sumsq_final<<<(unsigned)n, OPT_THREADS, 0, s>>>(c, partial, out);
+    return tflcu_status();
+}
