@@ -4,7 +4,7 @@
  * with replicas->sum (faked here: the other replica's sums are constants), the shards'
  * gradients weighted by their rows are the whole batch's gradient, and bad replicas are
  * refused. Also tfl_model_evaluate_replicated. */
-#include "test_fixture.h"
+#include "fit_rig.h"
 
 #include <math.h>
 
@@ -21,22 +21,8 @@ static tfl_dataset *points(tfl_ctx *ctx, int n)
             x[i * FEAT + j] = (float)sin(1.3 * i + 0.7 * j);
         y[i] = x[i * FEAT] + 0.5f * x[i * FEAT + 2] > 0.1f;
     }
-    tfl_tensor *tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){n, FEAT}, x);
-    tfl_tensor *ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){n}, y);
-    tfl_dataset *ds = tfl_dataset_from_arrays(ctx, tx, ty, NULL);
-    tfl_tensor_release(tx);
-    tfl_tensor_release(ty);
-    free(x);
-    free(y);
-    assert_non_null(ds);
-    return ds;
+    return rows_dataset(ctx, n, FEAT, x, y);
 }
-
-typedef struct rig {
-    tfl_model *m;
-    tfl_optimizer *opt;
-    tfl_dataset *ds;
-} rig;
 
 static rig make_rig(tfl_ctx *ctx, int n)
 {
@@ -52,20 +38,6 @@ static rig make_rig(tfl_ctx *ctx, int n)
                                        TFL_METRIC_ACCURACY),
                      TFL_OK);
     return r;
-}
-
-static void drop_rig(rig *r)
-{
-    tfl_model_free(r->m);
-    tfl_optimizer_free(r->opt);
-    tfl_dataset_free(r->ds);
-}
-
-static int64_t iterations(const tfl_optimizer *opt)
-{
-    double v = -1;
-    assert_int_equal(tfl_tensor_get(tfl_optimizer_iterations(opt), 0, &v), TFL_OK);
-    return (int64_t)v;
 }
 
 /* ---- a fake all-reduce: the other replicas' sums are `other` ------------------------------- */

@@ -2,7 +2,7 @@
  * between the gradients and the optimizer's apply (it sees and may replace the gradients, or
  * skip the step), on_step_end after the apply (it sees each step and may stop fit in the
  * middle of an epoch), and their order against on_epoch_end. */
-#include "test_fixture.h"
+#include "fit_rig.h"
 
 #include <math.h>
 
@@ -16,24 +16,10 @@ static tfl_dataset *line_nan(tfl_ctx *ctx, int n, int nan_at)
         y[i] = 2 * i >= n;
     }
     if (nan_at >= 0) x[nan_at] = NAN;
-    tfl_tensor *tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){n, 1}, x);
-    tfl_tensor *ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){n}, y);
-    tfl_dataset *ds = tfl_dataset_from_arrays(ctx, tx, ty, NULL);
-    tfl_tensor_release(tx);
-    tfl_tensor_release(ty);
-    free(x);
-    free(y);
-    assert_non_null(ds);
-    return ds;
+    return rows_dataset(ctx, n, 1, x, y);
 }
 
 static tfl_dataset *line(tfl_ctx *ctx, int n) { return line_nan(ctx, n, -1); }
-
-typedef struct rig {
-    tfl_model *m;
-    tfl_optimizer *opt;
-    tfl_dataset *ds;
-} rig;
 
 static rig make_rig(tfl_ctx *ctx, int n)
 {
@@ -45,20 +31,6 @@ static rig make_rig(tfl_ctx *ctx, int n)
     assert_non_null(r.opt);
     assert_int_equal(tfl_model_compile(r.m, r.opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0), TFL_OK);
     return r;
-}
-
-static void drop_rig(rig *r)
-{
-    tfl_model_free(r->m);
-    tfl_optimizer_free(r->opt);
-    tfl_dataset_free(r->ds);
-}
-
-static int64_t iterations(const tfl_optimizer *opt)
-{
-    double v = -1;
-    assert_int_equal(tfl_tensor_get(tfl_optimizer_iterations(opt), 0, &v), TFL_OK);
-    return (int64_t)v;
 }
 
 /* What the hooks saw, in order. */

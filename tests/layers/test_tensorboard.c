@@ -3,7 +3,7 @@
  * loop saw; epoch figures in train/ and validation/; histograms of weights and gradients;
  * SessionLog{START} at the first step of a run and of a resumed run; the files flushed at
  * every epoch end; nothing written when disabled; errors. */
-#include "test_fixture.h"
+#include "fit_rig.h"
 
 #include <math.h>
 
@@ -18,22 +18,8 @@ static tfl_dataset *line(tfl_ctx *ctx, int n)
         x[i] = (float)i / (float)n;
         y[i] = 2 * i >= n;
     }
-    tfl_tensor *tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){n, 1}, x);
-    tfl_tensor *ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, (int64_t[]){n}, y);
-    tfl_dataset *ds = tfl_dataset_from_arrays(ctx, tx, ty, NULL);
-    tfl_tensor_release(tx);
-    tfl_tensor_release(ty);
-    free(x);
-    free(y);
-    assert_non_null(ds);
-    return ds;
+    return rows_dataset(ctx, n, 1, x, y);
 }
-
-typedef struct rig {
-    tfl_model *m;
-    tfl_optimizer *opt;
-    tfl_dataset *ds;
-} rig;
 
 static rig make_rig(tfl_ctx *ctx, int n)
 {
@@ -48,13 +34,6 @@ static rig make_rig(tfl_ctx *ctx, int n)
     assert_int_equal(tfl_model_compile(r.m, r.opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
                                        TFL_METRIC_ACCURACY), TFL_OK);
     return r;
-}
-
-static void drop_rig(rig *r)
-{
-    tfl_model_free(r->m);
-    tfl_optimizer_free(r->opt);
-    tfl_dataset_free(r->ds);
 }
 
 /* What a callback placed before TensorBoard's saw at each step (1-based fit steps). */
