@@ -95,25 +95,6 @@ static int64_t load_label(const void *p, int64_t i, tfl_dtype dt)
 }
 
 /* INVALID_ARGUMENT for labels[index] = v, as TensorFlow words it, with the position */
-static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index, int64_t v,
-                            int64_t classes)
-{
-    char pos[160] = "";
-    int64_t at[TFL_MAX_RANK];
-    for (int d = labels->rank - 1; d >= 0; d--) {
-        at[d] = index % labels->shape[d];
-        index /= labels->shape[d];
-    }
-    size_t used = 0;
-    for (int d = 0; d < labels->rank && used < sizeof pos; d++)
-        used += (size_t)snprintf(pos + used, sizeof pos - used, d ? ", %lld" : "%lld",
-                                 (long long)at[d]);
-    return tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
-                          "SparseSoftmaxCrossEntropyWithLogits: Received a label value of %lld "
-                          "which is outside the valid range of [0, %lld) at labels[%s]",
-                          (long long)v, (long long)classes, pos);
-}
-
 static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
 {
     tfl_ctx *ctx = k->ctx;
@@ -131,7 +112,7 @@ static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
     for (int64_t r = 0; r < rows; r++) {
         int64_t v = load_label(ld, r, lt);
         if (v < 0 || v >= classes) {
-            st = bad_label(ctx, labels, r, v, classes);
+            st = tfl__sparse_label_error(ctx, labels, r, v, classes);
             goto done;
         }
     }

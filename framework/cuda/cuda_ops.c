@@ -203,20 +203,7 @@ static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t inde
         TFL_TRY(
             tfl__dev_copy_host(dev, &v, (const int64_t *)tfl__data(labels) + index, sizeof v, 1));
     }
-    char pos[160] = "";
-    int64_t at[TFL_MAX_RANK];
-    for (int d = labels->rank - 1; d >= 0; d--) {
-        at[d] = index % labels->shape[d];
-        index /= labels->shape[d];
-    }
-    size_t used = 0;
-    for (int d = 0; d < labels->rank && used < sizeof pos; d++)
-        used += (size_t)snprintf(pos + used, sizeof pos - used, d ? ", %lld" : "%lld",
-                                 (long long)at[d]);
-    return tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
-                          "SparseSoftmaxCrossEntropyWithLogits: Received a label value of %lld "
-                          "which is outside the valid range of [0, %lld) at labels[%s]",
-                          (long long)v, (long long)classes, pos);
+    return tfl__sparse_label_error(ctx, labels, index, v, classes);
 }
 
 static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)

@@ -6,6 +6,8 @@
  */
 #include "op.h"
 
+#include <stdio.h>
+
 /* logits floating, labels of the same dtype ("logits is float32, labels is float64") */
 static bool check_float_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *logits,
                              const tfl_tensor *labels)
@@ -95,4 +97,24 @@ tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
     const tfl_tensor *in[2] = {logits, labels};
     return tfl__op_run(ctx, op, (tfl_dtype)logits->dtype, 2, in, (tfl_dtype)logits->dtype, rank,
                        shape, NULL);
+}
+
+/* The kernels' message for a label outside [0, classes) (every backend's, op.h). */
+tfl_status tfl__sparse_label_error(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index, int64_t v,
+                                  int64_t classes)
+{
+    char pos[160] = "";
+    int64_t at[TFL_MAX_RANK];
+    for (int d = labels->rank - 1; d >= 0; d--) {
+        at[d] = index % labels->shape[d];
+        index /= labels->shape[d];
+    }
+    size_t used = 0;
+    for (int d = 0; d < labels->rank && used < sizeof pos; d++)
+        used += (size_t)snprintf(pos + used, sizeof pos - used, d ? ", %lld" : "%lld",
+                                 (long long)at[d]);
+    return tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                          "SparseSoftmaxCrossEntropyWithLogits: Received a label value of %lld "
+                          "which is outside the valid range of [0, %lld) at labels[%s]",
+                          (long long)v, (long long)classes, pos);
 }

@@ -115,4 +115,10 @@ tfl_tensor *tfl__avg_pool_grad(tfl_ctx *ctx, const int64_t input_shape[4], const
 /** Chooses the device for op on key dtype (scopes, soft placement); NULL with the error kept. */
 tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key);
 
+/** INVALID_ARGUMENT for a sparse label value v outside [0, classes) at flat index `index` of
+ * labels, naming the value, the range and the position ("at labels[3, 1]"): the message of
+ * every backend's SparseSoftmaxCrossEntropyWithLogits kernel (loss.c). */
+tfl_status tfl__sparse_label_error(tfl_ctx *ctx, const tfl_tensor *labels, int64_t index, int64_t v,
+                                  int64_t classes);
+
 #endif /* TFL_OPS_OP_H */
