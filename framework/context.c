@@ -247,6 +247,16 @@ void tfl_ctx_set_soft_placement(tfl_ctx *ctx, bool on)
     if (ctx) ctx->soft_placement = on;
 }
 
+void tfl_ctx_set_deterministic(tfl_ctx *ctx, bool on)
+{
+    if (ctx) ctx->deterministic = on;
+}
+
+bool tfl_ctx_deterministic(const tfl_ctx *ctx)
+{
+    return ctx && ctx->deterministic;
+}
+
 /* ---- frames ------------------------------------------------------------------------------ */
 
 tfl_status tfl_frame_push(tfl_ctx *ctx)

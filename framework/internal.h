@@ -336,6 +336,8 @@ struct tfl_ctx {
     int num_threads;
     bool soft_placement;
     bool log_placement;
+    bool deterministic;                /* tfl_ctx_set_deterministic: kernels pick
+                                          run-to-run reproducible algorithms only */
 
     tfl_status err_code;               /* the first error kept */
     char err_msg[TFL_MSG_SIZE];

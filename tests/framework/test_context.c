@@ -86,6 +86,22 @@ static void test_ctx_num_threads(void **state)
     tfl_ctx_free(ctx);
 }
 
+static void test_ctx_deterministic(void **state)
+{
+    (void)state;
+    tfl_ctx *ctx = tfl_ctx_new(NULL, NULL);
+    assert_non_null(ctx);
+    assert_false(tfl_ctx_deterministic(ctx)); /* off by default */
+    tfl_ctx_set_deterministic(ctx, true);
+    assert_true(tfl_ctx_deterministic(ctx));
+    tfl_ctx_set_deterministic(ctx, false);
+    assert_false(tfl_ctx_deterministic(ctx));
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    tfl_ctx_set_deterministic(NULL, true); /* a no-op */
+    assert_false(tfl_ctx_deterministic(NULL));
+    tfl_ctx_free(ctx);
+}
+
 static void test_ctx_one_hook_only_is_invalid(void **state)
 {
     (void)state;
@@ -716,6 +732,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctx_new_defaults),
         cmocka_unit_test(test_ctx_num_threads),
+        cmocka_unit_test(test_ctx_deterministic),
         cmocka_unit_test(test_ctx_one_hook_only_is_invalid),
         cmocka_unit_test(test_ctx_memory_hooks_are_used_and_balanced),
         cmocka_unit_test(test_status_names),

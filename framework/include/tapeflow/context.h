@@ -116,6 +116,16 @@ TFL_API void tfl_ctx_set_logger(tfl_ctx *ctx, tfl_log_fn fn, void *user, tfl_log
 TFL_API void tfl_ctx_set_log_placement(tfl_ctx *ctx, bool on);
 /** Turns soft placement on (the default) or off. */
 TFL_API void tfl_ctx_set_soft_placement(tfl_ctx *ctx, bool on);
+/**
+ * Deterministic mode (off by default): kernels whose results could vary from run to run
+ * (a GPU's atomic additions, convolution algorithms picked by speed) use only algorithms that
+ * give the same bits on every run with the same inputs, seed and device, at some cost in
+ * speed. The CPU's kernels are deterministic either way. Two runs in deterministic mode on
+ * the same device and build give bitwise identical training.
+ */
+TFL_API void tfl_ctx_set_deterministic(tfl_ctx *ctx, bool on);
+/** Whether deterministic mode is on (false for a NULL ctx). */
+TFL_API bool tfl_ctx_deterministic(const tfl_ctx *ctx);
 
 /*
  * Frames. Every call that returns a new tensor registers it with the innermost open
