@@ -79,8 +79,8 @@ static tfl_status gemm(const tfl__kcall *k, const char *name, tfl_dtype dt, cubl
                        int64_t lda, const void *b, int64_t ldb, bool accumulate, void *c,
                        int64_t ldc)
 {
-    if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || lda > INT32_MAX ||
-        ldb > INT32_MAX || ldc > INT32_MAX)
+    if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
+        ldc > INT32_MAX)
         return tfl__set_error(k->ctx, TFL_UNIMPLEMENTED,
                               "%s: a product of %lld x %lld x %lld is above cuBLAS's 2^31-1 on %s",
                               name, (long long)m, (long long)n, (long long)kk, k->dev->name);
@@ -145,8 +145,8 @@ static tfl_status forward(const tfl__kcall *k, const tflcu_conv *g, const char *
                                  "Conv2D (im2col)");
         /* y^T (F x rows) = w^T (F x K) col^T (K x rows) */
         if (st == TFL_OK)
-            st = gemm(k, "Conv2D", dt, CUBLAS_OP_N, CUBLAS_OP_N, F, m1 - m0, K, wd, F, cm, K,
-                      false, yd + (size_t)(m0 * F) * es, F);
+            st = gemm(k, "Conv2D", dt, CUBLAS_OP_N, CUBLAS_OP_N, F, m1 - m0, K, wd, F, cm, K, false,
+                      yd + (size_t)(m0 * F) * es, F);
     }
     if (col) tfl__allocator_put(&k->dev->alloc, col, got);
     return st;
@@ -257,8 +257,8 @@ tfl_status tfl__cuda_conv2d_backprop_filter(const tfl__kcall *k)
         st = zero(k);
         goto done;
     }
-    if (tfl__cudnn_conv(k, TFL__CONV_BWD_FILTER, &g, tfl__data(x), tfl__data(dy),
-                        tfl__data(k->out), &st))
+    if (tfl__cudnn_conv(k, TFL__CONV_BWD_FILTER, &g, tfl__data(x), tfl__data(dy), tfl__data(k->out),
+                        &st))
         goto done;
     st = backprop_filter(k, &g, tfl__data(x), tfl__data(dy), tfl__data(k->out));
 done:

@@ -127,16 +127,16 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,
                      const tflcu_conv *g)
 {
-    const int64_t v[KEY_LEN] = {kind,  dt,    det,   g->n,  g->h,  g->w,  g->c,  g->kh, g->kw,
-                                g->f,  g->oh, g->ow, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl};
+    const int64_t v[KEY_LEN] = {kind, dt,    det,   g->n,  g->h,  g->w,  g->c,  g->kh, g->kw,
+                                g->f, g->oh, g->ow, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl};
     memcpy(key, v, sizeof v);
 }
 
 /* the descriptors of shape g; CUDNN_STATUS_SUCCESS or cuDNN's complaint */
 static cudnnStatus_t describe(struct tfl__cudnn_state *s, const tflcu_conv *g, cudnnDataType_t dt)
 {
-    cudnnStatus_t r = cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NHWC, dt, (int)g->n,
-                                                 (int)g->c, (int)g->h, (int)g->w);
+    cudnnStatus_t r = cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NHWC, dt, (int)g->n, (int)g->c,
+                                                 (int)g->h, (int)g->w);
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnSetTensor4dDescriptor(s->yd, CUDNN_TENSOR_NHWC, dt, (int)g->n, (int)g->f,
                                        (int)g->oh, (int)g->ow);
@@ -167,7 +167,8 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     int64_t pb_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 - g->w - g->pl;
     if (!fits_int(g->n * g->h * g->w * g->c) || !fits_int(g->n * g->oh * g->ow * g->f) ||
         !fits_int(g->kh * g->kw * g->c * g->f)) {
-        snprintf(why, size, "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
+        snprintf(why, size,
+                 "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
         return;
     }
     cudnnStatus_t r = describe(s, g, dt);
@@ -198,8 +199,8 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
                 p[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING)
                 continue;
             if (det && p[i].determinism != CUDNN_DETERMINISTIC) continue;
-            if (cudnnGetConvolutionForwardWorkspaceSize(s->h, s->xd, s->wd, s->cd, s->yd,
-                                                        p[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            if (cudnnGetConvolutionForwardWorkspaceSize(s->h, s->xd, s->wd, s->cd, s->yd, p[i].algo,
+                                                        &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > WS_CAP)
                 continue;
             e->algo = (int)p[i].algo;
@@ -220,9 +221,8 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
             if (det && (p[i].determinism != CUDNN_DETERMINISTIC ||
                         p[i].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0))
                 continue;
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(s->h, s->wd, s->yd, s->cd, s->xd,
-                                                             p[i].algo,
-                                                             &ws) != CUDNN_STATUS_SUCCESS ||
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(
+                    s->h, s->wd, s->yd, s->cd, s->xd, p[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > WS_CAP)
                 continue;
             e->algo = (int)p[i].algo;
@@ -244,9 +244,8 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
                         p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 ||
                         p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3))
                 continue;
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(s->h, s->xd, s->yd, s->cd, s->wd,
-                                                               p[i].algo,
-                                                               &ws) != CUDNN_STATUS_SUCCESS ||
+            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                    s->h, s->xd, s->yd, s->cd, s->wd, p[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > WS_CAP)
                 continue;
             e->algo = (int)p[i].algo;
@@ -258,12 +257,11 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     if (r != CUDNN_STATUS_SUCCESS)
         snprintf(why, size, "cuDNN's algorithm query failed: %s", cudnnGetErrorString(r));
     else if (!any)
-        snprintf(why, size, "cuDNN has no algorithm for this shape and dtype (%d answers)",
-                 count);
+        snprintf(why, size, "cuDNN has no algorithm for this shape and dtype (%d answers)", count);
     else
         snprintf(why, size,
-                 "no algorithm of cuDNN's %d is %sFFT-free and within %zu MiB of workspace",
-                 count, det ? "deterministic, " : "", WS_CAP >> 20);
+                 "no algorithm of cuDNN's %d is %sFFT-free and within %zu MiB of workspace", count,
+                 det ? "deterministic, " : "", WS_CAP >> 20);
     (void)k;
 }
 
@@ -274,9 +272,8 @@ static void log_im2col(const tfl__kcall *k, tfl_log_level level, tfl__conv_kind 
              "%s on %s runs im2col + cuBLAS, not cuDNN, for input (%lld, %lld, %lld, %lld), "
              "filter (%lld, %lld, %lld, %lld), strides (%lld, %lld), dilations (%lld, %lld): %s",
              kind_name[kind], k->dev->name, (long long)g->n, (long long)g->h, (long long)g->w,
-             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->c,
-             (long long)g->f, (long long)g->sh, (long long)g->sw, (long long)g->dh,
-             (long long)g->dw, why);
+             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->c, (long long)g->f,
+             (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw, why);
 }
 
 /* dst (cols x rows, row-major) = the transpose of src (rows x cols, row-major), on the

@@ -76,10 +76,10 @@ extern "C" int tflcu_im2col(int dtype, const tflcu_conv *g, const void *x, int64
     if (n <= 0) return 0;
     if (dtype == TFL_DTYPE_FLOAT32)
         im2col_kernel<float><<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(*g, (const float *)x, m0,
-                                                                      m1 - m0, (float *)col);
+                                                                       m1 - m0, (float *)col);
     else if (dtype == TFL_DTYPE_FLOAT64)
         im2col_kernel<double><<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(*g, (const double *)x, m0,
-                                                                       m1 - m0, (double *)col);
+                                                                        m1 - m0, (double *)col);
     else
         return -1;
     return tflcu_status();
@@ -92,8 +92,8 @@ extern "C" int tflcu_col2im(int dtype, const tflcu_conv *g, const void *dcol, in
     int64_t n = e1 - e0;
     if (n <= 0 || m1 <= m0) return 0;
     if (dtype == TFL_DTYPE_FLOAT32)
-        col2im_kernel<float><<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
-            *g, (const float *)dcol, m0, m1, (float *)dx, e0, n);
+        col2im_kernel<float><<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(*g, (const float *)dcol, m0,
+                                                                       m1, (float *)dx, e0, n);
     else if (dtype == TFL_DTYPE_FLOAT64)
         col2im_kernel<double><<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
             *g, (const double *)dcol, m0, m1, (double *)dx, e0, n);
