@@ -17,7 +17,10 @@
  */
 #include "cuda_internal.h"
 
-#define COL_CAP ((int64_t)64 << 20) /* bytes of im2col memory an op may hold */
+#ifndef TFL_CUDA_CONV_COL_CAP /* bytes of im2col memory an op may hold (a host test sets less) */
+#define TFL_CUDA_CONV_COL_CAP ((int64_t)64 << 20)
+#endif
+#define COL_CAP TFL_CUDA_CONV_COL_CAP
 
 /* the device's stream, with the device current on this thread (kernels launch there) */
 static void *stream(const tfl__kcall *k)

@@ -69,7 +69,8 @@ typedef enum tfl__conv_kind {
 tfl_status tfl__cuda_conv2d(const tfl__kcall *k);
 tfl_status tfl__cuda_conv2d_backprop_input(const tfl__kcall *k);
 tfl_status tfl__cuda_conv2d_backprop_filter(const tfl__kcall *k);
-#if TFL_HAVE_CUDNN
+/* (the host test of cuda_conv.c, framework/cuda/tests/, builds it without cuDNN) */
+#if TFL_HAVE_CUDNN && !defined(TFL_CUDA_CONV_EMULATED)
 /** Runs one convolution through cuDNN (a, b contiguous device operands, out the output):
  * true when cuDNN took it (*st: TFL_OK, or the error kept); false when cuDNN is off (TFL_CUDNN=0
  * in the environment) or has no algorithm for this shape: the caller runs im2col. */
