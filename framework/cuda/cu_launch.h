@@ -129,6 +129,21 @@ int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t, const tflcu_opt
 int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial, double *out,
                     void *stream);
 
+/* convolutions (k_conv.cu; the host side is cuda_conv.c): the geometry of one Conv2D, input
+ * (n, h, w, c) NHWC, filter (kh, kw, c, f) HWIO, output (n, oh, ow, f); strides sh, sw,
+ * dilations dh, dw, padding before the first row / column pt, pl (elements). */
+typedef struct tflcu_conv {
+    int64_t n, h, w, c, kh, kw, f, oh, ow, sh, sw, dh, dw, pt, pl;
+} tflcu_conv;
+/* the im2col rows of the output pixels [m0, m1) into col ((m1 - m0) x kh kw c, row-major),
+ * laid out as framework/cpu/conv_loops.h's; x contiguous NHWC */
+int tflcu_im2col(int dtype, const tflcu_conv *g, const void *x, int64_t m0, int64_t m1,
+                 void *col, void *stream);
+/* col2im as a gather: dx[e] += the entries of dcol (the rows of the pixels [m0, m1)) that
+ * im2col read from element e, for the dx elements e in [e0, e1); deterministic (no atomics) */
+int tflcu_col2im(int dtype, const tflcu_conv *g, const void *dcol, int64_t m0, int64_t m1,
+                 void *dx, int64_t e0, int64_t e1, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

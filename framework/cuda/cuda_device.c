@@ -266,6 +266,7 @@ static void cuda_device_free(tfl__device *dev)
     tfl_ctx *ctx = dev->ctx;
     if (cudaSetDevice(cu->ordinal) == cudaSuccess) {
         if (cu->stream) (void)cudaStreamSynchronize(cu->stream);
+        tfl__cudnn_free(cu);
         if (cu->blas) (void)cublasDestroy(cu->blas);
         if (cu->check) (void)cudaFree(cu->check);
         if (cu->opt_scratch) (void)cudaFree(cu->opt_scratch);

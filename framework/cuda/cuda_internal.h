@@ -30,6 +30,8 @@ typedef struct tfl__cuda_device {
     size_t total_mem;
     int cc_major, cc_minor;
     char gpu_name[256];
+    struct tfl__cudnn_state *dnn; /* cudnn_conv.c: the cuDNN handle (bound to stream) and the
+                                     algorithm cache, made on the first convolution; or NULL */
 } tfl__cuda_device;
 
 static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)
@@ -56,5 +58,37 @@ const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t,
  * and gives the first bad position, or -1. */
 tfl_status tfl__cuda_check_reset(tfl__device *dev);
 tfl_status tfl__cuda_check_read(tfl__device *dev, int64_t *first_bad);
+
+/* ---- convolutions: cuda_conv.c (im2col + cuBLAS, always there) and cudnn_conv.c (cuDNN,
+ * built when TFL_HAVE_CUDNN) ---- */
+typedef enum tfl__conv_kind {
+    TFL__CONV_FWD,        /* y = conv(x, w):       a = x, b = w  */
+    TFL__CONV_BWD_DATA,   /* dx = backprop input:  a = w, b = dy */
+    TFL__CONV_BWD_FILTER, /* dw = backprop filter: a = x, b = dy */
+} tfl__conv_kind;
+tfl_status tfl__cuda_conv2d(const tfl__kcall *k);
+tfl_status tfl__cuda_conv2d_backprop_input(const tfl__kcall *k);
+tfl_status tfl__cuda_conv2d_backprop_filter(const tfl__kcall *k);
+/* (the host test of cuda_conv.c, framework/cuda/tests/, builds it without cuDNN) */
+#if TFL_HAVE_CUDNN && !defined(TFL_CUDA_CONV_EMULATED)
+/** Runs one convolution through cuDNN (a, b contiguous device operands, out the output):
+ * true when cuDNN took it (*st: TFL_OK, or the error kept); false when cuDNN is off (TFL_CUDNN=0
+ * in the environment) or has no algorithm for this shape: the caller runs im2col. */
+bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv *g, const void *a,
+                     const void *b, void *out, tfl_status *st);
+/** Destroys the device's cuDNN handle and algorithm cache (device teardown). */
+void tfl__cudnn_free(tfl__cuda_device *cu);
+#else
+static inline bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv *g,
+                                   const void *a, const void *b, void *out, tfl_status *st)
+{
+    (void)k, (void)kind, (void)g, (void)a, (void)b, (void)out, (void)st;
+    return false;
+}
+static inline void tfl__cudnn_free(tfl__cuda_device *cu)
+{
+    (void)cu;
+}
+#endif
 
 #endif /* TFL_CUDA_INTERNAL_H */

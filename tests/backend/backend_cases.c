@@ -216,6 +216,46 @@ static tfl_tensor *b_conv2d(tfl_ctx *c, tfl_tensor *const *in)
     const tfl_conv2d_opts o = {{1, 1}, {1, 1}, TFL_PADDING_SAME};
     return tfl_conv2d(c, in[0], in[1], &o);
 }
+/* the convolution's variants: strides, dilations, padding (SAME with an odd total pads one
+ * more after than before, which cuDNN cannot express: the GPU runs im2col there), 1x1 stride 1
+ * (no im2col), float64; the gradients run both backprops */
+static tfl_tensor *b_conv2d_s2_valid(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{2, 2}, {1, 1}, TFL_PADDING_VALID};
+    return tfl_conv2d(c, in[0], in[1], &o);
+}
+static tfl_tensor *b_conv2d_s2_same(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{2, 2}, {1, 1}, TFL_PADDING_SAME};
+    return tfl_conv2d(c, in[0], in[1], &o);
+}
+static tfl_tensor *b_conv2d_dilated(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{1, 1}, {2, 2}, TFL_PADDING_SAME};
+    return tfl_conv2d(c, in[0], in[1], &o);
+}
+static tfl_tensor *b_conv2d_mixed(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{1, 2}, {2, 1}, TFL_PADDING_VALID};
+    return tfl_conv2d(c, in[0], in[1], &o);
+}
+static tfl_tensor *b_conv2d_1x1(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_conv2d(c, in[0], in[1], NULL);
+}
+/* the backprops as the case's own op (their gradients: the other backprop and Conv2D) */
+static tfl_tensor *b_conv2d_backprop_input(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{2, 2}, {1, 1}, TFL_PADDING_SAME};
+    const int64_t xs[4] = {2, 7, 7, 3};
+    return tfl_conv2d_backprop_input(c, xs, in[0], in[1], &o);
+}
+static tfl_tensor *b_conv2d_backprop_filter(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_conv2d_opts o = {{2, 1}, {1, 2}, TFL_PADDING_VALID};
+    const int64_t fs[4] = {2, 3, 2, 3};
+    return tfl_conv2d_backprop_filter(c, in[0], fs, in[1], &o);
+}
 static tfl_tensor *b_max_pool(tfl_ctx *c, tfl_tensor *const *in)
 {
     const tfl_pool2d_opts o = {{2, 2}, {2, 2}, TFL_PADDING_VALID};
@@ -355,6 +395,34 @@ const bc_case bc_cases[] = {
     {"Dropout/f32", 1, {IN(F32, 2, 9, 7)}, b_dropout},
     {"Dropout/f64", 1, {IN(F64, 1, 37)}, b_dropout},
     {"Conv2D/f32", 2, {IN(F32, 4, 1, 5, 5, 2), IN(F32, 4, 3, 3, 2, 3)}, b_conv2d},
+    {"Conv2D/f32/stride2_valid",
+     2,
+     {IN(F32, 4, 2, 7, 6, 3), IN(F32, 4, 3, 2, 3, 4)},
+     b_conv2d_s2_valid},
+    {"Conv2D/f32/stride2_same_asymmetric",
+     2,
+     {IN(F32, 4, 2, 8, 8, 3), IN(F32, 4, 3, 3, 3, 2)},
+     b_conv2d_s2_same},
+    {"Conv2D/f32/dilated_same",
+     2,
+     {IN(F32, 4, 1, 6, 7, 2), IN(F32, 4, 3, 3, 2, 3)},
+     b_conv2d_dilated},
+    {"Conv2D/f32/1x1", 2, {IN(F32, 4, 2, 4, 5, 3), IN(F32, 4, 1, 1, 3, 5)}, b_conv2d_1x1},
+    {"Conv2D/f32/view_filter", 2, {IN(F32, 4, 1, 5, 4, 3), INV(F32, 4, 3, 3, 3, 3)}, b_conv2d},
+    {"Conv2D/f64/same", 2, {IN(F64, 4, 2, 5, 5, 2), IN(F64, 4, 3, 3, 2, 3)}, b_conv2d},
+    {"Conv2D/f64/stride_dilation_valid",
+     2,
+     {IN(F64, 4, 2, 7, 9, 2), IN(F64, 4, 2, 3, 2, 3)},
+     b_conv2d_mixed},
+    {"Conv2D/f64/1x1", 2, {IN(F64, 4, 1, 3, 4, 4), IN(F64, 4, 1, 1, 4, 2)}, b_conv2d_1x1},
+    {"Conv2DBackpropInput/f32/stride2_same",
+     2,
+     {IN(F32, 4, 3, 3, 3, 2), IN(F32, 4, 2, 4, 4, 2)},
+     b_conv2d_backprop_input},
+    {"Conv2DBackpropFilter/f64/stride_dilation_valid",
+     2,
+     {IN(F64, 4, 2, 6, 5, 2), IN(F64, 4, 2, 3, 1, 3)},
+     b_conv2d_backprop_filter},
     {"MaxPool/f32", 1, {IN(F32, 4, 1, 4, 4, 2)}, b_max_pool},
     {"AvgPool/f32", 1, {IN(F32, 4, 1, 4, 5, 2)}, b_avg_pool},
     {"MaxPoolGrad/f32", 2, {IN(F32, 4, 1, 4, 4, 2), IN(F32, 4, 1, 2, 2, 2)}, b_max_pool_grad},

@@ -18,8 +18,12 @@
  *   int32, int64, bool: exact
  * Inputs are made on the CPU from a fixed generator and copied to the device under test before
  * the case runs (view inputs are transposed there), so views and every op of a case run on it.
- * The convolution and pooling ops (cuDNN: part 2 of the GPU backend) are known gaps on a GPU:
- * their cases are listed as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway.
+ * The pooling ops (part 2 of the GPU backend) are known gaps on a GPU: their cases are listed
+ * as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway. The convolutions run on
+ * the GPU through cuDNN, or im2col + cuBLAS where cuDNN takes no algorithm for a shape; run
+ * the harness a second time with TFL_CUDNN=0 in the environment to check the im2col path on
+ * every case, and with TFL_BACKEND_DETERMINISTIC=1 for deterministic mode
+ * (framework/cuda/README.md).
  */
 #include "backend_cases.h"
 
@@ -310,9 +314,9 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     return ok;
 }
 
-static const char *const cudnn_ops[] = {"Conv2D",  "Conv2DBackpropInput", "Conv2DBackpropFilter",
-                                        "MaxPool", "MaxPoolGrad",         "MaxPoolGradGrad",
-                                        "AvgPool", "AvgPoolGrad"};
+/* ops still without GPU kernels (the convolutions have theirs: framework/cuda/cuda_conv.c) */
+static const char *const cudnn_ops[] = {"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool",
+                                        "AvgPoolGrad"};
 static bool is_cudnn_case(const char *name)
 {
     for (size_t i = 0; i < sizeof cudnn_ops / sizeof cudnn_ops[0]; i++) {
@@ -346,6 +350,10 @@ int main(int argc, char **argv)
         printf("FAIL: tfl_ctx_new: %s\n", tfl_status_name(st));
         return 1;
     }
+    /* TFL_BACKEND_DETERMINISTIC=1: deterministic mode (the GPU kernels' reproducible choices,
+       cuDNN's deterministic algorithms) */
+    const char *det = getenv("TFL_BACKEND_DETERMINISTIC");
+    if (det && !strcmp(det, "1")) tfl_ctx_set_deterministic(ctx, true);
     bool found = false;
     for (int i = 0; i < tfl_device_count(ctx); i++)
         found |= !strcmp(tfl_device_name(ctx, i), dev);
@@ -442,7 +450,7 @@ int main(int argc, char **argv)
         missing++;
     }
     if (gaps)
-        printf("known gaps on %s: %d cases of the convolution and pooling ops (cuDNN, part 2) not "
+        printf("known gaps on %s: %d cases of the pooling ops (part 2) not "
                "run\n",
                dev, gaps);
     printf("%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of %d)\n",
