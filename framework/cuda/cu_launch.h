@@ -129,6 +129,22 @@ int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t, const tflcu_opt
 int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial, double *out,
                     void *stream);
 
+/* pooling (k_pool.cu; the host side is cuda_pool.c): NHWC, contiguous, float32/float64, the
+ * CPU's semantics (framework/cpu/k_pool.c). The geometry in elements: input (n, h, w, c),
+ * window (kh, kw), output (n, oh, ow, c), strides, padding before (top, left). */
+typedef struct tflcu_pool {
+    int64_t n, h, w, c, kh, kw, oh, ow, sh, sw, pt, pl;
+} tflcu_pool;
+/* op (a tfl__op_id) and its operands:
+ *   MaxPool, AvgPool:   y (pooled) from x
+ *   MaxPoolGradGrad:    y (pooled) from x and x2 = g (input-shaped)
+ *   MaxPoolGrad:        y = dx (input-shaped) from x and x2 = dy (pooled); arg: device
+ *                       scratch of pooled-numel int64 (each window's argmax)
+ *   AvgPoolGrad:        y = dx (input-shaped) from x = dy (pooled)
+ * Returns -1 for another op or dtype. */
+int tflcu_pool_run(int op, int dtype, const tflcu_pool *g, const void *x, const void *x2, void *y,
+                   int64_t *arg, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
