@@ -82,6 +82,13 @@ int tflcu_one_hot(const void *idx, int idx_dtype, void *out, int64_t n, int64_t 
 int tflcu_segment_sum(int dtype, const void *data, const void *ids, int ids_dtype, void *out,
                       int64_t outer, int64_t nidx, int64_t nseg, int64_t inner, int64_t *bad,
                       void *stream);
+/* UnsortedSegmentSum without atomics (deterministic mode), float32/float64: out (outer, nseg,
+ * inner) written whole; perm (nidx): the rows of data grouped by segment, ascending within
+ * each; offs (nseg + 1): segment s's rows are perm[offs[s] .. offs[s + 1]) (cuda_ops_shape.c
+ * sorts the ids on the host). Each output adds its rows in ascending order, as the CPU. */
+int tflcu_segment_sum_sorted(int dtype, const void *data, const int64_t *perm,
+                             const int64_t *offs, void *out, int64_t outer, int64_t nidx,
+                             int64_t nseg, int64_t inner, void *stream);
 /* BatchNorm over contiguous x (n elements, c channels last) with contiguous (c) mean, variance,
  * offset, scale: y = (x - mean) a + offset, a = scale / sqrt(variance + eps) in double,
  * rounded once to the dtype (as the CPU) */
