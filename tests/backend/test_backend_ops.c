@@ -18,8 +18,13 @@
  *   int32, int64, bool: exact
  * Inputs are made on the CPU from a fixed generator and copied to the device under test before
  * the case runs (view inputs are transposed there), so views and every op of a case run on it.
- * The convolution and pooling ops (cuDNN: part 2 of the GPU backend) are known gaps on a GPU:
- * their cases are listed as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway.
+ * The convolution ops (part 2 of the GPU backend) are known gaps on a GPU: their cases are
+ * listed as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway. The pooling ops
+ * have GPU kernels (framework/cuda/k_pool.cu) and run like every other op.
+ *
+ * Dropout's mask: after the cases, one seed must drop exactly the same elements on both
+ * devices (and in float32 and float64), compared bit for bit; a second seed's mask must
+ * differ, which shows that the comparison would catch a wrong mask.
  */
 #include "backend_cases.h"
 
@@ -310,9 +315,90 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     return ok;
 }
 
-static const char *const cudnn_ops[] = {"Conv2D",  "Conv2DBackpropInput", "Conv2DBackpropFilter",
-                                        "MaxPool", "MaxPoolGrad",         "MaxPoolGradGrad",
-                                        "AvgPool", "AvgPoolGrad"};
+/* Dropout (rate, seed) of n nonzero values of dtype dt on dev: its values in *y and its mask
+ * (1 where kept, 0 where dropped) in *mask. False on failure (the error stays in ctx). */
+static bool dropout_on(tfl_ctx *ctx, const char *dev, tfl_dtype dt, int64_t n, double rate,
+                       uint64_t seed, values *y, values *mask)
+{
+    bool ok = false;
+    tfl_frame_push(ctx);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = 0.5 + (double)(i % 97) / 50.0;
+    tfl_device_scope_push(ctx, "CPU:0");
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT64, 1, &n, v);
+    if (x) x = tfl_cast(ctx, x, dt);
+    tfl_device_scope_pop(ctx);
+    free(v);
+    if (x && strcmp(dev, "CPU:0") != 0) x = tfl_tensor_to_device(ctx, x, dev);
+    tfl_device_scope_push(ctx, dev);
+    tfl_tensor *t = x ? tfl_dropout(ctx, x, rate, seed) : NULL;
+    tfl_device_scope_pop(ctx);
+    if (t && !strcmp(tfl_tensor_device(t), dev)) {
+        tfl_device_scope_push(ctx, "CPU:0");
+        ok = read_values(ctx, t, y);
+        tfl_device_scope_pop(ctx);
+    }
+    if (ok) {
+        mask->dtype = TFL_DTYPE_BOOL;
+        mask->n = y->n;
+        mask->v = malloc(sizeof(double) * (size_t)(y->n ? y->n : 1));
+        for (int64_t i = 0; i < y->n; i++)
+            mask->v[i] = y->v[i] != 0.0;
+    }
+    tfl_frame_pop(ctx);
+    return ok;
+}
+
+/* One seed drops the same elements on CPU:0 and dev (float32 and float64 alike), with the
+ * same values, bit for bit; another seed drops others (so a wrong mask would be caught).
+ * Returns the failures. */
+static int dropout_masks(tfl_ctx *ctx, const char *dev)
+{
+    static const double rates[3] = {0.1, 0.5, 0.9};
+    const int64_t n = 4099; /* 1024 Philox blocks and a partial one */
+    int failures = 0;
+    char msg[1024];
+    for (int k = 0; k < 6; k++) {
+        tfl_dtype dt = k % 2 ? TFL_DTYPE_FLOAT64 : TFL_DTYPE_FLOAT32;
+        tfl_dtype other = k % 2 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
+        double rate = rates[k / 2];
+        uint64_t seed = 1000 + (uint64_t)k / 2;
+        values r[4][2] = {{{0}}}; /* [cpu, dev, dev other dtype, dev seed + 1][y, mask] */
+        bool ok = dropout_on(ctx, "CPU:0", dt, n, rate, seed, &r[0][0], &r[0][1]) &&
+                  dropout_on(ctx, dev, dt, n, rate, seed, &r[1][0], &r[1][1]) &&
+                  dropout_on(ctx, dev, other, n, rate, seed, &r[2][0], &r[2][1]) &&
+                  dropout_on(ctx, dev, dt, n, rate, seed + 1, &r[3][0], &r[3][1]);
+        if (!ok) {
+            snprintf(msg, sizeof msg, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+        } else if (compare("mask", &r[0][1], &r[1][1], true, msg, sizeof msg) &&
+                   compare("mask (float32 vs float64)", &r[1][1], &r[2][1], true, msg,
+                           sizeof msg) &&
+                   compare("y", &r[0][0], &r[1][0], true, msg, sizeof msg)) {
+            if (compare("mask", &r[1][1], &r[3][1], true, msg, sizeof msg)) {
+                snprintf(msg, sizeof msg,
+                         "seeds %llu and %llu give the same mask: the mask "
+                         "comparison would not see a wrong one",
+                         (unsigned long long)seed, (unsigned long long)seed + 1);
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            printf("FAIL dropout mask (%s, rate %g, seed %llu) on %s: %s\n", tfl_dtype_name(dt),
+                   rate, (unsigned long long)seed, dev, msg);
+            failures++;
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                free(r[i][j].v);
+    }
+    return failures;
+}
+
+static const char *const cudnn_ops[] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
 static bool is_cudnn_case(const char *name)
 {
     for (size_t i = 0; i < sizeof cudnn_ops / sizeof cudnn_ops[0]; i++) {
@@ -432,6 +518,8 @@ int main(int argc, char **argv)
         free(v[1].v);
         tfl_frame_pop(ctx);
     }
+    /* dropout: one seed, one mask on both devices */
+    failures += dropout_masks(ctx, dev);
     /* coverage: every op ran on the device under test */
     int missing = 0;
     for (int op = 0; op < tfl_op_count() && op < MAX_OPS; op++) {
@@ -442,9 +530,7 @@ int main(int argc, char **argv)
         missing++;
     }
     if (gaps)
-        printf("known gaps on %s: %d cases of the convolution and pooling ops (cuDNN, part 2) not "
-               "run\n",
-               dev, gaps);
+        printf("known gaps on %s: %d cases of the convolution ops (part 2) not run\n", dev, gaps);
     printf("%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of %d)\n",
            dev, compared, (long long)n_values, failures, missing, tfl_op_count());
     tfl_ctx_free(ctx);
