@@ -24,7 +24,8 @@
  *
  * Dropout's mask: after the cases, one seed must drop exactly the same elements on both
  * devices (and in float32 and float64), compared bit for bit; a second seed's mask must
- * differ, which shows that the comparison would catch a wrong mask.
+ * differ, which shows that the comparison would catch a wrong mask. In deterministic mode,
+ * UnsortedSegmentSum (atomic adds on a GPU otherwise) must equal the CPU's bit for bit, twice.
  */
 #include "backend_cases.h"
 
@@ -398,6 +399,87 @@ static int dropout_masks(tfl_ctx *ctx, const char *dev)
     return failures;
 }
 
+/* UnsortedSegmentSum (data (2, n, 3) of dtype dt, segment ids id (n) in [0, 7), axis 1) on
+ * dev; NULL on failure. bad >= 0 puts an id of 9 at position bad. */
+static tfl_tensor *segment_sum_on(tfl_ctx *ctx, const char *dev, tfl_dtype dt, int64_t n,
+                                  int64_t bad)
+{
+    double *v = malloc(sizeof(double) * (size_t)(6 * n));
+    int32_t *id = malloc(sizeof(int32_t) * (size_t)n);
+    uint64_t s = 0x5eed;
+    for (int64_t i = 0; i < 6 * n; i++)
+        v[i] = 4.0 * unit(&s) - 2.0;
+    for (int64_t i = 0; i < n; i++)
+        id[i] = i == bad ? 9 : (int32_t)(next(&s) % 7);
+    const int64_t shape[3] = {2, n, 3};
+    tfl_device_scope_push(ctx, "CPU:0");
+    tfl_tensor *d = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT64, 3, shape, v);
+    tfl_tensor *ids = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, &n, id);
+    if (d) d = tfl_cast(ctx, d, dt);
+    tfl_device_scope_pop(ctx);
+    free(v);
+    free(id);
+    if (d && ids && strcmp(dev, "CPU:0") != 0) {
+        d = tfl_tensor_to_device(ctx, d, dev);
+        ids = d ? tfl_tensor_to_device(ctx, ids, dev) : NULL;
+    }
+    tfl_device_scope_push(ctx, dev);
+    tfl_tensor *y = d && ids ? tfl_unsorted_segment_sum(ctx, d, ids, 7, 1) : NULL;
+    tfl_device_scope_pop(ctx);
+    return y && !strcmp(tfl_tensor_device(y), dev) ? y : NULL;
+}
+
+/* Deterministic mode: UnsortedSegmentSum (GatherV2's gradient; atomics on a GPU otherwise)
+ * equals the CPU's bit for bit and repeats exactly, and a bad id gives the CPU's message.
+ * Returns the failures. */
+static int segment_sum_deterministic(tfl_ctx *ctx, const char *dev)
+{
+    int failures = 0;
+    char msg[1024];
+    tfl_ctx_set_deterministic(ctx, true);
+    for (int k = 0; k < 2; k++) {
+        tfl_dtype dt = k ? TFL_DTYPE_FLOAT64 : TFL_DTYPE_FLOAT32;
+        values r[3] = {{0}};
+        tfl_frame_push(ctx);
+        tfl_tensor *y[3] = {segment_sum_on(ctx, "CPU:0", dt, 1000, -1),
+                            segment_sum_on(ctx, dev, dt, 1000, -1),
+                            segment_sum_on(ctx, dev, dt, 1000, -1)};
+        bool ok = true;
+        for (int i = 0; i < 3 && ok; i++)
+            ok = y[i] && read_values(ctx, y[i], &r[i]);
+        if (!ok) {
+            snprintf(msg, sizeof msg, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+        } else {
+            ok = compare("against the CPU", &r[0], &r[1], true, msg, sizeof msg) &&
+                 compare("second run", &r[1], &r[2], true, msg, sizeof msg);
+        }
+        if (ok) { /* a bad id: the CPU's message */
+            char want[256];
+            ok = !segment_sum_on(ctx, "CPU:0", dt, 50, 17);
+            snprintf(want, sizeof want, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+            ok = ok && !segment_sum_on(ctx, dev, dt, 50, 17) &&
+                 tfl_ctx_status(ctx) == TFL_INVALID_ARGUMENT &&
+                 strstr(want, "segment_ids[17] = 9 is not in [0, 7)") &&
+                 !strcmp(tfl_ctx_error(ctx).message, want);
+            snprintf(msg, sizeof msg, "a bad id: \"%s\" (the CPU: \"%s\")",
+                     tfl_ctx_error(ctx).message, want);
+            tfl_ctx_clear_error(ctx);
+        }
+        if (!ok) {
+            printf("FAIL deterministic UnsortedSegmentSum (%s) on %s: %s\n", tfl_dtype_name(dt),
+                   dev, msg);
+            failures++;
+        }
+        for (int i = 0; i < 3; i++)
+            free(r[i].v);
+        tfl_frame_pop(ctx);
+    }
+    tfl_ctx_set_deterministic(ctx, false);
+    return failures;
+}
+
 static const char *const cudnn_ops[] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
 static bool is_cudnn_case(const char *name)
 {
@@ -520,6 +602,8 @@ int main(int argc, char **argv)
     }
     /* dropout: one seed, one mask on both devices */
     failures += dropout_masks(ctx, dev);
+    /* deterministic mode: the scatter-add repeats and equals the CPU */
+    failures += segment_sum_deterministic(ctx, dev);
     /* coverage: every op ran on the device under test */
     int missing = 0;
     for (int op = 0; op < tfl_op_count() && op < MAX_OPS; op++) {
