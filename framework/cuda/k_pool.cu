@@ -16,15 +16,17 @@
  *     into that element. No atomics, so every run gives the same bits.
  *
  * The per-element code is in pool_elems.cuh (compiled for the host too, where
- * tests/backend/test_pool_elems.cu checks it against the CPU's kernels, bit for bit).
+ * framework/cuda/tests/test_pool_elems.cu checks it against the CPU's kernels, bit for bit).
  * Multiplications and additions are the correctly rounded intrinsics (__fmul_rn, __fadd_rn,
  * ...), which nvcc never contracts into an FMA, and the reciprocal a correctly rounded
- * division, so the results are the CPU's bit for bit (the CPU is compiled as ISO C11,
- * -ffp-contract=off). One difference that no comparison by value sees: where windows do not
- * overlap (strides >= window), the CPU's vectorized channels store dy at the argmax, so a dy
- * of -0.0 stays -0.0 there, while its scalar tail channels and this gather add it to +0.0
- * (giving +0.0). The harness's tolerance (tests/backend/test_backend_ops.c) is therefore never
- * used by these kernels except through that sign of zero.
+ * division, so the results should be the CPU's bit for bit (the CPU is compiled as ISO C11,
+ * where GCC does not contract either). The one known difference, invisible to a comparison
+ * by value: where windows do not overlap (strides >= window), the CPU's vectorized channels
+ * store dy at the argmax, so a dy of -0.0 stays -0.0 there, while its scalar tail channels and
+ * this gather add it to +0.0 (giving +0.0). No tolerance is implied: test_backend_ops's
+ * float32 (1e-5) and float64 (1e-12) tolerances only leave room for other kernels.
+ *
+ * MaxPoolGrad's temporary (cuda_pool.c): each window's argmax as int64, pooled-numel of them.
  */
 #include "cu_common.cuh"
 #include "pool_elems.cuh"

@@ -1,8 +1,8 @@
 /*
  * framework/cuda/pool_elems.cuh: one output (or input) element of each pooling op, as
  * functions that nvcc compiles for the GPU (k_pool.cu's kernels call them, one thread per
- * element) and for the host, where tests/backend/test_pool_elems.cu checks them against the
- * CPU's kernels bit for bit without a GPU. Needs only cu_launch.h's tflcu_pool and <stdint.h>.
+ * element) and for the host, where tests/test_pool_elems.cu (this folder) checks them against
+ * the CPU's kernels bit for bit without a GPU. Needs only cu_launch.h's tflcu_pool and <stdint.h>.
  *
  * Arithmetic: on the GPU the correctly rounded intrinsics (__fadd_rn, __fmul_rn, __fdiv_rn and
  * their double forms), which nvcc never contracts into an FMA; on the host plain operators,

@@ -1,5 +1,5 @@
 /*
- * tests/backend/test_pool_elems.cu: the GPU pooling kernels' per-element code
+ * framework/cuda/tests/test_pool_elems.cu: the GPU pooling kernels' per-element code
  * (framework/cuda/pool_elems.cuh), compiled by nvcc for the host, against the CPU's kernels
  * (framework/cpu/k_pool.c through tfl_max_pool2d, tfl_avg_pool2d and the gradient ops), bit
  * for bit. Without a GPU this checks everything of k_pool.cu but the launches and the
@@ -28,7 +28,7 @@ extern "C" { /* cmocka.h has no C++ linkage block of its own */
 
 #include <tapeflow/tapeflow.h>
 
-#include "cuda/pool_elems.cuh"
+#include "pool_elems.cuh"
 
 extern "C" {
 /* framework/ops/op.h (the gradient ops' entry points; the static library has them) */
