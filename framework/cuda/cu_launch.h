@@ -82,6 +82,13 @@ int tflcu_one_hot(const void *idx, int idx_dtype, void *out, int64_t n, int64_t 
 int tflcu_segment_sum(int dtype, const void *data, const void *ids, int ids_dtype, void *out,
                       int64_t outer, int64_t nidx, int64_t nseg, int64_t inner, int64_t *bad,
                       void *stream);
+/* UnsortedSegmentSum without atomics (deterministic mode), float32/float64: out (outer, nseg,
+ * inner) written whole; perm (nidx): the rows of data grouped by segment, ascending within
+ * each; offs (nseg + 1): segment s's rows are perm[offs[s] .. offs[s + 1]) (cuda_ops_shape.c
+ * sorts the ids on the host). Each output adds its rows in ascending order, as the CPU. */
+int tflcu_segment_sum_sorted(int dtype, const void *data, const int64_t *perm,
+                             const int64_t *offs, void *out, int64_t outer, int64_t nidx,
+                             int64_t nseg, int64_t inner, void *stream);
 /* BatchNorm over contiguous x (n elements, c channels last) with contiguous (c) mean, variance,
  * offset, scale: y = (x - mean) a + offset, a = scale / sqrt(variance + eps) in double,
  * rounded once to the dtype (as the CPU) */
@@ -143,6 +150,21 @@ int tflcu_im2col(int dtype, const tflcu_conv *g, const void *x, int64_t m0, int6
  * im2col read from element e, for the dx elements e in [e0, e1); deterministic (no atomics) */
 int tflcu_col2im(int dtype, const tflcu_conv *g, const void *dcol, int64_t m0, int64_t m1,
                  void *dx, int64_t e0, int64_t e1, void *stream);
+/* pooling (k_pool.cu; the host side is cuda_pool.c): NHWC, contiguous, float32/float64, the
+ * CPU's semantics (framework/cpu/k_pool.c). The geometry in elements: input (n, h, w, c),
+ * window (kh, kw), output (n, oh, ow, c), strides, padding before (top, left). */
+typedef struct tflcu_pool {
+    int64_t n, h, w, c, kh, kw, oh, ow, sh, sw, pt, pl;
+} tflcu_pool;
+/* op (a tfl__op_id) and its operands:
+ *   MaxPool, AvgPool:   y (pooled) from x
+ *   MaxPoolGradGrad:    y (pooled) from x and x2 = g (input-shaped)
+ *   MaxPoolGrad:        y = dx (input-shaped) from x and x2 = dy (pooled); arg: device
+ *                       scratch of pooled-numel int64 (each window's argmax)
+ *   AvgPoolGrad:        y = dx (input-shaped) from x = dy (pooled)
+ * Returns -1 for another op or dtype. */
+int tflcu_pool_run(int op, int dtype, const tflcu_pool *g, const void *x, const void *x2, void *y,
+                   int64_t *arg, void *stream);
 
 #ifdef __cplusplus
 }

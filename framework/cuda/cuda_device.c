@@ -278,7 +278,8 @@ static void cuda_device_free(tfl__device *dev)
     tfl__host_free(ctx, cu);
 }
 
-static const tfl__kernel *const families[] = {tfl__cuda_main_kernels, tfl__cuda_shape_kernels};
+static const tfl__kernel *const families[] = {tfl__cuda_main_kernels, tfl__cuda_shape_kernels,
+                                              tfl__cuda_pool_kernels};
 
 static tfl__device *cuda_device_new(tfl_ctx *ctx, int index)
 {

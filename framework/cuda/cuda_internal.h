@@ -45,6 +45,8 @@ tfl_status tfl__cuda_check(tfl__device *dev, int err, const char *what);
 /** The kernel tables of the op families (cuda_ops.c, cuda_ops_shape.c). */
 extern const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT];
 extern const tfl__kernel tfl__cuda_shape_kernels[TFL_OP_COUNT];
+/** MaxPool, AvgPool and their gradients (cuda_pool.c, k_pool.cu). */
+extern const tfl__kernel tfl__cuda_pool_kernels[TFL_OP_COUNT];
 /** The fused optimizer updates (cuda_optim.c, k_optim.cu). */
 extern const struct tfl__opt_kernels tfl__cuda_opt_kernels;
 

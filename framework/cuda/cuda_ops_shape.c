@@ -177,6 +177,75 @@ static tfl_status k_one_hot(const tfl__kcall *k)
     return st;
 }
 
+/*
+ * UnsortedSegmentSum in deterministic mode (floating dtypes): the ids are read back (one
+ * synchronisation, as the index check's), checked, and counting-sorted on the host into each
+ * segment's rows in ascending order; the kernel then gathers every output from its rows in
+ * that order (no atomics: the CPU's order of additions, so its bits, run after run).
+ */
+static tfl_status segment_sum_sorted(const tfl__kcall *k, const tfl_tensor *data,
+                                     const tfl_tensor *ids, int64_t outer, int64_t nseg,
+                                     int64_t inner)
+{
+    tfl_ctx *ctx = k->ctx;
+    const int64_t nidx = ids->numel;
+    const size_t is = tfl_dtype_size((tfl_dtype)ids->dtype);
+    size_t n_words = (size_t)nidx + (size_t)nseg + 1; /* perm, then offs */
+    void *raw = tfl__host_alloc(ctx, (size_t)nidx * is + 1, 64);
+    int64_t *sorted = tfl__host_alloc(ctx, n_words * sizeof(int64_t), 64);
+    tfl_tensor *dev_sorted = NULL;
+    tfl_status st = raw && sorted
+                        ? TFL_OK
+                        : tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED,
+                                         "UnsortedSegmentSum: out of host memory for "
+                                         "the sorted segment ids (%lld ids, %lld segments)",
+                                         (long long)nidx, (long long)nseg);
+    if (st == TFL_OK) st = tfl__dev_copy_host(k->dev, raw, tfl__data(ids), (size_t)nidx * is, 1);
+    int64_t *perm = sorted, *offs = sorted + nidx;
+    if (st == TFL_OK) {
+        memset(offs, 0, ((size_t)nseg + 1) * sizeof(int64_t));
+        for (int64_t j = 0; j < nidx && st == TFL_OK; j++) {
+            int64_t v = is == 4 ? ((const int32_t *)raw)[j] : ((const int64_t *)raw)[j];
+            if (v < 0 || v >= nseg)
+                st = tfl__set_error(ctx, TFL_INVALID_ARGUMENT,
+                                    "UnsortedSegmentSum: segment_ids[%lld] = %lld is not in [0, "
+                                    "%lld)",
+                                    (long long)j, (long long)v, (long long)nseg);
+            else
+                offs[v + 1]++;
+        }
+    }
+    if (st == TFL_OK) {
+        for (int64_t sg = 0; sg < nseg; sg++)
+            offs[sg + 1] += offs[sg];
+        /* stable placement: offs[v] walks segment v's slots, then is restored */
+        for (int64_t j = 0; j < nidx; j++) {
+            int64_t v = is == 4 ? ((const int32_t *)raw)[j] : ((const int64_t *)raw)[j];
+            perm[offs[v]++] = j;
+        }
+        for (int64_t sg = nseg; sg > 0; sg--)
+            offs[sg] = offs[sg - 1];
+        offs[0] = 0;
+        const int64_t shape[1] = {(int64_t)n_words};
+        dev_sorted = tfl__tensor_alloc(ctx, k->dev, TFL_DTYPE_INT64, 1, shape);
+        st = dev_sorted ? tfl__dev_copy_host(k->dev, tfl__data(dev_sorted), sorted,
+                                             n_words * sizeof(int64_t), 0)
+                        : ctx->err_code;
+    }
+    if (st == TFL_OK) {
+        const int64_t *dp = tfl__data(dev_sorted);
+        st = tfl__cuda_check(k->dev,
+                             tflcu_segment_sum_sorted(data->dtype, tfl__data(data), dp, dp + nidx,
+                                                      tfl__data(k->out), outer, nidx, nseg, inner,
+                                                      stream(k)),
+                             "UnsortedSegmentSum");
+    }
+    tfl_tensor_release(dev_sorted);
+    tfl__host_free(ctx, raw);
+    tfl__host_free(ctx, sorted);
+    return st;
+}
+
 static tfl_status k_segment_sum(const tfl__kcall *k)
 {
     const tfl__segment_attrs *a = k->attrs;
@@ -189,6 +258,12 @@ static tfl_status k_segment_sum(const tfl__kcall *k)
         int64_t outer = tfl__numel(a->axis, k->out->shape);
         int64_t inner = tfl__numel(k->out->rank - a->axis - 1, k->out->shape + a->axis + 1);
         tfl_dtype dt = (tfl_dtype)data->dtype;
+        if (k->ctx->deterministic && (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64)) {
+            st = segment_sum_sorted(k, data, ids, outer, nseg, inner);
+            tfl_tensor_release(td);
+            tfl_tensor_release(ti);
+            return st;
+        }
         st = tfl__dev_memset(k->dev, NULL, tfl__data(k->out), 0,
                              (size_t)k->out->numel * tfl_dtype_size(dt));
         if (st == TFL_OK) st = tfl__cuda_check_reset(k->dev);

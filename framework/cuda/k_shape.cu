@@ -1,5 +1,6 @@
 /*
- * framework/cuda/k_shape.cu: GatherV2, OneHot, UnsortedSegmentSum (atomic adds) and Dropout
+ * framework/cuda/k_shape.cu: GatherV2, OneHot, UnsortedSegmentSum (atomic adds, or in
+ * deterministic mode a gather over the segments' sorted index lists) and Dropout
  * (Philox4x32-10 on the CPU's counters, framework/cpu/k_norm.c, so one key drops the same
  * elements on both devices). Index checks report the first bad position through a device
  * word the host reads back.
@@ -114,6 +115,23 @@ int segment(const void *data, const void *ids, int dt, void *out, int64_t outer,
     return tflcu_status();
 }
 
+/* deterministic UnsortedSegmentSum: out element (o, s, j) = the sum of data (o, perm[q], j) for
+ * q in [offs[s], offs[s + 1]) (the rows of segment s, ascending: the CPU's order), from 0 */
+template <typename T>
+__global__ void segment_sorted_kernel(const T *data, const int64_t *perm, const int64_t *offs,
+                                      T *out, int64_t outer, int64_t nidx, int64_t nseg,
+                                      int64_t inner)
+{
+    TFLCU_LOOP(e, outer * nseg * inner)
+    {
+        int64_t j = e % inner, r = e / inner, sg = r % nseg, o = r / nseg;
+        T acc = 0;
+        for (int64_t q = offs[sg]; q < offs[sg + 1]; q++)
+            acc = acc + data[(o * nidx + perm[q]) * inner + j];
+        out[e] = acc;
+    }
+}
+
 template <typename T>
 __global__ void bn_kernel(const T *x, const T *m, const T *v, const T *o, const T *sc, T *y,
                           int64_t n, int64_t c, double eps)
@@ -214,6 +232,24 @@ extern "C" int tflcu_segment_sum(int dtype, const void *data, const void *ids, i
     default:
         return -1;
     }
+}
+
+extern "C" int tflcu_segment_sum_sorted(int dtype, const void *data, const int64_t *perm,
+                                        const int64_t *offs, void *out, int64_t outer, int64_t nidx,
+                                        int64_t nseg, int64_t inner, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    int64_t n = outer * nseg * inner;
+    if (n == 0) return 0;
+    if (dtype == TFL_DTYPE_FLOAT32)
+        segment_sorted_kernel<<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
+            (const float *)data, perm, offs, (float *)out, outer, nidx, nseg, inner);
+    else if (dtype == TFL_DTYPE_FLOAT64)
+        segment_sorted_kernel<<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
+            (const double *)data, perm, offs, (double *)out, outer, nidx, nseg, inner);
+    else
+        return -1;
+    return tflcu_status();
 }
 
 extern "C" int tflcu_dropout(int dtype, const void *x, void *y, int64_t n, uint32_t key0,

@@ -268,13 +268,12 @@ static tfl_tensor *b_avg_pool(tfl_ctx *c, tfl_tensor *const *in)
 }
 /* MaxPoolGradGrad: the gradient of a max pool's gradient (a tape inside the case; the
  * harness's own tape then differentiates MaxPoolGrad) */
-static tfl_tensor *b_max_pool_grad(tfl_ctx *c, tfl_tensor *const *in)
+static tfl_tensor *max_pool_grad_of(tfl_ctx *c, tfl_tensor *const *in, const tfl_pool2d_opts *o)
 {
-    const tfl_pool2d_opts o = {{2, 2}, {2, 2}, TFL_PADDING_VALID};
     tfl_tape *t = tfl_tape_begin(c, 0);
     if (!t) return NULL;
     tfl_tape_watch(t, in[0]);
-    tfl_tensor *y = tfl_max_pool2d(c, in[0], &o);
+    tfl_tensor *y = tfl_max_pool2d(c, in[0], o);
     tfl_tensor *z = tfl_reduce_sum(c, tfl_mul(c, y, in[1]), 0, NULL, false);
     tfl_tape_end(t);
     tfl_tensor *g = NULL;
@@ -282,6 +281,34 @@ static tfl_tensor *b_max_pool_grad(tfl_ctx *c, tfl_tensor *const *in)
     tfl_status st = z ? tfl_tape_gradient(t, z, 1, src, &g, 0) : TFL_INTERNAL;
     tfl_tape_free(t);
     return st == TFL_OK ? g : NULL;
+}
+static tfl_tensor *b_max_pool_grad(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_pool2d_opts o = {{2, 2}, {2, 2}, TFL_PADDING_VALID};
+    return max_pool_grad_of(c, in, &o);
+}
+/* the pooling geometries the GPU kernels must get right: strides larger than the window
+ * (positions in no window), SAME padding whose windows are clipped at the borders (AvgPool
+ * divides by the positions inside), overlapping windows (the gradients add in several
+ * windows' order) and, with integer-valued inputs, ties (the first maximum takes it all) */
+#define POOL_CASE(name, fn, kh, kw, sh, sw, pad)                                                   \
+    static tfl_tensor *name(tfl_ctx *c, tfl_tensor *const *in)                                     \
+    {                                                                                              \
+        const tfl_pool2d_opts o = {{kh, kw}, {sh, sw}, TFL_PADDING_##pad};                         \
+        return fn(c, in[0], &o);                                                                   \
+    }
+POOL_CASE(b_max_pool_s3, tfl_max_pool2d, 2, 2, 3, 3, VALID)
+POOL_CASE(b_avg_pool_s3, tfl_avg_pool2d, 2, 2, 3, 3, VALID)
+POOL_CASE(b_max_pool_same3, tfl_max_pool2d, 3, 3, 2, 2, SAME)
+POOL_CASE(b_avg_pool_same3, tfl_avg_pool2d, 3, 3, 2, 2, SAME)
+POOL_CASE(b_max_pool_same_k4s1, tfl_max_pool2d, 4, 3, 1, 2, SAME)
+POOL_CASE(b_avg_pool_same_k4s1, tfl_avg_pool2d, 4, 3, 1, 2, SAME)
+#undef POOL_CASE
+/* MaxPoolGradGrad through overlapping, clipped windows (3x3, stride 2, SAME) */
+static tfl_tensor *b_max_pool_grad_same3(tfl_ctx *c, tfl_tensor *const *in)
+{
+    const tfl_pool2d_opts o = {{3, 3}, {2, 2}, TFL_PADDING_SAME};
+    return max_pool_grad_of(c, in, &o);
 }
 
 const bc_case bc_cases[] = {
@@ -426,5 +453,22 @@ const bc_case bc_cases[] = {
     {"MaxPool/f32", 1, {IN(F32, 4, 1, 4, 4, 2)}, b_max_pool},
     {"AvgPool/f32", 1, {IN(F32, 4, 1, 4, 5, 2)}, b_avg_pool},
     {"MaxPoolGrad/f32", 2, {IN(F32, 4, 1, 4, 4, 2), IN(F32, 4, 1, 2, 2, 2)}, b_max_pool_grad},
+    {"MaxPool/f32/stride>window", 1, {IN(F32, 4, 2, 7, 8, 3)}, b_max_pool_s3},
+    {"AvgPool/f64/stride>window", 1, {IN(F64, 4, 2, 7, 8, 3)}, b_avg_pool_s3},
+    {"MaxPool/f32/same-clipped", 1, {IN(F32, 4, 2, 5, 6, 3)}, b_max_pool_same3},
+    {"AvgPool/f32/same-clipped", 1, {IN(F32, 4, 2, 5, 6, 3)}, b_avg_pool_same3},
+    {"AvgPool/f64/same-clipped", 1, {INV(F64, 4, 1, 6, 4, 5)}, b_avg_pool_same_k4s1},
+    {"MaxPool/f32/ties", 1, {IDX(F32, 3, 4, 2, 6, 6, 17)}, b_max_pool_same3},
+    {"MaxPool/f64/ties", 1, {IDX(F64, 2, 4, 1, 7, 5, 3)}, b_max_pool_same_k4s1},
+    {"MaxPool/f64/ties-disjoint", 1, {IDX(F64, 2, 4, 1, 6, 6, 2)}, b_max_pool},
+    {"MaxPool/f64", 1, {IN(F64, 4, 2, 5, 6, 3)}, b_max_pool_same3},
+    {"MaxPoolGrad/f64/same-clipped",
+     2,
+     {IN(F64, 4, 2, 5, 6, 3), IN(F64, 4, 2, 3, 3, 3)},
+     b_max_pool_grad_same3},
+    {"MaxPoolGrad/f32/ties",
+     2,
+     {IDX(F32, 3, 4, 1, 6, 7, 4), IN(F32, 4, 1, 3, 4, 4)},
+     b_max_pool_grad_same3},
 };
 const int bc_n_cases = (int)(sizeof bc_cases / sizeof bc_cases[0]);

@@ -18,12 +18,16 @@
  *   int32, int64, bool: exact
  * Inputs are made on the CPU from a fixed generator and copied to the device under test before
  * the case runs (view inputs are transposed there), so views and every op of a case run on it.
- * The pooling ops (part 2 of the GPU backend) are known gaps on a GPU: their cases are listed
- * as such and not run there; TFL_BACKEND_STRICT=1 runs them anyway. The convolutions run on
- * the GPU through cuDNN, or im2col + cuBLAS where cuDNN takes no algorithm for a shape; run
- * the harness a second time with TFL_CUDNN=0 in the environment to check the im2col path on
- * every case, and with TFL_BACKEND_DETERMINISTIC=1 for deterministic mode
- * (framework/cuda/README.md).
+ * Every op has GPU kernels. The convolutions run on the GPU through cuDNN, or im2col + cuBLAS
+ * where cuDNN takes no algorithm for a shape; run the harness a second time with TFL_CUDNN=0 in
+ * the environment to check the im2col path on every case, and with
+ * TFL_BACKEND_DETERMINISTIC=1 for deterministic mode (framework/cuda/README.md). The pooling
+ * cases and Dropout's are compared bit for bit on every device (is_exact_case).
+ *
+ * Dropout's mask: after the cases, one seed must drop exactly the same elements on both
+ * devices (and in float32 and float64), compared bit for bit; a second seed's mask must
+ * differ, which shows that the comparison would catch a wrong mask. In deterministic mode,
+ * UnsortedSegmentSum (atomic adds on a GPU otherwise) must equal the CPU's bit for bit, twice.
  */
 #include "backend_cases.h"
 
@@ -314,21 +318,181 @@ static bool run_case(tfl_ctx *ctx, int ci, const char *dev, run_result *r, char 
     return ok;
 }
 
-/* ops still without GPU kernels (the convolutions have theirs: framework/cuda/cuda_conv.c) */
-static const char *const cudnn_ops[] = {"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool",
-                                        "AvgPoolGrad"};
-static bool is_cudnn_case(const char *name)
+/* Dropout (rate, seed) of n nonzero values of dtype dt on dev: its values in *y and its mask
+ * (1 where kept, 0 where dropped) in *mask. False on failure (the error stays in ctx). */
+static bool dropout_on(tfl_ctx *ctx, const char *dev, tfl_dtype dt, int64_t n, double rate,
+                       uint64_t seed, values *y, values *mask)
 {
-    for (size_t i = 0; i < sizeof cudnn_ops / sizeof cudnn_ops[0]; i++) {
-        size_t l = strlen(cudnn_ops[i]);
-        if (!strncmp(name, cudnn_ops[i], l) && name[l] == '/') return true;
+    bool ok = false;
+    tfl_frame_push(ctx);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = 0.5 + (double)(i % 97) / 50.0;
+    tfl_device_scope_push(ctx, "CPU:0");
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT64, 1, &n, v);
+    if (x) x = tfl_cast(ctx, x, dt);
+    tfl_device_scope_pop(ctx);
+    free(v);
+    if (x && strcmp(dev, "CPU:0") != 0) x = tfl_tensor_to_device(ctx, x, dev);
+    tfl_device_scope_push(ctx, dev);
+    tfl_tensor *t = x ? tfl_dropout(ctx, x, rate, seed) : NULL;
+    tfl_device_scope_pop(ctx);
+    if (t && !strcmp(tfl_tensor_device(t), dev)) {
+        tfl_device_scope_push(ctx, "CPU:0");
+        ok = read_values(ctx, t, y);
+        tfl_device_scope_pop(ctx);
     }
-    return false;
+    if (ok) {
+        mask->dtype = TFL_DTYPE_BOOL;
+        mask->n = y->n;
+        mask->v = malloc(sizeof(double) * (size_t)(y->n ? y->n : 1));
+        for (int64_t i = 0; i < y->n; i++)
+            mask->v[i] = y->v[i] != 0.0;
+    }
+    tfl_frame_pop(ctx);
+    return ok;
 }
-static bool is_cudnn_op(const char *name)
+
+/* One seed drops the same elements on CPU:0 and dev (float32 and float64 alike), with the
+ * same values, bit for bit; another seed drops others (so a wrong mask would be caught).
+ * Returns the failures. */
+static int dropout_masks(tfl_ctx *ctx, const char *dev)
 {
-    for (size_t i = 0; i < sizeof cudnn_ops / sizeof cudnn_ops[0]; i++)
-        if (!strcmp(name, cudnn_ops[i])) return true;
+    static const double rates[3] = {0.1, 0.5, 0.9};
+    const int64_t n = 4099; /* 1024 Philox blocks and a partial one */
+    int failures = 0;
+    char msg[1024];
+    for (int k = 0; k < 6; k++) {
+        tfl_dtype dt = k % 2 ? TFL_DTYPE_FLOAT64 : TFL_DTYPE_FLOAT32;
+        tfl_dtype other = k % 2 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
+        double rate = rates[k / 2];
+        uint64_t seed = 1000 + (uint64_t)k / 2;
+        values r[4][2] = {{{0}}}; /* [cpu, dev, dev other dtype, dev seed + 1][y, mask] */
+        bool ok = dropout_on(ctx, "CPU:0", dt, n, rate, seed, &r[0][0], &r[0][1]) &&
+                  dropout_on(ctx, dev, dt, n, rate, seed, &r[1][0], &r[1][1]) &&
+                  dropout_on(ctx, dev, other, n, rate, seed, &r[2][0], &r[2][1]) &&
+                  dropout_on(ctx, dev, dt, n, rate, seed + 1, &r[3][0], &r[3][1]);
+        if (!ok) {
+            snprintf(msg, sizeof msg, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+        } else if (compare("mask", &r[0][1], &r[1][1], true, msg, sizeof msg) &&
+                   compare("mask (float32 vs float64)", &r[1][1], &r[2][1], true, msg,
+                           sizeof msg) &&
+                   compare("y", &r[0][0], &r[1][0], true, msg, sizeof msg)) {
+            if (compare("mask", &r[1][1], &r[3][1], true, msg, sizeof msg)) {
+                snprintf(msg, sizeof msg,
+                         "seeds %llu and %llu give the same mask: the mask "
+                         "comparison would not see a wrong one",
+                         (unsigned long long)seed, (unsigned long long)seed + 1);
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            printf("FAIL dropout mask (%s, rate %g, seed %llu) on %s: %s\n", tfl_dtype_name(dt),
+                   rate, (unsigned long long)seed, dev, msg);
+            failures++;
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                free(r[i][j].v);
+    }
+    return failures;
+}
+
+/* UnsortedSegmentSum (data (2, n, 3) of dtype dt, segment ids id (n) in [0, 7), axis 1) on
+ * dev; NULL on failure. bad >= 0 puts an id of 9 at position bad. */
+static tfl_tensor *segment_sum_on(tfl_ctx *ctx, const char *dev, tfl_dtype dt, int64_t n,
+                                  int64_t bad)
+{
+    double *v = malloc(sizeof(double) * (size_t)(6 * n));
+    int32_t *id = malloc(sizeof(int32_t) * (size_t)n);
+    uint64_t s = 0x5eed;
+    for (int64_t i = 0; i < 6 * n; i++)
+        v[i] = 4.0 * unit(&s) - 2.0;
+    for (int64_t i = 0; i < n; i++)
+        id[i] = i == bad ? 9 : (int32_t)(next(&s) % 7);
+    const int64_t shape[3] = {2, n, 3};
+    tfl_device_scope_push(ctx, "CPU:0");
+    tfl_tensor *d = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT64, 3, shape, v);
+    tfl_tensor *ids = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, &n, id);
+    if (d) d = tfl_cast(ctx, d, dt);
+    tfl_device_scope_pop(ctx);
+    free(v);
+    free(id);
+    if (d && ids && strcmp(dev, "CPU:0") != 0) {
+        d = tfl_tensor_to_device(ctx, d, dev);
+        ids = d ? tfl_tensor_to_device(ctx, ids, dev) : NULL;
+    }
+    tfl_device_scope_push(ctx, dev);
+    tfl_tensor *y = d && ids ? tfl_unsorted_segment_sum(ctx, d, ids, 7, 1) : NULL;
+    tfl_device_scope_pop(ctx);
+    return y && !strcmp(tfl_tensor_device(y), dev) ? y : NULL;
+}
+
+/* Deterministic mode: UnsortedSegmentSum (GatherV2's gradient; atomics on a GPU otherwise)
+ * equals the CPU's bit for bit and repeats exactly, and a bad id gives the CPU's message.
+ * Returns the failures. */
+static int segment_sum_deterministic(tfl_ctx *ctx, const char *dev)
+{
+    int failures = 0;
+    char msg[1024];
+    tfl_ctx_set_deterministic(ctx, true);
+    for (int k = 0; k < 2; k++) {
+        tfl_dtype dt = k ? TFL_DTYPE_FLOAT64 : TFL_DTYPE_FLOAT32;
+        values r[3] = {{0}};
+        tfl_frame_push(ctx);
+        tfl_tensor *y[3] = {segment_sum_on(ctx, "CPU:0", dt, 1000, -1),
+                            segment_sum_on(ctx, dev, dt, 1000, -1),
+                            segment_sum_on(ctx, dev, dt, 1000, -1)};
+        bool ok = true;
+        for (int i = 0; i < 3 && ok; i++)
+            ok = y[i] && read_values(ctx, y[i], &r[i]);
+        if (!ok) {
+            snprintf(msg, sizeof msg, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+        } else {
+            ok = compare("against the CPU", &r[0], &r[1], true, msg, sizeof msg) &&
+                 compare("second run", &r[1], &r[2], true, msg, sizeof msg);
+        }
+        if (ok) { /* a bad id: the CPU's message */
+            char want[256];
+            ok = !segment_sum_on(ctx, "CPU:0", dt, 50, 17);
+            snprintf(want, sizeof want, "%s", tfl_ctx_error(ctx).message);
+            tfl_ctx_clear_error(ctx);
+            ok = ok && !segment_sum_on(ctx, dev, dt, 50, 17) &&
+                 tfl_ctx_status(ctx) == TFL_INVALID_ARGUMENT &&
+                 strstr(want, "segment_ids[17] = 9 is not in [0, 7)") &&
+                 !strcmp(tfl_ctx_error(ctx).message, want);
+            snprintf(msg, sizeof msg, "a bad id: \"%s\" (the CPU: \"%s\")",
+                     tfl_ctx_error(ctx).message, want);
+            tfl_ctx_clear_error(ctx);
+        }
+        if (!ok) {
+            printf("FAIL deterministic UnsortedSegmentSum (%s) on %s: %s\n", tfl_dtype_name(dt),
+                   dev, msg);
+            failures++;
+        }
+        for (int i = 0; i < 3; i++)
+            free(r[i].v);
+        tfl_frame_pop(ctx);
+    }
+    tfl_ctx_set_deterministic(ctx, false);
+    return failures;
+}
+
+/* cases compared bit for bit on every device: the GPU's pooling kernels follow the CPU's
+ * order of operations (framework/cuda/k_pool.cu) and Dropout its Philox mask and division, and
+ * their backward passes add only exact elementwise steps */
+static const char *const exact_ops[] = {"MaxPool",     "AvgPool", "MaxPoolGrad",
+                                        "AvgPoolGrad", "Dropout", "MaxPoolGradGrad"};
+static bool is_exact_case(const char *name)
+{
+    for (size_t i = 0; i < sizeof exact_ops / sizeof exact_ops[0]; i++) {
+        size_t l = strlen(exact_ops[i]);
+        if (!strncmp(name, exact_ops[i], l) && name[l] == '/') return true;
+    }
     return false;
 }
 
@@ -336,7 +500,6 @@ int main(int argc, char **argv)
 {
     const char *dev = argc > 1 ? argv[1] : "GPU:0";
     bool self = !strcmp(dev, "CPU:0");
-    bool strict_gaps = getenv("TFL_BACKEND_STRICT") && !strcmp(getenv("TFL_BACKEND_STRICT"), "1");
     harness h = {dev, 0, {0}};
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.strict_placement = true,
@@ -362,7 +525,7 @@ int main(int argc, char **argv)
         tfl_ctx_free(ctx);
         return 77;
     }
-    int failures = 0, gaps = 0, compared = 0;
+    int failures = 0, compared = 0;
     int64_t n_values = 0; /* values compared (outputs and gradients) */
     char msg[1024];
     if (self) { /* the comparison itself: one ulp off is caught, exactly and within tolerance */
@@ -378,10 +541,6 @@ int main(int argc, char **argv)
     }
     for (int ci = 0; ci < bc_n_cases; ci++) {
         const bc_case *c = &bc_cases[ci];
-        if (!self && !strict_gaps && is_cudnn_case(c->name)) {
-            gaps++;
-            continue;
-        }
         run_result ref, got;
         h.capture = 0;
         if (!run_case(ctx, ci, "CPU:0", &ref, msg, sizeof msg)) {
@@ -392,7 +551,8 @@ int main(int argc, char **argv)
         h.capture = 1;
         bool ok = run_case(ctx, ci, dev, &got, msg, sizeof msg);
         h.capture = 0;
-        if (ok) ok = compare("y", &ref.y, &got.y, self, msg, sizeof msg);
+        const bool exact = self || is_exact_case(c->name);
+        if (ok) ok = compare("y", &ref.y, &got.y, exact, msg, sizeof msg);
         if (ok && ref.n_g != got.n_g) {
             snprintf(msg, sizeof msg, "gradients: %d on the CPU, %d on %s", ref.n_g, got.n_g, dev);
             ok = false;
@@ -400,7 +560,7 @@ int main(int argc, char **argv)
         for (int i = 0; ok && i < ref.n_g; i++) {
             char what[32];
             snprintf(what, sizeof what, "d/d input %d", i);
-            ok = compare(what, &ref.g[i], &got.g[i], self, msg, sizeof msg);
+            ok = compare(what, &ref.g[i], &got.g[i], exact, msg, sizeof msg);
         }
         if (!ok) {
             printf("FAIL %s: %s\n", c->name, msg);
@@ -440,19 +600,18 @@ int main(int argc, char **argv)
         free(v[1].v);
         tfl_frame_pop(ctx);
     }
+    /* dropout: one seed, one mask on both devices */
+    failures += dropout_masks(ctx, dev);
+    /* deterministic mode: the scatter-add repeats and equals the CPU */
+    failures += segment_sum_deterministic(ctx, dev);
     /* coverage: every op ran on the device under test */
     int missing = 0;
     for (int op = 0; op < tfl_op_count() && op < MAX_OPS; op++) {
         if (h.seen[op]) continue;
-        if (!self && !strict_gaps && is_cudnn_op(tfl_op_name(op))) continue;
         printf("FAIL op %s never ran on %s: no case reaches it (or no kernel there)\n",
                tfl_op_name(op), dev);
         missing++;
     }
-    if (gaps)
-        printf("known gaps on %s: %d cases of the pooling ops (part 2) not "
-               "run\n",
-               dev, gaps);
     printf("%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of %d)\n",
            dev, compared, (long long)n_values, failures, missing, tfl_op_count());
     tfl_ctx_free(ctx);
