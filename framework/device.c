@@ -183,6 +183,24 @@ tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event)
     return slot_status(dev, dev->ops->event_sync(dev, event), "event_sync");
 }
 
+void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes)
+{
+    void *p = dev->ops->host_alloc ? dev->ops->host_alloc(dev, bytes ? bytes : 1)
+                                   : tfl__host_alloc(dev->ctx, bytes ? bytes : 1, TFL_ALIGN);
+    if (!p && dev->ctx->err_code == TFL_OK)
+        tfl__set_error(dev->ctx, TFL_RESOURCE_EXHAUSTED, "host_alloc on %s: out of %s memory "
+                       "for %zu bytes", dev->name,
+                       dev->ops->host_alloc ? "pinned host" : "host", bytes);
+    return p;
+}
+
+void tfl__dev_host_free(tfl__device *dev, void *ptr)
+{
+    if (!ptr) return;
+    if (dev->ops->host_free) dev->ops->host_free(dev, ptr);
+    else tfl__host_free(dev->ctx, ptr);
+}
+
 /* ---- names, scopes, placement ---------------------------------------------------------------- */
 
 tfl__device *tfl__cpu(tfl_ctx *ctx) { return ctx->devices[0]; }

@@ -180,6 +180,14 @@ typedef struct tfl__device_ops {
     int (*native_ordinal)(const tfl__device *dev);
     tfl_status (*make_current)(tfl__device *dev);
     void *(*native_stream)(tfl__device *dev, tfl__stream *stream);
+    /* Pinned (page-locked) host memory, from which copy_host_async can copy without the
+     * backend staging it and while the host goes on (cudaHostAlloc / cudaFreeHost): `bytes`
+     * of host memory, TFL_ALIGN-aligned, or NULL when out of memory; host_free takes what
+     * host_alloc gave, after the copies from it completed. NULL slots: ordinary host memory
+     * (tfl__host_alloc / tfl__host_free) serves, e.g. for the CPU. Reached through
+     * tfl__dev_host_alloc / tfl__dev_host_free. */
+    void *(*host_alloc)(tfl__device *dev, size_t bytes);
+    void (*host_free)(tfl__device *dev, void *ptr);
 } tfl__device_ops;
 #define TFL_DEVICE_OPS_VERSION 2
 
@@ -530,6 +538,10 @@ void tfl__dev_event_free(tfl__device *dev, tfl__event *event);
 tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream);
 tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event);
 tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event);
+/** Host memory for uploads to dev: pinned when dev has host_alloc, else ordinary host memory
+ * (TFL_ALIGN-aligned); NULL with RESOURCE_EXHAUSTED kept. Free it with tfl__dev_host_free. */
+void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes);
+void tfl__dev_host_free(tfl__device *dev, void *ptr);
 /** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
 tfl__device *tfl__current_device(tfl_ctx *ctx);
 /** The device for something new named by `what` ("VarHandleOp"): `device` when given, else
