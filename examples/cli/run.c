@@ -106,12 +106,16 @@ typedef struct run_state {
 
 static tfl_status on_step(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
 {
-    (void)m;
     run_state *r = user;
     r->steps = lg->step;
-    if (!r->quiet && !r->tty && r->log_interval > 0 && lg->step % r->log_interval == 0)
-        printf("epoch %d - batch %lld/%lld - step %lld - loss: %.4f\n", lg->epoch + 1,
-               (long long)lg->batch + 1, (long long)lg->batches, (long long)lg->step, lg->loss);
+    if (!r->quiet && !r->tty && r->log_interval > 0 && lg->step % r->log_interval == 0) {
+        tfl_step_logs read; /* fit syncs on these steps (sync_every): no extra read */
+        tfl_status st = tfl_step_logs_read(m, lg, &read);
+        if (st != TFL_OK) return st;
+        printf("epoch %d - batch %lld/%lld - step %lld - loss: %.4f\n", read.epoch + 1,
+               (long long)read.batch + 1, (long long)read.batches, (long long)read.step,
+               read.loss);
+    }
     if (cli_interrupted) {
         *stop = true;
         r->stopped_epoch = lg->epoch;

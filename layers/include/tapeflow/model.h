@@ -166,7 +166,27 @@ typedef struct tfl_step_logs {
     bool skipped;          /* a gradient hook skipped it: variables and slots are untouched */
     tfl_epoch_progress progress; /* the epoch's sums after this step (on_step_end); with
                                     replicas, this replica's (see tfl_fit_opts.replicas) */
+    /* True when fit did not read this step's figures from the device (tfl_fit_opts.sync_every):
+     * then `loss` and progress.loss_sum / progress.correct hold the values of the last read
+     * (an earlier step's, finite unless that loss was not), and tfl_step_logs_read gives the
+     * step's own. samples, progress.samples and progress.skipped_steps are always exact.
+     * False (every step on the CPU, and with sync_every 0): the figures are this step's.
+     * Stale rather than known, so that logs a caller builds zeroed mean "known" as before. */
+    bool loss_stale;
 } tfl_step_logs;
+
+/**
+ * From a callback of a running fit: *out is *logs with this step's loss and progress sums,
+ * read from the device now when logs->loss_stale (one host synchronisation; fit keeps what
+ * it read, so later calls and later callbacks of the same step see it without a new read).
+ * In on_gradients the loss is read; the sums are the epoch's after the step, in on_step_end.
+ * A logs that is not stale is copied as it is. A callback that needs the figures of every
+ * step it acts on (a checkpoint it saves, a scalar it writes) calls this on those steps only.
+ * Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION when logs->loss_stale and logs is not
+ * the current step of a fit of this model (the values are gone), a read's error.
+ */
+TFL_API tfl_status tfl_step_logs_read(tfl_model *model, const tfl_step_logs *logs,
+                                      tfl_step_logs *out);
 
 /**
  * A callback: any function may be NULL. Return TFL_OK to go on; any other status stops fit
@@ -274,6 +294,18 @@ typedef struct tfl_fit_opts {
      *    `tapeflow` program aborts it through MPI).
      */
     const tfl_replicas *replicas;
+    /* Host reads of the figures when the model lives on a device whose memory is not the
+     * host's (a GPU): 0 reads the step's loss every step, as on the CPU (every step then
+     * waits for the device). n > 0 keeps the epoch's loss sum and correct count on the device
+     * (added with ops, in the order and precision of the host's sums, so the figures are the
+     * same bit for bit) and reads them, with the step's loss, once every n steps: on the
+     * steps whose tfl_step_logs.step is a multiple of n, the first step of the fit and the
+     * last of every epoch; between those steps tfl_step_logs.loss_stale is true (see
+     * tfl_step_logs_read). Ignored on a host device (the CPU), where reading costs nothing.
+     * Callbacks that read figures on other steps (the non-finite guard, event files, step
+     * checkpoints) read them with tfl_step_logs_read, at a synchronisation each.
+     * Must be >= 0. */
+    int64_t sync_every;
 } tfl_fit_opts;
 
 /** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
