@@ -21,23 +21,23 @@
 #include "dataset_internal.h"
 
 typedef struct upload_slot {
-    void *host;            /* assembled batch: x floats, then the labels or targets */
+    void *host; /* assembled batch: x floats, then the labels or targets */
     size_t host_bytes;
-    tfl__event *copied;    /* recorded on the copy stream after the copy out of host */
-    bool copying;          /* copied was recorded and not waited for */
-    tfl_tensor *x, *y;     /* the device batch (the dataset's references), or NULL */
-    tfl__event *released;  /* recorded on the compute stream once x, y had no other user */
-    bool reusable;         /* released was recorded: x, y may be written after it */
+    tfl__event *copied;   /* recorded on the copy stream after the copy out of host */
+    bool copying;         /* copied was recorded and not waited for */
+    tfl_tensor *x, *y;    /* the device batch (the dataset's references), or NULL */
+    tfl__event *released; /* recorded on the compute stream once x, y had no other user */
+    bool reusable;        /* released was recorded: x, y may be written after it */
 } upload_slot;
 
 struct tfl__ds_upload {
     tfl_ctx *ctx;
     tfl__device *dev;
-    tfl__stream *copy;     /* the copy stream (NULL: the device's own) */
-    tfl__event *now;       /* "the compute stream so far", for new device batches */
+    tfl__stream *copy; /* the copy stream (NULL: the device's own) */
+    tfl__event *now;   /* "the compute stream so far", for new device batches */
     upload_slot slot[2];
-    int last;              /* the slot of the previous batch, -1 before the first */
-    int cur;               /* the slot being filled (between begin and end) */
+    int last; /* the slot of the previous batch, -1 before the first */
+    int cur;  /* the slot being filled (between begin and end) */
 };
 
 size_t tfl__ds_upload_offset(size_t xbytes)
@@ -136,8 +136,8 @@ void *tfl__ds_upload_begin(tfl_ctx *ctx, tfl__ds_upload **upp, tfl__device *dev,
 
 /* The slot's device tensor of this dtype and shape: the one it has when it fits and may be
  * rewritten, else a new one; *fresh says a new one was made. */
-static tfl_tensor *device_tensor(tfl__ds_upload *up, tfl_tensor **held, bool reusable,
-                                 tfl_dtype dt, int rank, const int64_t *shape, bool *fresh)
+static tfl_tensor *device_tensor(tfl__ds_upload *up, tfl_tensor **held, bool reusable, tfl_dtype dt,
+                                 int rank, const int64_t *shape, bool *fresh)
 {
     tfl_tensor *t = *held;
     if (t && reusable && t->dtype == dt && tfl__same_shape(t->rank, t->shape, rank, shape))
@@ -148,18 +148,18 @@ static tfl_tensor *device_tensor(tfl__ds_upload *up, tfl_tensor **held, bool reu
     return *held;
 }
 
-tfl_status tfl__ds_upload_end(tfl__ds_upload *up, int xrank, const int64_t *xshape,
-                              tfl_dtype ydt, int yrank, const int64_t *yshape, tfl_tensor **x,
-                              tfl_tensor **y)
+tfl_status tfl__ds_upload_end(tfl__ds_upload *up, int xrank, const int64_t *xshape, tfl_dtype ydt,
+                              int yrank, const int64_t *yshape, tfl_tensor **x, tfl_tensor **y)
 {
     tfl_ctx *ctx = up->ctx;
     tfl__device *dev = up->dev;
     upload_slot *s = &up->slot[up->cur];
     bool fresh = false, want_y = yrank > 0;
-    tfl_tensor *dx = device_tensor(up, &s->x, s->reusable, TFL_DTYPE_FLOAT32, xrank, xshape,
-                                   &fresh);
+    tfl_tensor *dx =
+        device_tensor(up, &s->x, s->reusable, TFL_DTYPE_FLOAT32, xrank, xshape, &fresh);
     tfl_tensor *dy = NULL;
-    if (want_y) dy = device_tensor(up, &s->y, s->reusable, ydt, yrank, yshape, &fresh);
+    if (want_y)
+        dy = device_tensor(up, &s->y, s->reusable, ydt, yrank, yshape, &fresh);
     else if (s->y) {
         tfl_tensor_release(s->y);
         s->y = NULL;
@@ -179,7 +179,8 @@ tfl_status tfl__ds_upload_end(tfl__ds_upload *up, int xrank, const int64_t *xsha
     s->reusable = false;
     size_t xbytes = (size_t)dx->numel * sizeof(float);
     size_t xoff = tfl__ds_upload_offset(xbytes);
-    if (st == TFL_OK) st = tfl__dev_copy_host_async(dev, up->copy, tfl__data(dx), s->host, xbytes, 0);
+    if (st == TFL_OK)
+        st = tfl__dev_copy_host_async(dev, up->copy, tfl__data(dx), s->host, xbytes, 0);
     if (st == TFL_OK && dy)
         st = tfl__dev_copy_host_async(dev, up->copy, tfl__data(dy), (char *)s->host + xoff,
                                       (size_t)dy->numel * tfl_dtype_size(ydt), 0);

@@ -113,8 +113,8 @@ tfl_status tfl__fit_sums_read(tfl__fit_sums *fs, tfl_step_logs *sl)
         if (!parts[i]) return tfl_ctx_status(ctx);
     const tfl_tensor *all = n == 1 ? parts[0] : tfl_concat(ctx, n, parts, 0);
     double v[3];
-    tfl_status st = all ? tfl_tensor_to_host(all, v, sizeof(double) * (size_t)n)
-                        : tfl_ctx_status(ctx);
+    tfl_status st =
+        all ? tfl_tensor_to_host(all, v, sizeof(double) * (size_t)n) : tfl_ctx_status(ctx);
     if (st != TFL_OK) return st;
     fs->reads++;
     fs->ever_read = true;
@@ -163,14 +163,17 @@ tfl_status tfl_step_logs_read(tfl_model *m, const tfl_step_logs *logs, tfl_step_
 {
     if (!m) return TFL_INVALID_ARGUMENT;
     if (!tfl__model_alive(m, "tfl_step_logs_read")) return TFL_MISUSE;
-    TFL_CHECK(m->ctx, logs && out, TFL_INVALID_ARGUMENT, "tfl_step_logs_read: %s: logs and out "
-              "must not be NULL", m->name);
+    TFL_CHECK(m->ctx, logs && out, TFL_INVALID_ARGUMENT,
+              "tfl_step_logs_read: %s: logs and out "
+              "must not be NULL",
+              m->name);
     tfl_step_logs copy = *logs;
     if (copy.loss_stale) {
         tfl__fit_sums *fs = m->running_fit;
         TFL_CHECK(m->ctx, fs && fs->sl && fs->sl->step == copy.step, TFL_FAILED_PRECONDITION,
                   "tfl_step_logs_read: %s: step %lld is not the current step of a running fit "
-                  "(its loss on the device is gone)", m->name, (long long)copy.step);
+                  "(its loss on the device is gone)",
+                  m->name, (long long)copy.step);
         if (fs->sl->loss_stale) {
             tfl_status st = tfl__fit_sums_read(fs, fs->sl);
             if (st != TFL_OK) return st;

@@ -55,8 +55,10 @@ static tfl_status g_copy_host(tfl__device *dev, void *dst, const void *src, size
                               int to_host)
 {
     (void)dev;
-    if (to_host) dev_count.to_host++;
-    else dev_count.to_device++;
+    if (to_host)
+        dev_count.to_host++;
+    else
+        dev_count.to_device++;
     memcpy(dst, src, bytes);
     return TFL_OK;
 }
@@ -70,7 +72,8 @@ static struct {
 static bool pinned(const void *p)
 {
     for (int i = 0; i < 8; i++)
-        if (pins[i].p && (const char *)p >= pins[i].p && (const char *)p < pins[i].p + pins[i].bytes)
+        if (pins[i].p && (const char *)p >= pins[i].p &&
+            (const char *)p < pins[i].p + pins[i].bytes)
             return true;
     return false;
 }
@@ -79,7 +82,8 @@ static void *g_host_alloc(tfl__device *dev, size_t bytes)
 {
     char *p = tfl__host_alloc(dev->ctx, bytes, TFL_ALIGN);
     int i = 0;
-    while (i < 8 && pins[i].p) i++;
+    while (i < 8 && pins[i].p)
+        i++;
     if (!p || i == 8) {
         tfl__host_free(dev->ctx, p);
         return NULL;
@@ -104,8 +108,10 @@ static tfl_status g_copy_host_async(tfl__device *dev, tfl__stream *stream, void 
                                     const void *src, size_t bytes, int to_host)
 {
     (void)dev, (void)stream;
-    if (to_host) dev_count.async_to_host++;
-    else dev_count.async_to_device++;
+    if (to_host)
+        dev_count.async_to_host++;
+    else
+        dev_count.async_to_device++;
     if (!to_host && pinned(src)) dev_count.async_from_pinned++;
     memcpy(dst, src, bytes);
     return TFL_OK;
@@ -282,15 +288,16 @@ typedef struct run {
 static run make_run(tfl_ctx *ctx, const char *device)
 {
     run r = {ctx, tfl_model_new(ctx, NULL), NULL, blobs(ctx)};
-    assert_non_null(tfl_model_add(r.m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 8,
-                                                         .activation = TFL_ACT_RELU}));
+    assert_non_null(tfl_model_add(
+        r.m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 8, .activation = TFL_ACT_RELU}));
     assert_non_null(tfl_model_add(r.m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 3}));
     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     o.learning_rate = 0.05;
     r.opt = tfl_optimizer_new(ctx, &o);
     assert_non_null(r.opt);
     assert_int_equal(tfl_model_compile(r.m, r.opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                       TFL_METRIC_ACCURACY), TFL_OK);
+                                       TFL_METRIC_ACCURACY),
+                     TFL_OK);
     if (device) assert_int_equal(tfl_device_scope_push(ctx, device), TFL_OK);
     assert_int_equal(tfl_model_build(r.m, 2, (int64_t[]){-1, FEAT}), TFL_OK);
     if (device) assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
@@ -313,7 +320,8 @@ static double *all_values(run *r, const char *device, int64_t *n)
     int64_t no = tfl_optimizer_variables(r->opt, vars + nm, 16);
     assert_true(nm > 0 && no > 0);
     int64_t total = 0;
-    for (int64_t i = 0; i < nm + no; i++) total += tfl_tensor_numel(vars[i]);
+    for (int64_t i = 0; i < nm + no; i++)
+        total += tfl_tensor_numel(vars[i]);
     double *v = malloc(sizeof(double) * (size_t)total);
     assert_non_null(v);
     int64_t k = 0;
@@ -321,8 +329,8 @@ static double *all_values(run *r, const char *device, int64_t *n)
         /* the step counters are int64 scalars on CPU:0 by design (optim.h) */
         bool counter = tfl_tensor_dtype(vars[i]) == TFL_DTYPE_INT64;
         if (device && !counter && strcmp(tfl_tensor_device(vars[i]), device) != 0)
-            fail_msg("%s is on %s, not %s", tfl_variable_name(vars[i]),
-                     tfl_tensor_device(vars[i]), device);
+            fail_msg("%s is on %s, not %s", tfl_variable_name(vars[i]), tfl_tensor_device(vars[i]),
+                     device);
         for (int64_t e = 0; e < tfl_tensor_numel(vars[i]); e++)
             assert_int_equal(tfl_tensor_get(vars[i], e, &v[k++]), TFL_OK);
     }
@@ -333,18 +341,20 @@ static double *all_values(run *r, const char *device, int64_t *n)
 /* What the steps saw. */
 typedef struct seen {
     int64_t steps, stale, fresh, stop_at;
-    tfl_step_logs at_stop;       /* the step logs at stop_at, read */
-    double losses[64];           /* every step's loss, read with tfl_step_logs_read */
+    tfl_step_logs at_stop; /* the step logs at stop_at, read */
+    double losses[64];     /* every step's loss, read with tfl_step_logs_read */
     bool read_all;
-    int64_t reads_at_step[64];   /* dev_count.to_host after each step */
+    int64_t reads_at_step[64]; /* dev_count.to_host after each step */
 } seen;
 
 static tfl_status on_step(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
 {
     seen *s = user;
     s->steps++;
-    if (lg->loss_stale) s->stale++;
-    else s->fresh++;
+    if (lg->loss_stale)
+        s->stale++;
+    else
+        s->fresh++;
     assert_false(isnan(lg->loss)); /* never NaN: the last read's value when stale */
     tfl_step_logs r;
     if (s->read_all || lg->step == s->stop_at) {
@@ -418,8 +428,10 @@ static void test_gpu_fit_matches_cpu(void **state)
         same_history(hc, hg, 3);
         for (int64_t k = 1; k <= 3 * STEPS_PER_EPOCH; k++)
             assert_memory_equal(&sc.losses[k], &sg.losses[k], sizeof(double));
-        if (every) assert_true(sg.stale > 0);
-        else assert_int_equal(sg.stale, 0);
+        if (every)
+            assert_true(sg.stale > 0);
+        else
+            assert_int_equal(sg.stale, 0);
         double *vg = all_values(&g, "GPU:0", &ng); /* model, slots and counter on GPU:0 */
         assert_int_equal(nc, ng);
         assert_memory_equal(vc, vg, sizeof(double) * (size_t)nc);
@@ -453,7 +465,8 @@ static void test_host_reads_per_epoch(void **state)
             assert_true(reads <= 2 * per_epoch);
             assert_true(s.stale > 0 && s.fresh > 0);
         }
-        for (int e = 0; e < 2; e++) assert_false(isnan(hist[e].loss) || isnan(hist[e].accuracy));
+        for (int e = 0; e < 2; e++)
+            assert_false(isnan(hist[e].loss) || isnan(hist[e].accuracy));
         drop_run(&g);
         free_ctx(ctx);
     }
@@ -579,9 +592,13 @@ static void test_resume_mid_epoch(void **state)
     assert_int_equal(sb.at_stop.epoch, 1);
     assert_int_equal(sb.at_stop.batch, 2);
     seen sr = {0};
-    tfl_fit_opts o = {.epochs = 3, .sync_every = 4, .initial_epoch = sb.at_stop.epoch,
-                      .initial_batch = sb.at_stop.batch + 1, .initial_step = sb.at_stop.step,
-                      .initial_progress = sb.at_stop.progress, .append_history = true};
+    tfl_fit_opts o = {.epochs = 3,
+                      .sync_every = 4,
+                      .initial_epoch = sb.at_stop.epoch,
+                      .initial_batch = sb.at_stop.batch + 1,
+                      .initial_step = sb.at_stop.step,
+                      .initial_progress = sb.at_stop.progress,
+                      .append_history = true};
     assert_int_equal(fit(&b, "GPU:0", o, &h, &sr), TFL_OK);
     assert_int_equal(h.count, 3);
     same_history(straight, resumed, 3);
@@ -616,9 +633,12 @@ static void test_step_logs_read_contract(void **state)
     tfl_step_logs last = {0};
     tfl_callback cb = {.on_step_end = keep_logs, .user = &last};
     assert_int_equal(tfl_device_scope_push(ctx, "GPU:0"), TFL_OK);
-    assert_int_equal(tfl_model_fit(g.m, g.ds, &(tfl_fit_opts){.batch_size = BATCH, .sync_every = 5,
-                                                             .callbacks = &cb, .n_callbacks = 1},
-                                   NULL), TFL_OK);
+    assert_int_equal(
+        tfl_model_fit(g.m, g.ds,
+                      &(tfl_fit_opts){
+                          .batch_size = BATCH, .sync_every = 5, .callbacks = &cb, .n_callbacks = 1},
+                      NULL),
+        TFL_OK);
     assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
     assert_true(last.loss_stale && last.step > 0);
     assert_int_equal(tfl_step_logs_read(g.m, &last, &out), TFL_FAILED_PRECONDITION);
@@ -634,12 +654,9 @@ static void test_step_logs_read_contract(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpu_fit_matches_cpu),
-        cmocka_unit_test(test_host_reads_per_epoch),
-        cmocka_unit_test(test_pinned_uploads),
-        cmocka_unit_test(test_batches_match_cpu),
-        cmocka_unit_test(test_resume_mid_epoch),
-        cmocka_unit_test(test_step_logs_read_contract),
+        cmocka_unit_test(test_gpu_fit_matches_cpu), cmocka_unit_test(test_host_reads_per_epoch),
+        cmocka_unit_test(test_pinned_uploads),      cmocka_unit_test(test_batches_match_cpu),
+        cmocka_unit_test(test_resume_mid_epoch),    cmocka_unit_test(test_step_logs_read_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
