@@ -218,7 +218,8 @@ typedef struct changes {
  * Compares the config with the one the run was trained with: the newest checkpoint's
  * "tapeflow.config" (what its state was trained with), else the run directory's config.yaml.
  * Shows every changed key; refuses (CLI_USAGE, nothing written) when a key other than
- * training.epochs, logging.* and checkpoint.* changed, unless --allow-config-change.
+ * training.epochs, training.sync_every, logging.* and checkpoint.* changed, unless
+ * --allow-config-change.
  */
 static int compare_configs(run *r, const cli_args *a, const char *ckpt, const char *was,
                            const char *yaml_path, changes *out)
@@ -251,8 +252,8 @@ static int compare_configs(run *r, const cli_args *a, const char *ckpt, const ch
     }
     if (fixed > 0 && !a->allow_config_change) {
         cli_error("refusing to continue this run: %lld changed key%s change%s what is trained; "
-                  "a run continues with changes to training.epochs, logging.* and checkpoint.* "
-                  "only. Pass --allow-config-change to continue anyway, or give another "
+                  "a run continues with changes to training.epochs, training.sync_every, "
+                  "logging.* and checkpoint.* only. Pass --allow-config-change to continue anyway, or give another "
                   "--run-dir; nothing was written",
                   (long long)fixed, fixed == 1 ? "" : "s", fixed == 1 ? "s" : "");
         return CLI_USAGE;

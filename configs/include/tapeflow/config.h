@@ -220,7 +220,8 @@ TFL_API int64_t tfl_config_diff(tfl_config *cfg, const char *was, size_t len,
 
 /**
  * Whether a run may resume from a checkpoint with this key changed and still continue the
- * same training: training.epochs, and the logging.* and checkpoint.* keys. Every other key
+ * same training: training.epochs, training.sync_every (when the host reads the figures), and
+ * the logging.* and checkpoint.* keys. Every other key
  * changes what is trained or how (the model, data, loss, optimizer, batch size, seed, ...),
  * and `tapeflow train` resumes with such a change only when given --allow-config-change.
  */
