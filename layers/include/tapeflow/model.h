@@ -424,7 +424,9 @@ TFL_API tfl_callback tfl_checkpoint_callback(tfl_checkpoint_hook *hook);
  * with INVALID_ARGUMENT naming the step, the epoch and batch (1-based) and the first
  * variable whose gradient is not finite, with every variable and slot as the last good
  * step left them; SKIP leaves variables, slots and the step counter untouched for that step
- * and counts it (here and in the epoch's logs, skipped_steps).
+ * and counts it (here and in the epoch's logs, skipped_steps). A loss fit left on the device
+ * (tfl_fit_opts.sync_every) is read (tfl_step_logs_read): the norm's read synchronises the
+ * step anyway, so the guard costs one synchronisation a step with or without sync_every.
  */
 typedef enum tfl_nonfinite_mode {
     TFL_NONFINITE_HALT = 0,
@@ -460,8 +462,10 @@ TFL_API tfl_callback tfl_nonfinite_guard_callback(tfl_nonfinite_guard *guard);
  *    trainable variable, and "gradients/<variable>" at the epoch's last step; both writers
  *    are flushed;
  *  - at train end: both writers closed (flushed).
- * logdir NULL disables it: nothing is made or written. Errors: the writers' (a directory that
- * cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
+ * logdir NULL disables it: nothing is made or written. A loss fit left on the device
+ * (tfl_fit_opts.sync_every) is read on the logged steps only (tfl_step_logs_read; with
+ * sync_every dividing every_steps, those are fit's own reads). Errors: the writers' (a
+ * directory that cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
  */
 typedef struct tfl_tensorboard {
     const char *logdir;            /* NULL: disabled */
