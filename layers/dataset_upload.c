@@ -23,6 +23,7 @@
 typedef struct upload_slot {
     void *host; /* assembled batch: x floats, then the labels or targets */
     size_t host_bytes;
+    bool pinned;          /* host came from the device's host_alloc */
     tfl__event *copied;   /* recorded on the copy stream after the copy out of host */
     bool copying;         /* copied was recorded and not waited for */
     tfl_tensor *x, *y;    /* the device batch (the dataset's references), or NULL */
@@ -57,7 +58,7 @@ void tfl__ds_upload_free(tfl__ds_upload *up)
     (void)tfl__dev_stream_sync(dev, up->copy); /* no copy still reads the host buffers */
     for (int k = 0; k < 2; k++) {
         upload_slot *s = &up->slot[k];
-        tfl__dev_host_free(dev, s->host);
+        tfl__dev_host_free(dev, s->host, s->pinned);
         tfl__dev_event_free(dev, s->copied);
         tfl__dev_event_free(dev, s->released);
         tfl_tensor_release(s->x);
@@ -126,9 +127,9 @@ void *tfl__ds_upload_begin(tfl_ctx *ctx, tfl__ds_upload **upp, tfl__device *dev,
         s->copying = false;
     }
     if (s->host_bytes < bytes) {
-        tfl__dev_host_free(dev, s->host);
+        tfl__dev_host_free(dev, s->host, s->pinned);
         s->host_bytes = 0;
-        if (!(s->host = tfl__dev_host_alloc(dev, bytes))) return NULL;
+        if (!(s->host = tfl__dev_host_alloc(dev, bytes, &s->pinned))) return NULL;
         s->host_bytes = bytes;
     }
     return s->host;

@@ -78,8 +78,11 @@ static bool pinned(const void *p)
     return false;
 }
 
+static bool pinned_exhausted; /* host_alloc fails: the dataset falls back to host memory */
+
 static void *g_host_alloc(tfl__device *dev, size_t bytes)
 {
+    if (pinned_exhausted) return NULL;
     char *p = tfl__host_alloc(dev->ctx, bytes, TFL_ALIGN);
     int i = 0;
     while (i < 8 && pins[i].p)
@@ -499,6 +502,34 @@ static void test_pinned_uploads(void **state)
     free_ctx(ctx);
 }
 
+/* Without pinned memory (host_alloc fails) the uploads come from ordinary host memory: the
+ * same figures, no error. */
+static void test_no_pinned_memory(void **state)
+{
+    (void)state;
+    tfl_epoch_logs ref[2], got[2];
+    for (int pass = 0; pass < 2; pass++) {
+        pinned_exhausted = pass == 1;
+        tfl_ctx *ctx = new_ctx();
+        run g = make_run(ctx, "GPU:0");
+        int64_t allocs = dev_count.host_allocs, from_pinned = dev_count.async_from_pinned;
+        int64_t async = dev_count.async_to_device;
+        seen s = {0};
+        tfl_history h = {pass ? got : ref, 2, 0};
+        assert_int_equal(fit(&g, "GPU:0", (tfl_fit_opts){.epochs = 2, .sync_every = 4}, &h, &s),
+                         TFL_OK);
+        assert_int_equal(tfl_ctx_error(ctx).code, TFL_OK);
+        assert_int_equal(dev_count.async_to_device - async, 2 * 2 * STEPS_PER_EPOCH);
+        assert_int_equal(dev_count.host_allocs - allocs, pass ? 0 : 2);
+        assert_int_equal(dev_count.async_from_pinned - from_pinned,
+                         pass ? 0 : 2 * 2 * STEPS_PER_EPOCH);
+        drop_run(&g);
+        free_ctx(ctx);
+    }
+    pinned_exhausted = false;
+    same_history(ref, got, 2);
+}
+
 /* Batches on GPU:0 hold the values of CPU:0's, through shuffling, sharding and seek, and a
  * batch the caller keeps is never overwritten by later ones. */
 static void test_batches_match_cpu(void **state)
@@ -654,9 +685,15 @@ static void test_step_logs_read_contract(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpu_fit_matches_cpu), cmocka_unit_test(test_host_reads_per_epoch),
-        cmocka_unit_test(test_pinned_uploads),      cmocka_unit_test(test_batches_match_cpu),
-        cmocka_unit_test(test_resume_mid_epoch),    cmocka_unit_test(test_step_logs_read_contract),
+        // clang-format off
+        cmocka_unit_test(test_gpu_fit_matches_cpu),
+        cmocka_unit_test(test_host_reads_per_epoch),
+        cmocka_unit_test(test_pinned_uploads),
+        cmocka_unit_test(test_no_pinned_memory),
+        cmocka_unit_test(test_batches_match_cpu),
+        cmocka_unit_test(test_resume_mid_epoch),
+        cmocka_unit_test(test_step_logs_read_contract),
+        // clang-format on
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
