@@ -249,6 +249,10 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
     if (r && (st = tfl_dataset_shard(data, r->index, r->count)) != TFL_OK) return st;
     double sum = 0, correct = 0;
     int64_t n = 0;
+    /* on a device that is not the host the sums stay there (added in the host's order and
+     * precision) and are read once at the end */
+    tfl_tensor *dsum = NULL, *dcorrect = NULL;
+    bool acc = (m->metrics & TFL_METRIC_ACCURACY) != 0;
     for (;;) {
         if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
@@ -258,10 +262,15 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
             tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
             tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
             double v = 0, c = 0;
-            st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
-            if (st == TFL_OK && (m->metrics & TFL_METRIC_ACCURACY) &&
-                (c = count_correct(m, pred, y)) < 0)
-                st = tfl_ctx_status(ctx);
+            if (s && !tfl__dev_is_host(tfl__tensor_device(s))) {
+                tfl_tensor *ct = acc ? correct_tensor(m, pred, y) : NULL;
+                st = acc && !ct ? tfl_ctx_status(ctx) : tfl__device_accumulate(ctx, &dsum, s);
+                if (st == TFL_OK && ct) st = tfl__device_accumulate(ctx, &dcorrect, ct);
+            } else {
+                st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
+                if (st == TFL_OK && acc && (c = count_correct(m, pred, y)) < 0)
+                    st = tfl_ctx_status(ctx);
+            }
             sum += v;
             correct += c;
             n += per ? tfl_tensor_dim(per, 0) : 0;
@@ -269,6 +278,17 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
         tfl_frame_pop(ctx);
         if (st != TFL_OK) break;
     }
+    if (st == TFL_OUT_OF_RANGE && dsum) { /* the host's sums (batches on the CPU) come after */
+        const tfl_tensor *t[2] = {dsum, dcorrect};
+        double d[2] = {0, 0};
+        if ((st = tfl__read_scalars(ctx, dcorrect ? 2 : 1, t, d)) == TFL_OK) {
+            sum += d[0];
+            correct += d[1];
+            st = TFL_OUT_OF_RANGE;
+        }
+    }
+    tfl_tensor_release(dsum);
+    tfl_tensor_release(dcorrect);
     if (r) tfl_dataset_shard(data, shard_index, shard_count); /* valid: it was the shard */
     if (st != TFL_OUT_OF_RANGE) return st;
     double v[3] = {sum, correct, (double)n};

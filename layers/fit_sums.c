@@ -159,6 +159,27 @@ void tfl__fit_sums_free(tfl__fit_sums *fs)
     }
 }
 
+tfl_status tfl__device_accumulate(tfl_ctx *ctx, tfl_tensor **acc, const tfl_tensor *v)
+{
+    if (!*acc && !(*acc = scalar_on(ctx, tfl__tensor_device(v), 0.0))) return tfl_ctx_status(ctx);
+    tfl_tensor *v64 = tfl_cast(ctx, v, TFL_DTYPE_FLOAT64);
+    return v64 && accumulate(ctx, acc, v64) ? TFL_OK : tfl_ctx_status(ctx);
+}
+
+tfl_status tfl__read_scalars(tfl_ctx *ctx, int n, const tfl_tensor *const *t, double *out)
+{
+    tfl_status st = tfl_frame_push(ctx);
+    if (st != TFL_OK) return st;
+    const tfl_tensor *parts[8];
+    for (int i = 0; i < n && i < 8 && st == TFL_OK; i++)
+        if (!(parts[i] = one(ctx, t[i]))) st = tfl_ctx_status(ctx);
+    const tfl_tensor *all = st != TFL_OK ? NULL : n == 1 ? parts[0] : tfl_concat(ctx, n, parts, 0);
+    if (st == TFL_OK)
+        st = all ? tfl_tensor_to_host(all, out, sizeof(double) * (size_t)n) : tfl_ctx_status(ctx);
+    tfl_frame_pop(ctx);
+    return st;
+}
+
 tfl_status tfl_step_logs_read(tfl_model *m, const tfl_step_logs *logs, tfl_step_logs *out)
 {
     if (!m) return TFL_INVALID_ARGUMENT;

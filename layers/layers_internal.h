@@ -129,5 +129,11 @@ tfl_status tfl__fit_sums_read(tfl__fit_sums *fs, tfl_step_logs *sl);
 tfl_status tfl__fit_sums_end(tfl__fit_sums *fs, double *sum, double *correct);
 /** Releases what fs holds. */
 void tfl__fit_sums_free(tfl__fit_sums *fs);
+/** *acc = *acc + v cast to float64, as device tensors on v's device (evaluate's sums): *acc is
+ * owned, a float64 scalar made there holding 0 when NULL. */
+tfl_status tfl__device_accumulate(tfl_ctx *ctx, tfl_tensor **acc, const tfl_tensor *v);
+/** Reads n scalars (any device, any real dtype) into out as doubles, in one host read when
+ * they are on one device (a frame is pushed for the temporaries). */
+tfl_status tfl__read_scalars(tfl_ctx *ctx, int n, const tfl_tensor *const *t, double *out);
 
 #endif /* TFL_LAYERS_INTERNAL_H */

@@ -502,6 +502,31 @@ static void test_pinned_uploads(void **state)
     free_ctx(ctx);
 }
 
+/* evaluate on GPU:0 gives CPU:0's figures bit for bit and reads its sums once, not per batch
+ * (a model built alike on both: the same seeded weights). */
+static void test_evaluate_reads_once(void **state)
+{
+    (void)state;
+    double loss[2], acc[2];
+    int64_t reads = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *device = pass ? "GPU:0" : "CPU:0";
+        tfl_ctx *ctx = new_ctx();
+        run r = make_run(ctx, device);
+        assert_int_equal(tfl_device_scope_push(ctx, device), TFL_OK);
+        int64_t before = dev_count.to_host;
+        assert_int_equal(tfl_model_evaluate(r.m, r.ds, BATCH, &loss[pass], &acc[pass]), TFL_OK);
+        reads = dev_count.to_host - before;
+        assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
+        drop_run(&r);
+        free_ctx(ctx);
+    }
+    assert_int_equal(reads, 1); /* 7 batches on GPU:0: one read of {loss sum, correct} */
+    assert_false(isnan(loss[0]) || isnan(acc[0]));
+    assert_memory_equal(&loss[0], &loss[1], sizeof(double));
+    assert_memory_equal(&acc[0], &acc[1], sizeof(double));
+}
+
 /* Without pinned memory (host_alloc fails) the uploads come from ordinary host memory: the
  * same figures, no error. */
 static void test_no_pinned_memory(void **state)
@@ -690,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_host_reads_per_epoch),
         cmocka_unit_test(test_pinned_uploads),
         cmocka_unit_test(test_no_pinned_memory),
+        cmocka_unit_test(test_evaluate_reads_once),
         cmocka_unit_test(test_batches_match_cpu),
         cmocka_unit_test(test_resume_mid_epoch),
         cmocka_unit_test(test_step_logs_read_contract),
