@@ -340,6 +340,9 @@ TFL_API tfl_status tfl_model_fit(tfl_model *model, tfl_dataset *train, const tfl
 /**
  * Mean loss and accuracy over `data` in inference mode (batches of batch_size, 0: TFL_DEFAULT_BATCH_SIZE, in
  * order: this sets data's batching, as tfl_dataset_batch does). loss/accuracy may be NULL; accuracy is NaN without TFL_METRIC_ACCURACY.
+ * The batches go to the device scope's device, else to the model's variables' device (as in
+ * fit and predict); on a device whose memory is not the host's the sums stay there and the
+ * host reads them once, at the end (the same bits as sums read batch by batch).
  * Errors: FAILED_PRECONDITION (no loss compiled), the steps' errors.
  */
 TFL_API tfl_status tfl_model_evaluate(tfl_model *model, tfl_dataset *data, int64_t batch_size,
