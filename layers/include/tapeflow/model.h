@@ -320,7 +320,10 @@ typedef struct tfl_history {
  * data.h's tfl_label_kind), epoch after epoch. The
  * dataset's batch size and order are set from opts at the start of every epoch. The
  * variables are built on the first batch. The validation data is checked (labels, example
- * shape) before any step.
+ * shape) before any step. Batches go to the device scope's device, else to the model's
+ * variables' device once they exist (a GPU, by placement); to a device that copies
+ * asynchronously they are uploaded from two pinned buffers on a copy stream, overlapped with
+ * the previous step's compute (the same values as tfl_dataset_next's).
  * Returns: TFL_OK (also when early stopping ends it), or the first error: a step's
  * (INVALID_ARGUMENT for labels that do not fit the loss, ...), a callback's status, or
  * FAILED_PRECONDITION when the model has no optimizer or loss, or INVALID_ARGUMENT for
