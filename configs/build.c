@@ -393,6 +393,22 @@ tfl_status tfl_config_fit_opts(const tfl_config *cfg, const tfl_config_datasets 
     out->seed = (uint64_t)GETV(t, "seed")->i;
     out->shuffle = GETV(d, "shuffle")->i;
     out->validation = data ? data->validation : NULL;
+    const rval *se = GETV(t, "sync_every");
+    if (se->set) {
+        out->sync_every = se->i;
+    } else { /* every step that logs or checkpoints is a read, the others are not */
+        const rsec *lg = section(cfg, "logging"), *ck = section(cfg, "checkpoint");
+        int64_t v[3] = {GETV(lg, "log_interval")->i, GETV(lg, "every_steps")->i,
+                        GETV(ck, "every_steps")->i};
+        int64_t g = 0;
+        for (int i = 0; i < 3; i++)
+            for (int64_t a = v[i]; a > 0;) { /* g = gcd(g, a) */
+                int64_t r = g % a;
+                g = a;
+                a = r;
+            }
+        out->sync_every = g > 0 ? g : INT64_MAX; /* none: the epochs' ends only */
+    }
     return TFL_OK;
 }
 

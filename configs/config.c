@@ -231,5 +231,6 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
     int64_t seed = tfl__rget(tr, "seed")->i, threads = tfl__rget(tr, "threads")->i;
     if (seed) TFL_TRY(tfl_ctx_set_seed(cfg->ctx, (uint64_t)seed));
     if (threads) TFL_TRY(tfl_ctx_set_num_threads(cfg->ctx, (int)threads));
+    tfl_ctx_set_deterministic(cfg->ctx, tfl__rget(tr, "deterministic")->i != 0);
     return TFL_OK;
 }

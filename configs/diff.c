@@ -109,7 +109,8 @@ static int by_rank(const void *x, const void *y)
 bool tfl_config_key_resumable(const char *path)
 {
     if (!path) return false;
-    return !strcmp(path, "training.epochs") || !strncmp(path, "logging.", 8) ||
+    return !strcmp(path, "training.epochs") || !strcmp(path, "training.sync_every") ||
+           !strncmp(path, "logging.", 8) ||
            !strcmp(path, "logging") || !strncmp(path, "checkpoint.", 11) ||
            !strcmp(path, "checkpoint");
 }

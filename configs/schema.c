@@ -226,7 +226,18 @@ static const key_def training_keys[] = {
     {"seed", VT_INT, 0, RNG, "0", 0, 9.2e18, 0, 0, 0, 0,
      "initializers, dropout and shuffling; 0: tapeflow's fixed default"},
     {"threads", VT_INT, 0, RNG, "0", 0, 4096, 0, 0, 0, 0, "0: OMP_NUM_THREADS or the cores"},
-    {"device", VT_STR, 0, 0, "auto", 0, 0, 0, 0, 0, 0, "auto, CPU:0, GPU:0, ..."},
+    {"device", VT_STR, 0, 0, "auto", 0, 0, 0, 0, 0, 0,
+     "where the model, its variables, the optimizer's slots and the batches go: CPU:0, "
+     "GPU:0, ...; auto: the best device, GPU:0 when there is one (a GPU named but absent: "
+     "CPU:0)"},
+    {"deterministic", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0,
+     "GPU kernels pick run-to-run reproducible algorithms, at some speed (the CPU's are "
+     "deterministic either way)"},
+    {"sync_every", VT_INT, 0, NUL | RNG, NULL, 0, 1e9, 0, 0, 0, 0,
+     "on a GPU, steps between the host's reads of the loss (the epoch's sums stay on the "
+     "device); 0: every step; null: every step that logging or checkpoint.every_steps acts on "
+     "(the greatest common divisor of log_interval, every_steps and checkpoint.every_steps "
+     "that are set, else once an epoch); no effect on the CPU"},
     {"on_nonfinite", VT_ENUM, 0, 0, "halt", 0, 0, &enum_nonfinite, 0, 0, 0,
      "halt or skip a step whose loss or gradient is not finite"},
     {"allreduce_bucket_mb", VT_FLOAT, 0, RNG | K_MIN_EXCL, "25", 0, 65536, 0, 0, 0, 0,

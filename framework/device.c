@@ -183,6 +183,23 @@ tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event)
     return slot_status(dev, dev->ops->event_sync(dev, event), "event_sync");
 }
 
+void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes, bool *pinned)
+{
+    void *p = dev->ops->host_alloc ? dev->ops->host_alloc(dev, bytes ? bytes : 1) : NULL;
+    *pinned = p != NULL;
+    if (!p) p = tfl__host_alloc(dev->ctx, bytes ? bytes : 1, TFL_ALIGN);
+    TFL_CHECK_RET(dev->ctx, p, NULL, TFL_RESOURCE_EXHAUSTED, "host_alloc on %s: out of host "
+                  "memory for %zu bytes", dev->name, bytes);
+    return p;
+}
+
+void tfl__dev_host_free(tfl__device *dev, void *ptr, bool pinned)
+{
+    if (!ptr) return;
+    if (pinned && dev->ops->host_free) dev->ops->host_free(dev, ptr);
+    else tfl__host_free(dev->ctx, ptr);
+}
+
 /* ---- names, scopes, placement ---------------------------------------------------------------- */
 
 tfl__device *tfl__cpu(tfl_ctx *ctx) { return ctx->devices[0]; }

@@ -180,6 +180,14 @@ typedef struct tfl__device_ops {
     int (*native_ordinal)(const tfl__device *dev);
     tfl_status (*make_current)(tfl__device *dev);
     void *(*native_stream)(tfl__device *dev, tfl__stream *stream);
+    /* Pinned (page-locked) host memory, from which copy_host_async can copy without the
+     * backend staging it and while the host goes on (cudaHostAlloc / cudaFreeHost): `bytes`
+     * of host memory, TFL_ALIGN-aligned, or NULL when out of memory; host_free takes what
+     * host_alloc gave, after the copies from it completed. NULL slots, or a host_alloc that
+     * fails: ordinary host memory (tfl__host_alloc / tfl__host_free) serves, e.g. for the CPU.
+     * Reached through tfl__dev_host_alloc / tfl__dev_host_free. */
+    void *(*host_alloc)(tfl__device *dev, size_t bytes);
+    void (*host_free)(tfl__device *dev, void *ptr);
 } tfl__device_ops;
 #define TFL_DEVICE_OPS_VERSION 2
 
@@ -530,6 +538,12 @@ void tfl__dev_event_free(tfl__device *dev, tfl__event *event);
 tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream);
 tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event);
 tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event);
+/** Host memory for uploads to dev, TFL_ALIGN-aligned: pinned when dev has host_alloc and it
+ * succeeds (*pinned true), else ordinary host memory (pinned memory is a scarce resource: its
+ * exhaustion only costs speed); NULL with RESOURCE_EXHAUSTED kept when neither can be had.
+ * Free it with tfl__dev_host_free, giving back the same `pinned`. */
+void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes, bool *pinned);
+void tfl__dev_host_free(tfl__device *dev, void *ptr, bool pinned);
 /** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
 tfl__device *tfl__current_device(tfl_ctx *ctx);
 /** The device for something new named by `what` ("VarHandleOp"): `device` when given, else

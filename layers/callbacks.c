@@ -265,9 +265,15 @@ tfl_callback tfl_checkpoint_callback(tfl_checkpoint_hook *hook)
 /* ---- the non-finite guard -------------------------------------------------------------------- */
 
 static tfl_status nf_grads(tfl_model *m, int n, tfl_tensor *const *vars, tfl_tensor **grads,
-                           const tfl_step_logs *lg, void *user, bool *skip)
+                           const tfl_step_logs *logs, void *user, bool *skip)
 {
     tfl_nonfinite_guard *g = user;
+    /* the guard reads the gradients' norm every step, a synchronisation that the step's
+     * loss adds only a word to: an unread loss (sync_every) is read */
+    tfl_step_logs read;
+    tfl_status rs = tfl_step_logs_read(m, logs, &read);
+    if (rs != TFL_OK) return rs;
+    const tfl_step_logs *lg = &read;
     TFL_CHECK_RET(m->ctx, g->mode == TFL_NONFINITE_HALT || g->mode == TFL_NONFINITE_SKIP,
                   TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
                   "non-finite guard: mode %d is neither TFL_NONFINITE_HALT (0) nor "

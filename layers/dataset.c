@@ -31,6 +31,7 @@ struct tfl_dataset {
     int64_t *perm;          /* n indices when shuffling, else NULL */
     int shard_index;        /* this shard of every global batch (tfl_dataset_shard) */
     int shard_count;        /* 1: no sharding */
+    tfl__ds_upload *up;     /* batches for a device (dataset_upload.c), or NULL */
 };
 
 /* ---- store ------------------------------------------------------------------------------- */
@@ -254,6 +255,8 @@ void tfl_dataset_free(tfl_dataset *ds)
     tfl__host_free(ctx, ds->mean);
     tfl__host_free(ctx, ds->inv_std);
     tfl__host_free(ctx, ds->perm);
+    tfl__ds_upload_free(ds->up);
+    ds->up = NULL;
     tfl__obj_retire(ctx, &ds->obj); /* unlinks; the record stays readable: a second free is MISUSE */
 }
 
@@ -389,9 +392,24 @@ static void drop(tfl_ctx *ctx, tfl_tensor *t)
     if (tfl_frame_depth(ctx) == 0) tfl_tensor_release(t);
 }
 
+/* A new tensor on dev (the batch's device) holding host data, registered with the frame:
+ * tfl_tensor_new on a device other than the current scope's. */
+static tfl_tensor *tensor_on(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
+                             const int64_t *shape, const void *data)
+{
+    if (!tfl__check_new(ctx, "Dataset next", dtype, rank, shape)) return NULL;
+    tfl_tensor *t = tfl__tensor_empty(ctx, dev, dtype, rank, shape);
+    if (!t) return NULL;
+    size_t bytes = (size_t)t->numel * tfl_dtype_size(dtype);
+    if (tfl__dev_is_host(dev)) memcpy(tfl__data(t), data, bytes);
+    else if (tfl__dev_copy_host(dev, tfl__data(t), data, bytes, 0) != TFL_OK) return NULL;
+    return t;
+}
+
 /* The rest of tfl_dataset_next for a dataset of targets: b examples into buf (tx's data on
  * the host, else a host buffer of b * feat floats that this frees) and b * tdim targets. */
-static tfl_status next_targets(tfl_dataset *ds, int64_t lo, int64_t b, int64_t m,
+static tfl_status next_targets(tfl_dataset *ds, tfl__device *dev, int64_t lo, int64_t b,
+                               int64_t m,
                                tfl_tensor *tx, float *buf, bool on_host, tfl_tensor **x,
                                tfl_tensor **y)
 {
@@ -418,11 +436,11 @@ static tfl_status next_targets(tfl_dataset *ds, int64_t lo, int64_t b, int64_t m
     shape[0] = b;
     for (int i = 0; i < s->rank; i++) shape[i + 1] = s->shape[i];
     if (!on_host) {
-        tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, s->rank + 1, shape, buf);
+        tx = tensor_on(ctx, dev, TFL_DTYPE_FLOAT32, s->rank + 1, shape, buf);
         tfl__host_free(ctx, buf);
     }
     int64_t yshape[2] = {b, k};
-    tfl_tensor *ty = tx ? tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, s->trank + 1, yshape, tv) : NULL;
+    tfl_tensor *ty = tx ? tensor_on(ctx, dev, TFL_DTYPE_FLOAT32, s->trank + 1, yshape, tv) : NULL;
     tfl__host_free(ctx, tv);
     if (!tx || !ty) {
         drop(ctx, tx);
@@ -434,12 +452,52 @@ static tfl_status next_targets(tfl_dataset *ds, int64_t lo, int64_t b, int64_t m
     return TFL_OK;
 }
 
+/* The rest of tfl_dataset_next for a device with asynchronous uploads (dataset_upload.c):
+ * the batch assembled in the upload state's host buffer, then copied. */
+static tfl_status next_async(tfl_dataset *ds, tfl__device *dev, int64_t lo, int64_t b, int64_t m,
+                             const int64_t *shape, tfl_tensor **x, tfl_tensor **y)
+{
+    tfl_ctx *ctx = ds->ctx;
+    const tfl__ds_store *s = ds->store;
+    bool labels = y && s->y, targets = y && s->t;
+    size_t xbytes = (size_t)b * (size_t)s->feat * sizeof(float);
+    size_t yoff = tfl__ds_upload_offset(xbytes);
+    size_t ybytes = labels    ? (size_t)b * sizeof(int32_t)
+                    : targets ? (size_t)b * (size_t)s->tdim * sizeof(float)
+                              : 0;
+    char *buf = tfl__ds_upload_begin(ctx, &ds->up, dev, yoff + ybytes);
+    if (!buf) return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
+    for (int64_t k = 0; k < b; k++) {
+        int64_t i = lo + k;
+        int64_t ex = ds->begin + (ds->perm ? ds->perm[i] : i);
+        convert_example(ds, ex, (float *)(void *)buf + (size_t)k * (size_t)s->feat);
+        if (labels) ((int32_t *)(void *)(buf + yoff))[k] = s->y[ex];
+        if (targets)
+            memcpy(buf + yoff + (size_t)k * (size_t)s->tdim * sizeof(float),
+                   s->t + (size_t)ex * (size_t)s->tdim, (size_t)s->tdim * sizeof(float));
+    }
+    int64_t yshape[2] = {b, s->tdim};
+    tfl_status st = tfl__ds_upload_end(ds->up, s->rank + 1, shape,
+                                       labels ? TFL_DTYPE_INT32 : TFL_DTYPE_FLOAT32,
+                                       labels ? 1 : targets ? s->trank + 1 : 0, yshape, x, y);
+    if (st == TFL_OK) ds->pos += m;
+    return st;
+}
+
 tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
 {
     if (x) *x = NULL;
     if (y) *y = NULL;
     if (!ds) return TFL_INVALID_ARGUMENT;
     if (!alive(ds, "tfl_dataset_next")) return TFL_MISUSE;
+    return tfl__dataset_next_on(ds, tfl__current_device(ds->ctx), x, y);
+}
+
+tfl_status tfl__dataset_next_on(tfl_dataset *ds, tfl__device *dev, tfl_tensor **x,
+                                tfl_tensor **y)
+{
+    if (x) *x = NULL;
+    if (y) *y = NULL;
     tfl_ctx *ctx = ds->ctx;
     TFL_CHECK(ctx, x, TFL_INVALID_ARGUMENT, "Dataset next: x must not be NULL");
     int64_t left = ds->n - ds->pos;
@@ -456,7 +514,7 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
     int64_t shape[TFL_MAX_RANK];
     shape[0] = b;
     for (int i = 0; i < s->rank; i++) shape[i + 1] = s->shape[i];
-    tfl__device *dev = tfl__current_device(ctx);
+    if (tfl__ds_upload_wanted(dev)) return next_async(ds, dev, lo, b, m, shape, x, y);
     bool on_host = dev == tfl__cpu(ctx);
     float *buf = NULL;
     tfl_tensor *tx = NULL;
@@ -470,7 +528,7 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
         TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED,
                   "Dataset next: out of host memory for a batch (%zu bytes)", bytes);
     }
-    if (y && s->t) return next_targets(ds, lo, b, m, tx, buf, on_host, x, y);
+    if (y && s->t) return next_targets(ds, dev, lo, b, m, tx, buf, on_host, x, y);
     int32_t labels_small[256];
     int32_t *labels = NULL;
     if (y && s->y) {
@@ -490,11 +548,11 @@ tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
         if (labels) labels[k] = s->y[ex];
     }
     if (!on_host) {
-        tx = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, s->rank + 1, shape, buf);
+        tx = tensor_on(ctx, dev, TFL_DTYPE_FLOAT32, s->rank + 1, shape, buf);
         tfl__host_free(ctx, buf);
     }
     tfl_tensor *ty = NULL;
-    if (tx && labels) ty = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, &b, labels);
+    if (tx && labels) ty = tensor_on(ctx, dev, TFL_DTYPE_INT32, 1, &b, labels);
     if (labels && labels != labels_small) tfl__host_free(ctx, labels);
     if (!tx || (labels && !ty)) {
         drop(ctx, tx);

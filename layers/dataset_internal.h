@@ -62,6 +62,32 @@ bool tfl__dataset_opts_check(tfl_ctx *ctx, const char *who, const tfl_dataset_op
  * predict). */
 bool tfl__dataset_check(tfl_ctx *ctx, const tfl_dataset *ds, const char *who);
 
+/* uploads to a device (dataset_upload.c) */
+
+/** The upload state of one dataset: two host buffers and two device batches used in turn, a
+ * copy stream and its events (see dataset_upload.c). */
+typedef struct tfl__ds_upload tfl__ds_upload;
+/** Whether batches for dev go through an upload state: dev's memory is not the host's and
+ * it has copy_host_async. Otherwise the batch is made synchronously, as on the CPU. */
+bool tfl__ds_upload_wanted(const tfl__device *dev);
+/** Where the labels or targets start in the host buffer, after xbytes of features. */
+size_t tfl__ds_upload_offset(size_t xbytes);
+/** The host buffer (at least `bytes`) to assemble the next batch for dev in: x's floats,
+ * then at tfl__ds_upload_offset the labels or targets. Makes *up (or a new one when dev
+ * changed); waits for the copy that last read the buffer. NULL with the error kept. */
+void *tfl__ds_upload_begin(tfl_ctx *ctx, tfl__ds_upload **up, tfl__device *dev, size_t bytes);
+/** Copies the assembled batch to dev asynchronously: x float32 of xshape, and y (yrank 0:
+ * none) of ydt and yshape; *x and *y are new references registered with the innermost
+ * frame. */
+tfl_status tfl__ds_upload_end(tfl__ds_upload *up, int xrank, const int64_t *xshape,
+                              tfl_dtype ydt, int yrank, const int64_t *yshape, tfl_tensor **x,
+                              tfl_tensor **y);
+/** Waits for the copies in flight and frees everything (NULL: nothing). */
+void tfl__ds_upload_free(tfl__ds_upload *up);
+/** tfl_dataset_next with the batch made on dev (fit: the model's device). */
+tfl_status tfl__dataset_next_on(tfl_dataset *ds, tfl__device *dev, tfl_tensor **x,
+                                tfl_tensor **y);
+
 /* file helpers (dataset_io.c) */
 
 /** Opens path for reading through zlib (plain or gzip); NOT_FOUND / FAILED_PRECONDITION kept

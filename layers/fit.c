@@ -24,8 +24,9 @@ static double now_s(void)
 
 /* ---- one batch ---------------------------------------------------------------------------------- */
 
-/* Examples of the batch the model got right (see TFL_METRIC_ACCURACY); -1 on error. */
-static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tensor *y)
+/* Examples of the batch the model got right (see TFL_METRIC_ACCURACY), as a float64 scalar
+ * on the batch's device (frame-owned); NULL on error. */
+static tfl_tensor *correct_tensor(tfl_model *m, const tfl_tensor *pred, const tfl_tensor *y)
 {
     tfl_ctx *ctx = m->ctx;
     tfl_tensor *eq;
@@ -45,9 +46,26 @@ static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tens
                                 : tfl_argmax(ctx, y, -1);
         eq = tfl_equal(ctx, guess, truth);
     }
-    tfl_tensor *n = tfl_reduce_sum(ctx, tfl_cast(ctx, eq, TFL_DTYPE_FLOAT64), 0, NULL, false);
+    return tfl_reduce_sum(ctx, tfl_cast(ctx, eq, TFL_DTYPE_FLOAT64), 0, NULL, false);
+}
+
+/* correct_tensor read on the host; -1 on error. */
+static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tensor *y)
+{
+    tfl_tensor *n = correct_tensor(m, pred, y);
     double v;
     return n && tfl_tensor_get(n, 0, &v) == TFL_OK ? v : -1;
+}
+
+/* The device a batch goes to: the device scope's when one is open (as tfl_dataset_next),
+ * else the model's variables' once it has some (a GPU, by placement), else CPU:0. */
+static tfl__device *batch_device(tfl_model *m)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_tensor *v = NULL;
+    if (ctx->n_scopes == 0 && tfl_model_variables(m, TFL_VARS_ALL, &v, 1) >= 1 && v)
+        return tfl__tensor_device(v);
+    return tfl__current_device(ctx);
 }
 
 /* The trainable variables into m->train_vars (they exist once the model was called). */
@@ -113,10 +131,10 @@ static tfl_status empty_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
 
 /* One training step on (x, y), in the caller's frame: forward under a tape, gradients, the
  * callbacks' on_gradients, apply. Sets sl->loss and sl->skipped; adds the batch's loss sum
- * and correct count unless a hook skipped the step. */
+ * and correct count to fs unless a hook skipped the step: on the host, or on the device
+ * (fit_sums.c), where the loss stays unread (sl->loss_stale). */
 static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tensor *x,
-                             const tfl_tensor *y, tfl_step_logs *sl, double *loss_sum,
-                             double *correct)
+                             const tfl_tensor *y, tfl_step_logs *sl, tfl__fit_sums *fs)
 {
     tfl_ctx *ctx = m->ctx;
     tfl_tape *tape = tfl_tape_begin(ctx, 0);
@@ -130,7 +148,14 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
         st = tfl_tape_gradient(tape, loss, m->n_train_vars, (const tfl_tensor *const *)m->train_vars,
                                m->grads, 0);
     tfl_tape_free(tape);
-    if (st == TFL_OK) st = tfl_tensor_get(loss, 0, &sl->loss);
+    bool on_device = st == TFL_OK && tfl__fit_sums_on_device(fs, loss);
+    if (on_device) {
+        fs->loss = loss;
+        sl->loss = fs->last_loss;
+        sl->loss_stale = true;
+    } else if (st == TFL_OK) {
+        st = tfl_tensor_get(loss, 0, &sl->loss);
+    }
     if (st == TFL_OK && o->replicas) /* every replica reduces the same list: no NULL */
         for (int i = 0; i < m->n_train_vars && st == TFL_OK; i++)
             if (!m->grads[i] && !(m->grads[i] = tfl_zeros_like(ctx, m->train_vars[i])))
@@ -138,11 +163,17 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
     if (st == TFL_OK) st = hooks_and_apply(m, o, sl);
     if (st != TFL_OK || sl->skipped) return st;
     int64_t b = tfl_tensor_dim(per, 0);
-    *loss_sum += sl->loss * (double)b;
+    if (on_device) {
+        tfl_tensor *c = NULL;
+        if ((m->metrics & TFL_METRIC_ACCURACY) && !(c = correct_tensor(m, pred, y)))
+            return tfl_ctx_status(ctx);
+        return tfl__fit_sums_add(fs, loss, b, c);
+    }
+    fs->host_sum += sl->loss * (double)b;
     if (m->metrics & TFL_METRIC_ACCURACY) {
         double c = count_correct(m, pred, y);
         if (c < 0) return tfl_ctx_status(ctx);
-        *correct += c;
+        fs->host_correct += c;
     }
     return TFL_OK;
 }
@@ -218,19 +249,28 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
     if (r && (st = tfl_dataset_shard(data, r->index, r->count)) != TFL_OK) return st;
     double sum = 0, correct = 0;
     int64_t n = 0;
+    /* on a device that is not the host the sums stay there (added in the host's order and
+     * precision) and are read once at the end */
+    tfl_tensor *dsum = NULL, *dcorrect = NULL;
+    bool acc = (m->metrics & TFL_METRIC_ACCURACY) != 0;
     for (;;) {
         if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
-        st = tfl_dataset_next(data, &x, &y);
+        st = tfl__dataset_next_on(data, batch_device(m), &x, &y);
         if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard adds nothing */
             tfl_tensor *pred = tfl_model_call(m, x, false);
             tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
             tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
             double v = 0, c = 0;
-            st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
-            if (st == TFL_OK && (m->metrics & TFL_METRIC_ACCURACY) &&
-                (c = count_correct(m, pred, y)) < 0)
-                st = tfl_ctx_status(ctx);
+            if (s && !tfl__dev_is_host(tfl__tensor_device(s))) {
+                tfl_tensor *ct = acc ? correct_tensor(m, pred, y) : NULL;
+                st = acc && !ct ? tfl_ctx_status(ctx) : tfl__device_accumulate(ctx, &dsum, s);
+                if (st == TFL_OK && ct) st = tfl__device_accumulate(ctx, &dcorrect, ct);
+            } else {
+                st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
+                if (st == TFL_OK && acc && (c = count_correct(m, pred, y)) < 0)
+                    st = tfl_ctx_status(ctx);
+            }
             sum += v;
             correct += c;
             n += per ? tfl_tensor_dim(per, 0) : 0;
@@ -238,6 +278,17 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
         tfl_frame_pop(ctx);
         if (st != TFL_OK) break;
     }
+    if (st == TFL_OUT_OF_RANGE && dsum) { /* the host's sums (batches on the CPU) come after */
+        const tfl_tensor *t[2] = {dsum, dcorrect};
+        double d[2] = {0, 0};
+        if ((st = tfl__read_scalars(ctx, dcorrect ? 2 : 1, t, d)) == TFL_OK) {
+            sum += d[0];
+            correct += d[1];
+            st = TFL_OUT_OF_RANGE;
+        }
+    }
+    tfl_tensor_release(dsum);
+    tfl_tensor_release(dcorrect);
     if (r) tfl_dataset_shard(data, shard_index, shard_count); /* valid: it was the shard */
     if (st != TFL_OUT_OF_RANGE) return st;
     double v[3] = {sum, correct, (double)n};
@@ -282,7 +333,7 @@ tfl_tensor *tfl_model_predict(tfl_model *m, tfl_dataset *data, int64_t batch_siz
     while (st == TFL_OK && got < nb) {
         if ((st = tfl_frame_push(ctx)) != TFL_OK) break;
         tfl_tensor *x, *y;
-        st = tfl_dataset_next(data, &x, &y);
+        st = tfl__dataset_next_on(data, batch_device(m), &x, &y);
         if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard gives nothing */
             outs[got] = tfl_keep(tfl_model_call(m, x, false));
             st = outs[got] ? TFL_OK : tfl_ctx_status(ctx);
@@ -354,7 +405,8 @@ static void print_epoch(progress *p, const tfl_epoch_logs *lg)
 /* One epoch of steps. *step counts fit's steps; *stop is set when an on_step_end asked to
  * stop in the middle of the epoch (lg is then incomplete). */
 static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o,
-                            progress *p, tfl_epoch_logs *lg, int64_t *step, bool *stop)
+                            progress *p, tfl_epoch_logs *lg, int64_t *step, bool *stop,
+                            tfl__fit_sums *fs)
 {
     tfl_ctx *ctx = m->ctx;
     /* batching again every epoch: evaluating a validation set that is the training set
@@ -365,6 +417,7 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts
     if (st != TFL_OK) return st;
     int64_t batches = tfl_dataset_num_batches(train), batch = 0;
     double sum = 0, correct = 0, t0 = now_s();
+    tfl__fit_sums_epoch(fs, 0, 0);
     if (lg->epoch == o->initial_epoch && o->initial_batch > 0) { /* resuming mid-epoch */
         if ((st = tfl_dataset_seek(train, o->initial_batch)) != TFL_OK) return st;
         batch = o->initial_batch;
@@ -372,36 +425,49 @@ static tfl_status run_epoch(tfl_model *m, tfl_dataset *train, const tfl_fit_opts
             sum = o->initial_progress.loss_sum;
             correct = o->initial_progress.correct;
             lg->samples = o->initial_progress.samples;
+            tfl__fit_sums_epoch(fs, sum, correct);
         }
         lg->skipped_steps = o->initial_progress.skipped_steps;
     }
     while (!*stop) {
         if ((st = tfl_frame_push(ctx)) != TFL_OK) return st;
         tfl_tensor *x, *y;
-        st = tfl_dataset_next(train, &x, &y);
+        st = tfl__dataset_next_on(train, batch_device(m), &x, &y);
         if (st == TFL_OK) {
             tfl_step_logs sl = {.epoch = lg->epoch, .batch = batch, .batches = batches,
                                 .step = *step + 1, .samples = tfl_tensor_dim(x, 0), .loss = NAN};
-            st = sl.samples > 0 ? train_step(m, o, x, y, &sl, &sum, &correct)
-                                : empty_step(m, o, x, &sl);
+            fs->sl = &sl;
+            fs->loss = NULL;
+            fs->loss_read = false;
+            st = sl.samples > 0 ? train_step(m, o, x, y, &sl, fs) : empty_step(m, o, x, &sl);
             if (st == TFL_OK) {
                 if (sl.skipped) lg->skipped_steps++;
                 else lg->samples += sl.samples;
                 batch++;
                 (*step)++;
                 sl.seconds = now_s() - t0;
-                sl.progress = (tfl_epoch_progress){sum, correct, lg->samples, lg->skipped_steps};
+                sl.progress = (tfl_epoch_progress){fs->host_sum, fs->host_correct, lg->samples,
+                                                   lg->skipped_steps};
+                if (fs->on_device) { /* read on the steps of sync_every */
+                    sl.loss_stale = fs->dirty || (fs->loss && !fs->loss_read);
+                    if (sl.loss_stale && (!fs->ever_read || sl.step % fs->every == 0 ||
+                                          batch == batches))
+                        st = tfl__fit_sums_read(fs, &sl);
+                }
             }
             for (int i = 0; i < o->n_callbacks && st == TFL_OK; i++)
                 if (o->callbacks[i].on_step_end)
                     st = o->callbacks[i].on_step_end(m, &sl, o->callbacks[i].user, stop);
+            fs->sl = NULL;
         }
+        fs->loss = NULL;
         tfl_frame_pop(ctx);
         if (st == TFL_OUT_OF_RANGE) break;
         if (st != TFL_OK) return st;
         draw_bar(p, lg, batch, batches, now_s() - t0,
-                 lg->samples ? sum / (double)lg->samples : NAN);
+                 lg->samples ? fs->host_sum / (double)lg->samples : NAN);
     }
+    if ((st = tfl__fit_sums_end(fs, &sum, &correct)) != TFL_OK) return st;
     if (o->replicas) { /* the epoch's figures are the replicas' together */
         double v[3] = {sum, correct, (double)lg->samples};
         if ((st = reduce_sums(m, o->replicas, v, 3, "tfl_model_fit", "the epoch's sums")) != TFL_OK)
@@ -451,6 +517,9 @@ static tfl_status check_fit_opts(tfl_model *m, const tfl_fit_opts *o)
                   "%lld, %lld", m->name, (long long)o->initial_batch, (long long)o->initial_step,
                   (long long)o->initial_progress.samples,
                   (long long)o->initial_progress.skipped_steps);
+    TFL_CHECK_RET(ctx, o->sync_every >= 0, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                  "tfl_model_fit: %s: sync_every must be >= 0 (0: read the loss every step), "
+                  "got %lld", m->name, (long long)o->sync_every);
     TFL_CHECK_RET(ctx, o->n_callbacks >= 0 && (o->callbacks || !o->n_callbacks),
                   TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT, "tfl_model_fit: %s: %d callbacks "
                   "given without an array", m->name, o->n_callbacks);
@@ -500,11 +569,13 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
     tfl_epoch_logs lg = {0}, last = {0};
     bool stop = false, any = false;
     int64_t step = o.initial_step;
+    tfl__fit_sums fs = {.model = m, .every = o.sync_every};
+    m->running_fit = &fs;
     for (int e = o.initial_epoch; e < epochs && st == TFL_OK && !stop; e++) {
         lg = (tfl_epoch_logs){.epoch = e, .epochs = epochs, .loss = NAN, .accuracy = NAN,
                               .val_loss = NAN, .val_accuracy = NAN};
         if (p.out && p.tty) fprintf(p.out, "epoch %d/%d\n", e + 1, epochs);
-        if ((st = run_epoch(m, train, &o, &p, &lg, &step, &stop)) != TFL_OK || stop) break;
+        if ((st = run_epoch(m, train, &o, &p, &lg, &step, &stop, &fs)) != TFL_OK || stop) break;
         if (o.validation) {
             st = evaluate(m, o.validation, batch_or_default(o.batch_size), o.replicas,
                           "tfl_model_fit: validation", &lg.val_loss, &lg.val_accuracy);
@@ -526,6 +597,8 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
             tfl_status s = o.callbacks[i].on_train_end(m, any ? &last : NULL, o.callbacks[i].user);
             if (st == TFL_OK) st = s;
         }
+    m->running_fit = NULL;
+    tfl__fit_sums_free(&fs);
     if (o.replicas) tfl_dataset_shard(train, shard_index, shard_count);
     return st;
 }

@@ -46,6 +46,7 @@ struct tfl_model {
     tfl_tensor **train_vars;       /* scratch of fit: trainable variables and their grads */
     tfl_tensor **grads;
     int n_train_vars, cap_train_vars;
+    struct tfl__fit_sums *running_fit; /* fit's sums while it runs (fit_sums.c), else NULL */
 };
 
 /* liveness of the handles (a freed one records MISUSE naming `what`, see tfl__obj_check) */
@@ -90,5 +91,49 @@ tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
 tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 /** act(x) */
 tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x);
+
+/* fit_sums.c: the epoch's sums of fit, on the host or (tfl_fit_opts.sync_every) the device */
+
+/** The state of one fit: zero it, set `every` and `model`. */
+typedef struct tfl__fit_sums {
+    tfl_model *model;
+    int64_t every;          /* tfl_fit_opts.sync_every */
+    bool decided;           /* on_device is set (at the epoch's first trained step) */
+    bool on_device;         /* this epoch's sums are device tensors */
+    bool dirty;             /* steps were added since the last read */
+    bool ever_read;         /* a read happened in this fit */
+    bool loss_read;         /* the current step's loss was read */
+    tfl_tensor *sum, *correct; /* float64 scalars on the device (owned), or NULL */
+    tfl_tensor *loss;       /* the current step's mean loss, the step's frame's, or NULL */
+    tfl_tensor *bs[2];      /* batch sizes as float64 scalars on the device (owned) */
+    int64_t bv[2];
+    double host_sum, host_correct; /* on the host path: the sums; else at the last read */
+    double last_loss;       /* the last loss read */
+    tfl_step_logs *sl;      /* the current step's logs while its callbacks run */
+    int64_t reads;          /* host reads of figures in this fit */
+} tfl__fit_sums;
+
+/** A new epoch's sums, starting from sum0 and correct0 (a resumed epoch's). */
+void tfl__fit_sums_epoch(tfl__fit_sums *fs, double sum0, double correct0);
+/** Decides at the epoch's first trained step where its sums live: the device when `every` > 0
+ * and loss is on a device that is not the host's. */
+bool tfl__fit_sums_on_device(tfl__fit_sums *fs, const tfl_tensor *loss);
+/** Adds a trained step: mean loss `loss` of b examples and `correct` (a float64 scalar
+ * tensor, or NULL) into the device sums, with ops. */
+tfl_status tfl__fit_sums_add(tfl__fit_sums *fs, const tfl_tensor *loss, int64_t b,
+                             const tfl_tensor *correct);
+/** Reads the device sums (when the step is summed) and the step's loss into sl in one host
+ * read; sl->loss_stale becomes false. */
+tfl_status tfl__fit_sums_read(tfl__fit_sums *fs, tfl_step_logs *sl);
+/** The epoch's sums on the host (a last read when needed); the device sums are let go. */
+tfl_status tfl__fit_sums_end(tfl__fit_sums *fs, double *sum, double *correct);
+/** Releases what fs holds. */
+void tfl__fit_sums_free(tfl__fit_sums *fs);
+/** *acc = *acc + v cast to float64, as device tensors on v's device (evaluate's sums): *acc is
+ * owned, a float64 scalar made there holding 0 when NULL. */
+tfl_status tfl__device_accumulate(tfl_ctx *ctx, tfl_tensor **acc, const tfl_tensor *v);
+/** Reads n scalars (any device, any real dtype) into out as doubles, in one host read when
+ * they are on one device (a frame is pushed for the temporaries). */
+tfl_status tfl__read_scalars(tfl_ctx *ctx, int n, const tfl_tensor *const *t, double *out);
 
 #endif /* TFL_LAYERS_INTERNAL_H */

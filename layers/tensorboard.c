@@ -146,7 +146,6 @@ static tfl_status tb_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl
 
 static tfl_status tb_step(tfl_model *m, const tfl_step_logs *logs, void *user, bool *stop)
 {
-    (void)m;
     (void)stop;
     tfl_tensorboard *tb = user;
     if (!tb->train) return TFL_OK;
@@ -158,7 +157,9 @@ static tfl_status tb_step(tfl_model *m, const tfl_step_logs *logs, void *user, b
     tb->samples_since += logs->samples;
     int64_t g = tb->base + tb->last_step;
     if (!due(tb, g)) return TFL_OK;
-    tfl_status st = tfl_summary_scalar(tb->train, "step/loss", g, logs->loss);
+    tfl_step_logs read; /* the loss of a logged step: read when fit left it on the device */
+    tfl_status st = tfl_step_logs_read(m, logs, &read);
+    if (st == TFL_OK) st = tfl_summary_scalar(tb->train, "step/loss", g, read.loss);
     if (st == TFL_OK && !isnan(tb->learning_rate))
         st = tfl_summary_scalar(tb->train, "step/learning_rate", g, tb->learning_rate);
     if (st == TFL_OK && !isnan(tb->grad_norm))

@@ -400,12 +400,16 @@ static tfl_status sc_begin(tfl_model *m, void *user)
     return TFL_OK;
 }
 
-static tfl_status sc_step(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
+static tfl_status sc_step(tfl_model *m, const tfl_step_logs *logs, void *user, bool *stop)
 {
     tfl_step_checkpoint *c = user;
     bool req = c->request && *c->request;
-    bool due = c->every_steps > 0 && lg->step % c->every_steps == 0;
+    bool due = c->every_steps > 0 && logs->step % c->every_steps == 0;
     if (!req && !due) return TFL_OK;
+    tfl_step_logs read; /* the exact sums of the step saved, read if fit left them unread */
+    tfl_status rs = tfl_step_logs_read(m, logs, &read);
+    if (rs != TFL_OK) return rs;
+    const tfl_step_logs *lg = &read;
     tfl_train_state s = {lg->epoch,    lg->batch + 1,     lg->step,  c->shuffle_seed,
                          lg->progress, c->early_stopping, c->history};
     char path[4096];

@@ -105,10 +105,13 @@ static tfl_status ckpt_end(tfl_model *m, const tfl_epoch_logs *lg, void *user)
     (void)user;
     return cli_dist_writer() && saver.on_train_end ? saver.on_train_end(m, lg, saver.user) : TFL_OK;
 }
-static tfl_status ckpt_step_end(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
+static tfl_status ckpt_step_end(tfl_model *m, const tfl_step_logs *logs, void *user, bool *stop)
 {
     (void)user;
-    tfl_step_logs g = *lg;
+    tfl_step_logs g; /* the step's sums, read when fit left them on the device */
+    tfl_status rs = tfl_step_logs_read(m, logs, &g);
+    if (rs != TFL_OK) return rs;
+    const tfl_step_logs *lg = &g;
     double sums[3] = {lg->progress.loss_sum, lg->progress.correct, (double)lg->progress.samples};
     tfl_status st = tfl_comm_allreduce_doubles(train_comm, sums, 3);
     if (st != TFL_OK || !cli_dist_writer() || !saver.on_step_end) return st;

@@ -106,12 +106,16 @@ typedef struct run_state {
 
 static tfl_status on_step(tfl_model *m, const tfl_step_logs *lg, void *user, bool *stop)
 {
-    (void)m;
     run_state *r = user;
     r->steps = lg->step;
-    if (!r->quiet && !r->tty && r->log_interval > 0 && lg->step % r->log_interval == 0)
-        printf("epoch %d - batch %lld/%lld - step %lld - loss: %.4f\n", lg->epoch + 1,
-               (long long)lg->batch + 1, (long long)lg->batches, (long long)lg->step, lg->loss);
+    if (!r->quiet && !r->tty && r->log_interval > 0 && lg->step % r->log_interval == 0) {
+        tfl_step_logs read; /* fit syncs on these steps (sync_every): no extra read */
+        tfl_status st = tfl_step_logs_read(m, lg, &read);
+        if (st != TFL_OK) return st;
+        printf("epoch %d - batch %lld/%lld - step %lld - loss: %.4f\n", read.epoch + 1,
+               (long long)read.batch + 1, (long long)read.batches, (long long)read.step,
+               read.loss);
+    }
     if (cli_interrupted) {
         *stop = true;
         r->stopped_epoch = lg->epoch;
@@ -214,7 +218,8 @@ typedef struct changes {
  * Compares the config with the one the run was trained with: the newest checkpoint's
  * "tapeflow.config" (what its state was trained with), else the run directory's config.yaml.
  * Shows every changed key; refuses (CLI_USAGE, nothing written) when a key other than
- * training.epochs, logging.* and checkpoint.* changed, unless --allow-config-change.
+ * training.epochs, training.sync_every, logging.* and checkpoint.* changed, unless
+ * --allow-config-change.
  */
 static int compare_configs(run *r, const cli_args *a, const char *ckpt, const char *was,
                            const char *yaml_path, changes *out)
@@ -247,8 +252,8 @@ static int compare_configs(run *r, const cli_args *a, const char *ckpt, const ch
     }
     if (fixed > 0 && !a->allow_config_change) {
         cli_error("refusing to continue this run: %lld changed key%s change%s what is trained; "
-                  "a run continues with changes to training.epochs, logging.* and checkpoint.* "
-                  "only. Pass --allow-config-change to continue anyway, or give another "
+                  "a run continues with changes to training.epochs, training.sync_every, "
+                  "logging.* and checkpoint.* only. Pass --allow-config-change to continue anyway, or give another "
                   "--run-dir; nothing was written",
                   (long long)fixed, fixed == 1 ? "" : "s", fixed == 1 ? "s" : "");
         return CLI_USAGE;

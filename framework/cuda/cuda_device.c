@@ -83,9 +83,22 @@ static tfl_status cu_copy_device(tfl__device *dev, tfl__stream *stream, void *ds
         "cudaMemcpyAsync (device to device)");
 }
 
+/* Whether p is page-locked host memory (cu_host_alloc's): copied from directly. */
+static bool is_pinned(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 /* Host -> device copies up to the staging size go through pinned memory and return before
- * the copy is done (the caller's buffer is free at once); larger ones and device -> host
- * copies are cudaMemcpyAsync from pageable memory, which CUDA stages itself. */
+ * the copy is done (the caller's buffer is free at once), unless the source is pinned
+ * already (host_alloc's: the caller keeps it unchanged until the copy is done); larger ones
+ * and device -> host copies are cudaMemcpyAsync from the caller's memory (pageable memory
+ * CUDA stages itself). */
 static tfl_status cu_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
                                      const void *src, size_t bytes, int to_host)
 {
@@ -93,7 +106,7 @@ static tfl_status cu_copy_host_async(tfl__device *dev, tfl__stream *stream, void
     cudaStream_t s = stream_of(dev, stream);
     if (bytes == 0) return TFL_OK;
     TFL_TRY(use(dev));
-    if (!to_host && cu->staging && bytes <= TFL_CUDA_STAGING_BYTES) {
+    if (!to_host && cu->staging && bytes <= TFL_CUDA_STAGING_BYTES && !is_pinned(src)) {
         TFL_TRY(
             tfl__cuda_check(dev, cudaEventSynchronize(cu->staging_done), "cudaEventSynchronize"));
         memcpy(cu->staging, src, bytes);
@@ -189,6 +202,25 @@ static void cu_describe(tfl__device *dev, char *buf, size_t size)
     snprintf(buf, size, "%s, compute capability %d.%d", cu->gpu_name, cu->cc_major, cu->cc_minor);
 }
 
+/* ---- pinned host memory (the dataset's upload buffers) ------------------------------------- */
+
+static void *cu_host_alloc(tfl__device *dev, size_t bytes)
+{
+    void *p = NULL;
+    if (use(dev) != TFL_OK) return NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL; /* page-aligned when it succeeds, >= TFL_ALIGN */
+    }
+    return p;
+}
+
+static void cu_host_free(tfl__device *dev, void *ptr)
+{
+    if (use(dev) == TFL_OK) (void)cudaFreeHost(ptr); /* waits for copies still reading it */
+    (void)cudaGetLastError();
+}
+
 /* ---- native handles, for dist/'s NCCL path (the device table's last slots) ------------------ */
 
 static int cu_native_ordinal(const tfl__device *dev)
@@ -231,6 +263,8 @@ static const tfl__device_ops cuda_ops = {
     .native_ordinal = cu_native_ordinal,
     .make_current = cu_make_current,
     .native_stream = cu_native_stream,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
 };
 
 /* ---- index-check word ------------------------------------------------------------------------ */

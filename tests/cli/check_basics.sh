@@ -50,6 +50,13 @@ run 0 train "$xor" --set training.epochs=150 --run-dir r1 && has out.txt "accura
 has r1/metrics.csv "epoch,loss,accuracy"
 cmp -s <(tail -n +2 r1/config.yaml) <("$TAPEFLOW" config "$xor" --set training.epochs=150 | tail -n +2) ||
   fail "r1/config.yaml is not the resolved config"
+# training.device, deterministic and sync_every: accepted, and on the CPU the same figures
+run 0 train "$xor" --set training.epochs=150 --set training.device=CPU:0 \
+  --set training.deterministic=true --set training.sync_every=3 --run-dir rdev &&
+  has out.txt "accuracy: 1.0000" && has rdev/config.yaml "deterministic: true" &&
+  has rdev/config.yaml "sync_every: 3"
+cmp -s <(cut -d, -f1-5 r1/metrics.csv) <(cut -d, -f1-5 rdev/metrics.csv) ||
+  fail "training.device CPU:0, deterministic and sync_every changed the CPU's figures"
 run 0 train "$xor" --set training.epochs=150 --run-dir r1 --quiet
 [ ! -s out.txt ] || fail "--quiet printed: $(head -2 out.txt)"
 # eval and predict restore the newest checkpoint of the run directory

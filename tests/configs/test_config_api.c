@@ -429,6 +429,53 @@ static void test_invalid_config_builds_nothing(void **state)
     assert_null(tfl_config_diag_at(NULL, 0));
 }
 
+/* training.deterministic reaches the context; training.sync_every the fit options, its null
+ * default the gcd of the intervals logging and step checkpoints act on. */
+static void test_device_keys(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    static const struct {
+        const char *sets[3];
+        int64_t want;
+    } cases[] = {
+        {{"training.sync_every=7"}, 7},
+        {{"training.sync_every=0"}, 0},
+        {{NULL}, 50}, /* logging.every_steps' default */
+        {{"logging.log_interval=20", "logging.every_steps=50"}, 10},
+        {{"logging.every_steps=12", "checkpoint.every_steps=18"}, 6},
+        {{"logging.every_steps=0"}, INT64_MAX}, /* nothing logs: the epochs' ends */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = 0;
+        while (n < 3 && cases[i].sets[n]) n++;
+        tfl_config *cfg = parse_with(f->ctx, BASE_YAML, cases[i].sets, n, &st);
+        assert_int_equal(st, TFL_OK);
+        tfl_fit_opts fo;
+        assert_int_equal(tfl_config_fit_opts(cfg, NULL, &fo), TFL_OK);
+        assert_int_equal(fo.sync_every, cases[i].want);
+        tfl_config_free(cfg);
+    }
+    const char *bad[] = {"training.sync_every=-1"};
+    tfl_config *cfg = parse_with(f->ctx, BASE_YAML, bad, 1, &st);
+    assert_int_not_equal(st, TFL_OK);
+    find_diag(cfg, "sync_every");
+    tfl_config_free(cfg);
+    tfl_ctx_clear_error(f->ctx);
+
+    assert_false(tfl_ctx_deterministic(f->ctx));
+    const char *det[] = {"training.deterministic=true"};
+    cfg = parse_with(f->ctx, BASE_YAML, det, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_true(tfl_ctx_deterministic(f->ctx));
+    tfl_config_free(cfg);
+    cfg = parse_text(f->ctx, BASE_YAML, &st); /* false by default, and applied as such */
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_false(tfl_ctx_deterministic(f->ctx));
+    tfl_config_free(cfg);
+}
+
 static void test_schema_markdown(void **state)
 {
     fixture *f = *state;
@@ -469,6 +516,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_datasets_split_standardize_and_errors, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_invalid_config_builds_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_markdown, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

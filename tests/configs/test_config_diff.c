@@ -193,6 +193,8 @@ static void test_resumable_keys(void **state)
     assert_true(tfl_config_key_resumable("training.epochs"));
     assert_true(tfl_config_key_resumable("logging.log_interval"));
     assert_true(tfl_config_key_resumable("checkpoint.every"));
+    assert_true(tfl_config_key_resumable("training.sync_every")); /* when the host reads */
+    assert_false(tfl_config_key_resumable("training.deterministic"));
     assert_false(tfl_config_key_resumable("training.batch_size"));
     assert_false(tfl_config_key_resumable("training.seed"));
     assert_false(tfl_config_key_resumable("optimizer.learning_rate"));

@@ -166,7 +166,27 @@ typedef struct tfl_step_logs {
     bool skipped;          /* a gradient hook skipped it: variables and slots are untouched */
     tfl_epoch_progress progress; /* the epoch's sums after this step (on_step_end); with
                                     replicas, this replica's (see tfl_fit_opts.replicas) */
+    /* True when fit did not read this step's figures from the device (tfl_fit_opts.sync_every):
+     * then `loss` and progress.loss_sum / progress.correct hold the values of the last read
+     * (an earlier step's, finite unless that loss was not), and tfl_step_logs_read gives the
+     * step's own. samples, progress.samples and progress.skipped_steps are always exact.
+     * False (every step on the CPU, and with sync_every 0): the figures are this step's.
+     * Stale rather than known, so that logs a caller builds zeroed mean "known" as before. */
+    bool loss_stale;
 } tfl_step_logs;
+
+/**
+ * From a callback of a running fit: *out is *logs with this step's loss and progress sums,
+ * read from the device now when logs->loss_stale (one host synchronisation; fit keeps what
+ * it read, so later calls and later callbacks of the same step see it without a new read).
+ * In on_gradients the loss is read; the sums are the epoch's after the step, in on_step_end.
+ * A logs that is not stale is copied as it is. A callback that needs the figures of every
+ * step it acts on (a checkpoint it saves, a scalar it writes) calls this on those steps only.
+ * Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION when logs->loss_stale and logs is not
+ * the current step of a fit of this model (the values are gone), a read's error.
+ */
+TFL_API tfl_status tfl_step_logs_read(tfl_model *model, const tfl_step_logs *logs,
+                                      tfl_step_logs *out);
 
 /**
  * A callback: any function may be NULL. Return TFL_OK to go on; any other status stops fit
@@ -274,6 +294,18 @@ typedef struct tfl_fit_opts {
      *    `tapeflow` program aborts it through MPI).
      */
     const tfl_replicas *replicas;
+    /* Host reads of the figures when the model lives on a device whose memory is not the
+     * host's (a GPU): 0 reads the step's loss every step, as on the CPU (every step then
+     * waits for the device). n > 0 keeps the epoch's loss sum and correct count on the device
+     * (added with ops, in the order and precision of the host's sums, so the figures are the
+     * same bit for bit) and reads them, with the step's loss, once every n steps: on the
+     * steps whose tfl_step_logs.step is a multiple of n, the first step of the fit and the
+     * last of every epoch; between those steps tfl_step_logs.loss_stale is true (see
+     * tfl_step_logs_read). Ignored on a host device (the CPU), where reading costs nothing.
+     * Callbacks that read figures on other steps (the non-finite guard, event files, step
+     * checkpoints) read them with tfl_step_logs_read, at a synchronisation each.
+     * Must be >= 0. */
+    int64_t sync_every;
 } tfl_fit_opts;
 
 /** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
@@ -288,7 +320,10 @@ typedef struct tfl_history {
  * data.h's tfl_label_kind), epoch after epoch. The
  * dataset's batch size and order are set from opts at the start of every epoch. The
  * variables are built on the first batch. The validation data is checked (labels, example
- * shape) before any step.
+ * shape) before any step. Batches go to the device scope's device, else to the model's
+ * variables' device once they exist (a GPU, by placement); to a device that copies
+ * asynchronously they are uploaded from two pinned buffers on a copy stream, overlapped with
+ * the previous step's compute (the same values as tfl_dataset_next's).
  * Returns: TFL_OK (also when early stopping ends it), or the first error: a step's
  * (INVALID_ARGUMENT for labels that do not fit the loss, ...), a callback's status, or
  * FAILED_PRECONDITION when the model has no optimizer or loss, or INVALID_ARGUMENT for
@@ -308,6 +343,9 @@ TFL_API tfl_status tfl_model_fit(tfl_model *model, tfl_dataset *train, const tfl
 /**
  * Mean loss and accuracy over `data` in inference mode (batches of batch_size, 0: TFL_DEFAULT_BATCH_SIZE, in
  * order: this sets data's batching, as tfl_dataset_batch does). loss/accuracy may be NULL; accuracy is NaN without TFL_METRIC_ACCURACY.
+ * The batches go to the device scope's device, else to the model's variables' device (as in
+ * fit and predict); on a device whose memory is not the host's the sums stay there and the
+ * host reads them once, at the end (the same bits as sums read batch by batch).
  * Errors: FAILED_PRECONDITION (no loss compiled), the steps' errors.
  */
 TFL_API tfl_status tfl_model_evaluate(tfl_model *model, tfl_dataset *data, int64_t batch_size,
@@ -392,7 +430,9 @@ TFL_API tfl_callback tfl_checkpoint_callback(tfl_checkpoint_hook *hook);
  * with INVALID_ARGUMENT naming the step, the epoch and batch (1-based) and the first
  * variable whose gradient is not finite, with every variable and slot as the last good
  * step left them; SKIP leaves variables, slots and the step counter untouched for that step
- * and counts it (here and in the epoch's logs, skipped_steps).
+ * and counts it (here and in the epoch's logs, skipped_steps). A loss fit left on the device
+ * (tfl_fit_opts.sync_every) is read (tfl_step_logs_read): the norm's read synchronises the
+ * step anyway, so the guard costs one synchronisation a step with or without sync_every.
  */
 typedef enum tfl_nonfinite_mode {
     TFL_NONFINITE_HALT = 0,
@@ -428,8 +468,10 @@ TFL_API tfl_callback tfl_nonfinite_guard_callback(tfl_nonfinite_guard *guard);
  *    trainable variable, and "gradients/<variable>" at the epoch's last step; both writers
  *    are flushed;
  *  - at train end: both writers closed (flushed).
- * logdir NULL disables it: nothing is made or written. Errors: the writers' (a directory that
- * cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
+ * logdir NULL disables it: nothing is made or written. A loss fit left on the device
+ * (tfl_fit_opts.sync_every) is read on the logged steps only (tfl_step_logs_read; with
+ * sync_every dividing every_steps, those are fit's own reads). Errors: the writers' (a
+ * directory that cannot be made, a failed write), INVALID_ARGUMENT for every_steps < 0.
  */
 typedef struct tfl_tensorboard {
     const char *logdir;            /* NULL: disabled */

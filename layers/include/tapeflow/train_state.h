@@ -83,7 +83,8 @@ TFL_API tfl_fit_opts tfl_fit_opts_resume(tfl_fit_opts opts, const tfl_train_stat
  * which *request became nonzero (an application's SIGINT/SIGTERM handler sets it), saves a
  * training checkpoint through the manager (tfl_ckpt_manager_path, tfl_train_state_save,
  * tfl_ckpt_manager_commit). After a requested save *request is cleared and, with
- * stop_on_request, fit stops there (in the middle of the epoch).
+ * stop_on_request, fit stops there (in the middle of the epoch). The saved progress is the
+ * step's exact sums: read from the device when fit left them there (tfl_step_logs_read).
  */
 typedef struct tfl_step_checkpoint {
     tfl_ckpt_manager *manager;      /* required */
