@@ -12,6 +12,11 @@
  * tfl__opt_clip_scales's formula, and the apply kernels read each tensor's scale through
  * tfl__opt_tensor.gscale_at. optim/apply.c takes that path when every gradient of the apply
  * is on one such device; otherwise (the CPU, mixed devices) sumsq gives the sums to the host.
+ *
+ * The step counters stay on the host (int64 scalars on CPU:0 that optim/ owns): the schedule,
+ * Adam's bias corrections and every other step-dependent scalar are computed there in double
+ * and passed to the kernels by value, which needs no synchronisation since no device value is
+ * read (framework/cuda/README.md says what a device counter would take).
  */
 #ifndef TFL_OPT_KERNELS_H
 #define TFL_OPT_KERNELS_H
