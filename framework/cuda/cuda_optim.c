@@ -140,7 +140,8 @@ static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype 
         int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
         for (int i = 0; i < m; i++)
             to_cu(&ct[i], &t[done + i], &none);
-        TFL_TRY(tfl__cuda_check(dev, tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
+        TFL_TRY(tfl__cuda_check(dev,
+                                tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
                                 "the sum of squares kernel"));
     }
     return TFL_OK;
@@ -150,9 +151,9 @@ static tfl_status cu_opt_clip_scales_device(tfl_ctx *ctx, tfl__device *dev, int 
                                             const tfl__opt_clip *clip)
 {
     (void)ctx;
-    return tfl__cuda_check(dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable,
-                                                      clip->tf, opt_stream(dev)),
-                           "the gradient clipping kernel");
+    return tfl__cuda_check(
+        dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf, opt_stream(dev)),
+        "the gradient clipping kernel");
 }
 
 const tfl__opt_kernels tfl__cuda_opt_kernels = {
