@@ -218,9 +218,9 @@ static void adam_scales(const tfl_optimizer_opts *o, double lr, int64_t step, do
 static tfl_status clip_scales(tfl_optimizer *opt, int n)
 {
     const tfl_optimizer_opts *o = &opt->opts;
-    double c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm;
-    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
-    double total = 0;
+    tfl__opt_clip clip = {.c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm,
+                          .per_variable = o->clip_norm > 0,
+                          .tf = o->formula == TFL_FORMULA_TENSORFLOW};
     /* one call per run of gradients on the same device with the same dtype (a GPU's
      * kernels reduce a run in a few launches and one copy back) */
     for (int i = 0, j; i < n; i = j) {
@@ -231,13 +231,50 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
         TFL_TRY(tfl__opt_kernels_for(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, j - i,
                                                  &opt->list[i], &opt->norms[i]));
     }
+    tfl__opt_clip_scales(&clip, n, opt->norms, opt->norms);
     for (int i = 0; i < n; i++)
-        total += opt->norms[i];
-    for (int i = 0; i < n; i++) {
-        double norm = sqrt(o->clip_norm > 0 ? opt->norms[i] : total);
-        double scale = tf ? c / (norm > c ? norm : c) : c / (norm + 1e-6);
-        opt->list[i].gscale = scale < 1.0 ? scale : 1.0;
+        opt->list[i].gscale = opt->norms[i];
+    return TFL_OK;
+}
+
+/* The device of every live gradient when they share one whose kernels clip on the device
+ * (sumsq_device, clip_scales_device); NULL otherwise (the host computes the scales). */
+static tfl__device *clip_device(const tfl_optimizer *opt, int n)
+{
+    if (n <= 0) return NULL;
+    tfl__device *dev = tfl__tensor_device(opt->grads[0]);
+    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    if (!k->sumsq_device || !k->clip_scales_device) return NULL;
+    for (int i = 1; i < n; i++)
+        if (tfl__tensor_device(opt->grads[i]) != dev) return NULL;
+    return dev;
+}
+
+/* clip_scales on the device: the sums of squares go into a buffer of n doubles from the
+ * device's caching allocator, the device turns them into the scales in place, and each
+ * tensor's kernel reads its own (list[i].gscale_at); the host reads nothing and waits for
+ * nothing. The buffer is returned by run_clipped once the updates are enqueued (the
+ * allocator hands blocks on in the device's stream order). */
+static tfl_status clip_scales_on(tfl_optimizer *opt, tfl__device *dev, int n, double **buf,
+                                 size_t *got)
+{
+    const tfl_optimizer_opts *o = &opt->opts;
+    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    tfl__opt_clip clip = {.c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm,
+                          .per_variable = o->clip_norm > 0,
+                          .tf = o->formula == TFL_FORMULA_TENSORFLOW};
+    double *sums = tfl__allocator_get(&dev->alloc, (size_t)n * sizeof(double), got);
+    if (!sums) return opt->ctx->err_code;
+    *buf = sums;
+    for (int i = 0, j; i < n; i = j) { /* one call per run of the same dtype */
+        tfl_dtype dt = (tfl_dtype)opt->grads[i]->dtype;
+        for (j = i + 1; j < n; j++)
+            if (opt->grads[j]->dtype != dt) break;
+        TFL_TRY(k->sumsq_device(opt->ctx, dev, dt, j - i, &opt->list[i], sums + i));
     }
+    TFL_TRY(k->clip_scales_device(opt->ctx, dev, n, sums, &clip));
+    for (int i = 0; i < n; i++)
+        opt->list[i].gscale_at = sums + i; /* travels with the tensor when run_groups sorts */
     return TFL_OK;
 }
 
@@ -371,9 +408,15 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     tfl__opt_hyper h;
     make_hyper(opt, *step, &h);
     tfl_status st = prepare(opt, n, vars, grads, &h, *step, &live);
-    if (st == TFL_OK && (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0))
-        st = clip_scales(opt, live);
+    double *dev_scales = NULL; /* the device path's buffer of scales (clip_scales_on) */
+    size_t dev_got = 0;
+    tfl__device *cdev = NULL;
+    if (st == TFL_OK && (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0)) {
+        cdev = clip_device(opt, live);
+        st = cdev ? clip_scales_on(opt, cdev, live, &dev_scales, &dev_got) : clip_scales(opt, live);
+    }
     if (st == TFL_OK) st = run_groups(opt, live, &h);
+    if (dev_scales) tfl__allocator_put(&cdev->alloc, dev_scales, dev_got);
     if (st == TFL_OK) {
         ++*(int64_t *)tfl__data(opt->iterations); /* prepare may have moved it (copy-on-write) */
         for (int i = 0; i < live; i++) {

@@ -33,7 +33,8 @@ typedef void (*chunk_fn)(const tfl__opt_tensor *t, int64_t lo, int64_t hi, const
 #define COMMON(T)                                                                                  \
     T *restrict p = (T *)t->p;                                                                     \
     const T *restrict g = (const T *)t->g;                                                         \
-    const T gs = (T)t->gscale, clip = (T)h->clip, l2 = (T)h->l2, decay = (T)h->decay
+    const T gs = (T)(t->gscale_at ? *t->gscale_at : t->gscale), clip = (T)h->clip,             \
+            l2 = (T)h->l2, decay = (T)h->decay
 
 /* ---- SGD ------------------------------------------------------------------------------------ */
 
@@ -285,5 +286,10 @@ static tfl_status cpu_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
     return TFL_OK;
 }
 
-const tfl__opt_kernels tfl__cpu_opt_kernels = {cpu_apply, cpu_sumsq,
-                                               TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
+/* No sumsq_device / clip_scales_device: the CPU's memory is the host's, so optim/apply.c
+ * computes the clipping scales on the host, which costs no synchronisation here. */
+const tfl__opt_kernels tfl__cpu_opt_kernels = {
+    .apply = cpu_apply,
+    .sumsq = cpu_sumsq,
+    .dtypes = TFL_DT(FLOAT32) | TFL_DT(FLOAT64),
+};

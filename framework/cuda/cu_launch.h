@@ -110,6 +110,8 @@ typedef struct tflcu_opt_tensor {
     void *s[3];
     int64_t n;
     double gscale, a, b, mu, cg;
+    const double *gscale_at; /* non-NULL: the scale is this device double (clipping on the
+                                device: tflcu_opt_clip_scales), gscale unused */
 } tflcu_opt_tensor;
 
 /* the scalars of one apply (framework/opt_kernels.h's tfl__opt_hyper, flattened) */
@@ -135,6 +137,11 @@ int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t, const tflcu_opt
  * (a fixed tree per tensor, no atomics). */
 int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial, double *out,
                     void *stream);
+/* In place on the device, sums[0..n) (sums of squares) become the gradient scales of
+ * framework/opt_kernels.h's tfl__opt_clip_scales: total = the sum of sums[] in index order,
+ * norm = sqrt(per_variable ? sums[i] : total), s = tf ? c / max(norm, c) : c / (norm + 1e-6),
+ * scale = s < 1 ? s : 1, in double with IEEE operations. One block, no host wait. */
+int tflcu_opt_clip_scales(int n, double *sums, double c, int per_variable, int tf, void *stream);
 
 /* convolutions (k_conv.cu; the host side is cuda_conv.c): the geometry of one Conv2D, input
  * (n, h, w, c) NHWC, filter (kh, kw, c, f) HWIO, output (n, oh, ow, f); strides sh, sw,

@@ -5,8 +5,9 @@
  * kernel parameters). sumsq, whose interface gives the sums to the host in double, reduces
  * on the device into a small device buffer (partial sums per block, then one sum per
  * tensor in a fixed tree) and copies back TFLCU_OPT_SUMSQ_OUT sums at a time: one
- * synchronisation per call for up to that many tensors (optim/apply.c calls it once per
- * run of gradients on the same device and dtype).
+ * synchronisation per call for up to that many tensors (tfl_global_norm, and optim/apply.c
+ * when the gradients are on several devices). sumsq_device and clip_scales_device keep the
+ * sums and the scales on the device for optim/apply.c's clipping: no synchronisation.
  */
 #include "cuda_internal.h"
 #include "opt_kernels.h"
@@ -28,6 +29,7 @@ static void to_cu(tflcu_opt_tensor *o, const tfl__opt_tensor *t, const tfl__opt_
         o->s[s] = t->s[s];
     o->n = t->n;
     o->gscale = t->gscale;
+    o->gscale_at = t->gscale_at;
     o->a = t->a;
     o->b = t->b;
     bool first = h->kind == TFL__OPT_SGD && t->first;
@@ -120,5 +122,44 @@ static tfl_status cu_opt_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, 
     return TFL_OK;
 }
 
-const tfl__opt_kernels tfl__cuda_opt_kernels = {cu_opt_apply, cu_opt_sumsq,
-                                                TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
+/* sumsq into device memory (sums: n doubles of the device, from its caching allocator):
+ * the same kernels, no copy back, no wait */
+static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
+                                      const tfl__opt_tensor *t, double *sums)
+{
+    TFL_CHECK(ctx, dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, TFL_INTERNAL,
+              "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
+              tfl_dtype_name(dtype));
+    if (n <= 0) return TFL_OK;
+    void *stream = opt_stream(dev);
+    double *partial = scratch(dev);
+    if (!partial) return ctx->err_code;
+    tfl__opt_hyper none = {0};
+    for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
+        tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
+        int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
+        for (int i = 0; i < m; i++)
+            to_cu(&ct[i], &t[done + i], &none);
+        TFL_TRY(tfl__cuda_check(dev,
+                                tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
+                                "the sum of squares kernel"));
+    }
+    return TFL_OK;
+}
+
+static tfl_status cu_opt_clip_scales_device(tfl_ctx *ctx, tfl__device *dev, int n, double *sums,
+                                            const tfl__opt_clip *clip)
+{
+    (void)ctx;
+    return tfl__cuda_check(
+        dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf, opt_stream(dev)),
+        "the gradient clipping kernel");
+}
+
+const tfl__opt_kernels tfl__cuda_opt_kernels = {
+    .apply = cu_opt_apply,
+    .sumsq = cu_opt_sumsq,
+    .dtypes = TFL_DT(FLOAT32) | TFL_DT(FLOAT64),
+    .sumsq_device = cu_opt_sumsq_device,
+    .clip_scales_device = cu_opt_clip_scales_device,
+};

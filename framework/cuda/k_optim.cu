@@ -67,7 +67,8 @@ template <typename T, int KIND> __global__ void opt_apply(const chunk c, const t
     T *p = (T *)t.p;
     const T *g = (const T *)t.g;
     T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
-    const T gs = (T)t.gscale, clip = (T)h.clip, l2 = (T)h.l2, decay = (T)h.decay;
+    const T gs = (T)(t.gscale_at ? *t.gscale_at : t.gscale), clip = (T)h.clip, l2 = (T)h.l2,
+            decay = (T)h.decay;
     const T lr = (T)h.lr, mu = (T)t.mu, cg = (T)t.cg, sb = (T)h.sb, sg = (T)h.sg;
     const T c1 = (T)h.c1, c2 = (T)h.c2, a = (T)t.a, bb = (T)t.b, eps = (T)h.eps;
     const T rho = (T)h.rho, k1 = (T)h.k1, k2 = (T)h.k2;
@@ -162,6 +163,26 @@ __global__ void sumsq_final(const chunk c, const double *partial, double *out)
     if (threadIdx.x == 0) out[ti] = s;
 }
 
+/* the gradient scales of clipping by norm, in place (tflcu_opt_clip_scales): thread 0 sums
+ * in index order as the host does, then every thread scales its tensors */
+__global__ void clip_scales_k(int n, double *s, double c, int per_variable, int tf)
+{
+    __shared__ double total;
+    if (threadIdx.x == 0) {
+        double acc = 0;
+        for (int i = 0; i < n; i++)
+            acc = __dadd_rn(acc, s[i]);
+        total = acc;
+    }
+    __syncthreads();
+    for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x) {
+        double norm = __dsqrt_rn(per_variable ? s[i] : total);
+        double d = tf ? (norm > c ? norm : c) : __dadd_rn(norm, 1e-6);
+        double sc = __ddiv_rn(c, d);
+        s[i] = sc < 1.0 ? sc : 1.0; /* NaN: 1, as on the host */
+    }
+}
+
 /* the chunk of t[0 .. n) (n <= TFLCU_OPT_CHUNK): blocks per tensor for n elements, at most cap */
 void fill_chunk(chunk *c, int n, const tflcu_opt_tensor *t, int64_t cap)
 {
@@ -239,5 +260,13 @@ extern "C" int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, doub
         if (err) return err;
     }
     sumsq_final<<<(unsigned)n, OPT_THREADS, 0, s>>>(c, partial, out);
+    return tflcu_status();
+}
+
+extern "C" int tflcu_opt_clip_scales(int n, double *sums, double c, int per_variable, int tf,
+                                     void *stream)
+{
+    if (n <= 0) return 0;
+    clip_scales_k<<<1, OPT_THREADS, 0, (cudaStream_t)stream>>>(n, sums, c, per_variable, tf);
     return tflcu_status();
 }

@@ -2,8 +2,9 @@
  * tests/backend/test_backend_optim.c: the optimizer trajectories of the cross-backend harness.
  * Every optimizer kind and variant (SGD plain, momentum with weight decay, Nesterov; Adam,
  * Adam with amsgrad, AdamW; RMSprop plain, centered with momentum; Adagrad) under both
- * formula families (TENSORFLOW, PYTORCH), without clipping and with global-norm clipping
- * (active: the gradients' norm is well above the bound), in float32 (and a float64 subset),
+ * formula families (TENSORFLOW, PYTORCH), without clipping, with global-norm clipping
+ * (active: the gradients' norm is well above the bound) and with per-variable norm clipping
+ * (clip_norm: active on two variables of four), in float32 (and a float64 subset),
  * runs 100 steps on four variables of 1, 7, 1000 and 4099 elements, one optimizer on CPU:0
  * (the reference) and one on the device under test, fed the same gradients. After every step
  * every variable is compared with its reference.
@@ -17,7 +18,13 @@
  * order without FMA contraction, so they are expected to agree bit for bit but for the sum of
  * squares of global-norm clipping (another summation order in double), which can move the
  * float32 clipped gradient by an ulp; the tolerance leaves room for that drift over 100 steps.
- * The test also checks that the device's variables and slots stay on the device.
+ * The test also checks that the device's variables and slots stay on the device, and that a
+ * clipped apply on a device that clips on the device (framework/opt_kernels.h's sumsq_device
+ * and clip_scales_device: no host synchronisation) takes that path: after the first step it
+ * takes exactly one block from the device's caching allocator (the scales' buffer) and gives
+ * it back (tfl_alloc_stats: bytes in use unchanged, one free more). The absence of host reads
+ * on that path is checked on the CPU with a counting device (tests/optim/internal/
+ * test_opt_device.c).
  */
 #include <tapeflow/tapeflow.h>
 
@@ -101,13 +108,15 @@ static void report(const char *fmt, ...)
 }
 
 /* one trajectory; 0: agreed, 1: failed (message printed) */
+enum { NOCLIP, GLOBAL_CLIP, CLIP }; /* run's clip: none, global_clip_norm, clip_norm */
+
 static int run(tfl_ctx *ctx, const char *dev, bool self, const variant *vr, tfl_formula formula,
-               bool clip, tfl_dtype dt, int64_t *n_values)
+               int clip, tfl_dtype dt, int64_t *n_values)
 {
     char what[160];
     snprintf(what, sizeof what, "%s/%s/%s/%s", vr->name,
              formula == TFL_FORMULA_PYTORCH ? "pytorch" : "tensorflow",
-             clip ? "global_clip_norm" : "noclip", tfl_dtype_name(dt));
+             clip == CLIP ? "clip_norm" : clip ? "global_clip_norm" : "noclip", tfl_dtype_name(dt));
     tfl_optimizer_opts o = tfl_optimizer_defaults(vr->kind, formula);
     o.learning_rate = vr->kind == TFL_OPTIMIZER_SGD ? 0.05 : 0.01;
     o.momentum = vr->momentum;
@@ -115,7 +124,8 @@ static int run(tfl_ctx *ctx, const char *dev, bool self, const variant *vr, tfl_
     o.amsgrad = vr->amsgrad;
     o.centered = vr->centered;
     if (vr->weight_decay >= 0) o.weight_decay = vr->weight_decay;
-    if (clip) o.global_clip_norm = 5.0; /* the gradients' norm is about 37 */
+    if (clip == GLOBAL_CLIP) o.global_clip_norm = 5.0; /* the gradients' norm is about 37 */
+    if (clip == CLIP) o.clip_norm = 3.0; /* each one's: about 0.6, 1.5, 18 and 37 */
     const char *devs[2] = {"CPU:0", dev};
     tfl_optimizer *opt[2] = {NULL, NULL};
     tfl_tensor *vars[2][N_VARS] = {{NULL}};
@@ -155,9 +165,22 @@ static int run(tfl_ctx *ctx, const char *dev, bool self, const variant *vr, tfl_
             tfl_tensor *g[N_VARS];
             for (int i = 0; i < N_VARS; i++)
                 g[i] = values_on(ctx, dt, sizes[i], &s, 1.0 + 0.01 * step, devs[d]);
+            tfl_alloc_stats before = {0}, after = {0};
+            if (!self && d == 1) tfl_alloc_stats_get(ctx, dev, &before);
             if (!g[N_VARS - 1] || tfl_optimizer_apply(opt[d], N_VARS, vars[d], g) != TFL_OK) {
                 report("FAIL %s: step %d on %s: %s\n", what, step, devs[d],
                        tfl_ctx_error(ctx).message);
+                fail = 1;
+            }
+            /* clipping on the device: one buffer from the allocator, given back */
+            if (!fail && !self && d == 1 && clip && step > 0 &&
+                tfl_alloc_stats_get(ctx, dev, &after) == TFL_OK &&
+                (after.frees - before.frees != 1 || after.bytes_in_use != before.bytes_in_use)) {
+                report("FAIL %s: step %d on %s: the clipped apply freed %llu blocks (expected "
+                       "1: the scales' buffer of clipping on the device) and changed the bytes "
+                       "in use from %zu to %zu\n", what, step, dev,
+                       (unsigned long long)(after.frees - before.frees), before.bytes_in_use,
+                       after.bytes_in_use);
                 fail = 1;
             }
             if (d == 1) gs = s;
@@ -237,21 +260,21 @@ int main(int argc, char **argv)
     int64_t n_values = 0;
     for (int v = 0; v < N_VARIANTS; v++)
         for (int f = 0; f < 2; f++)
-            for (int c = 0; c < 2; c++) {
+            for (int c = NOCLIP; c <= CLIP; c++) {
                 tfl_formula formula = f ? TFL_FORMULA_PYTORCH : TFL_FORMULA_TENSORFLOW;
                 failures +=
                     run(ctx, dev, self, &variants[v], formula, c, TFL_DTYPE_FLOAT32, &n_values);
                 runs++;
                 /* float64: every variant, one formula each, alternating, with clipping */
-                if (c == 1 && f == v % 2) {
-                    failures += run(ctx, dev, self, &variants[v], formula, true, TFL_DTYPE_FLOAT64,
-                                    &n_values);
+                if (c == GLOBAL_CLIP && f == v % 2) {
+                    failures += run(ctx, dev, self, &variants[v], formula, GLOBAL_CLIP,
+                                    TFL_DTYPE_FLOAT64, &n_values);
                     runs++;
                 }
             }
     if (self) { /* the comparison catches a one-ulp difference in the learning rate */
         g_perturb = true;
-        int caught = run(ctx, dev, self, &variants[3], TFL_FORMULA_TENSORFLOW, false,
+        int caught = run(ctx, dev, self, &variants[3], TFL_FORMULA_TENSORFLOW, NOCLIP,
                          TFL_DTYPE_FLOAT64, &n_values);
         g_perturb = false;
         if (!caught) {

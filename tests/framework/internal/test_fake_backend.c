@@ -178,7 +178,8 @@ static tfl_status fake_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
     return TFL_OK;
 }
 
-static const tfl__opt_kernels fake_opt_kernels = {fake_apply, fake_sumsq, TFL_DT(FLOAT32)};
+static const tfl__opt_kernels fake_opt_kernels = {
+    .apply = fake_apply, .sumsq = fake_sumsq, .dtypes = TFL_DT(FLOAT32)};
 
 /* ---- the backend ------------------------------------------------------------------------ */
 

@@ -97,8 +97,8 @@ static tfl_status fake_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
     return tfl__set_error(ctx, TFL_UNIMPLEMENTED, "fake: no sums of squares");
 }
 
-static const tfl__opt_kernels fake_opt = {fake_apply, fake_sumsq,
-                                          TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
+static const tfl__opt_kernels fake_opt = {
+    .apply = fake_apply, .sumsq = fake_sumsq, .dtypes = TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
 
 static int fake_device_count(tfl_ctx *ctx)
 {
