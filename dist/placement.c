@@ -93,7 +93,7 @@ tfl_status tfl_rank_device(tfl_ctx *ctx, const char *requested, int local_rank, 
         snprintf(out, sizeof out, "CPU:%d", index < 0 ? 0 : index);
     } else if (index >= 0) {
         TFL_CHECK(ctx, local_size == 1, TFL_FAILED_PRECONDITION,
-                  "training device GPU:%d names one GPU for the %d ranks on this host (this is "
+                  "GPU:%d names one GPU for the %d ranks on this host (this is "
                   "local rank %d): they would all drive it, and NCCL needs one GPU per rank; "
                   "write GPU or auto, and rank r takes GPU:(its local rank mod the host's GPUs)",
                   index, local_size, local_rank);

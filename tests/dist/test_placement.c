@@ -63,7 +63,7 @@ static void test_rule(void **state)
     assert_int_equal(tfl_rank_device(ctx, "GPU:1", 1, 2, 2, dev, sizeof dev),
                      TFL_FAILED_PRECONDITION);
     expect_error(ctx, TFL_FAILED_PRECONDITION,
-                 "training device GPU:1 names one GPU for the 2 ranks on this host (this is "
+                 "GPU:1 names one GPU for the 2 ranks on this host (this is "
                  "local rank 1)");
     assert_string_equal(dev, "");
     assert_int_equal(tfl_rank_device(ctx, "GPU:0", 0, 3, 0, dev, sizeof dev),
