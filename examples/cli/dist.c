@@ -7,7 +7,11 @@
  * progress; every rank restores a checkpoint on resume (the data position is counted in
  * global batches, so any number of ranks resumes any checkpoint). A rank that fails prints
  * "tapeflow: rank R of N: error: ..." and ends the job (MPI_Abort through tfl_comm_abort), so
- * that no rank waits forever for it. Without mpirun nothing here changes a run.
+ * that no rank waits forever for it. Every rank takes its device by tfl_comm_device (one rank
+ * per GPU: GPU:(local rank mod GPUs) for training.device auto or GPU) and logs it on stderr;
+ * the non-finite guard decides on every rank's loss (its replicas). `eval` shards the data
+ * and rank 0 prints the global figures; `predict` runs on rank 0 alone. Without mpirun
+ * nothing here changes a run.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -24,7 +24,7 @@
  *     more ranks than GPUs or two ranks on one GPU (FAILED_PRECONDITION naming the ranks and
  *     counts); rank 0's ncclUniqueId is broadcast through the transport; ncclCommInitRank.
  *     One rank per GPU: rank r puts its tensors on GPU:<its index among the ranks of its
- *     host> (OMPI_COMM_WORLD_LOCAL_RANK under mpirun). The weights of a weighted mean and
+ *     host> (OMPI_COMM_WORLD_LOCAL_RANK under mpirun; tfl_comm_device below). The weights of a weighted mean and
  *     which gradients are NULL still go through the transport (one small host message); the
  *     buckets are NCCL calls (ncclAllReduce with a premultiplied sum, ncclBroadcast, one
  *     ncclGroupStart/End per bucket) on the communicator's own stream of that GPU, ordered
