@@ -102,6 +102,8 @@ static bool device_ok(const char *s)
         s += 8;
     else if (s[0] == '/')
         s++;
+    /* GPU (no index): under mpirun, GPU:(local rank mod GPUs), one rank per GPU */
+    if (!strcasecmp(s, "CPU") || !strcasecmp(s, "GPU")) return true;
     if (strncasecmp(s, "CPU:", 4) && strncasecmp(s, "GPU:", 4)) return false;
     s += 4;
     const char *p = s;
@@ -164,7 +166,7 @@ void tfl__config_rules(tfl_config *cfg)
         const rval *dev = tfl__rget(tr->sec, "device");
         if (dev && dev->set && !device_ok(dev->s))
             tfl__diag_at(cfg, where(dev, tr->sec), "training.device",
-                         "expected auto, CPU:N or GPU:N, got '%s'", dev->s);
+                         "expected auto, CPU:N, GPU or GPU:N, got '%s'", dev->s);
     }
     const rval *data = tfl__rget(root, "data");
     if (data && data->set && data->sec->vals) {

@@ -229,7 +229,8 @@ static const key_def training_keys[] = {
     {"device", VT_STR, 0, 0, "auto", 0, 0, 0, 0, 0, 0,
      "where the model, its variables, the optimizer's slots and the batches go: CPU:0, "
      "GPU:0, ...; auto: the best device, GPU:0 when there is one (a GPU named but absent: "
-     "CPU:0)"},
+     "CPU:0); under mpirun, auto and GPU give rank r GPU:(its local rank mod the host's "
+     "GPUs), one rank per GPU, and GPU:N is refused with several ranks on a host"},
     {"deterministic", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0,
      "GPU kernels pick run-to-run reproducible algorithms, at some speed (the CPU's are "
      "deterministic either way)"},

@@ -22,6 +22,8 @@ struct tfl_comm {
     tfl_comm_stats stats;
     bool nccl_always; /* opts.gpu_backend "nccl": NCCL even with one rank */
     tfl__nccl *nccl;  /* opened at the first collective on GPU tensors (TFL_HAVE_NCCL) */
+    int local_rank, local_size; /* tfl_comm_local_rank's answer, once local_known */
+    bool local_known;
 };
 
 /* One tensor of a collective: where its data comes from (NULL: zeros) and goes to; numel

@@ -284,12 +284,45 @@ static tfl_status nf_grads(tfl_model *m, int n, tfl_tensor *const *vars, tfl_ten
     if (st != TFL_OK) return st;
     g->last_norm = norm;
     bool loss_ok = isfinite(lg->loss);
-    if (loss_ok && bad < 0) return TFL_OK;
+    /* data parallelism: every replica decides on what any replica saw */
+    const tfl_replicas *rep = g->replicas;
+    double seen[3] = {!loss_ok, bad >= 0, !loss_ok && rep ? rep->index : 0};
+    if (rep && rep->count > 1) {
+        TFL_CHECK_RET(m->ctx, rep->sum, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
+                      "non-finite guard: replicas->sum is NULL");
+        st = rep->sum(seen, 3, rep->user);
+        if (st != TFL_OK) return st;
+    }
+    if (seen[0] == 0 && seen[1] == 0) return TFL_OK;
     if (g->mode == TFL_NONFINITE_SKIP) {
         *skip = true;
         g->skipped++;
         return TFL_OK;
     }
+    if (seen[0] > 0 && rep && rep->count > 1) {
+        char who[96];
+        if (seen[0] == 1)
+            snprintf(who, sizeof who, "on replica %d of %d", (int)seen[2], rep->count);
+        else
+            snprintf(who, sizeof who, "on %d of %d replicas", (int)seen[0], rep->count);
+        return tfl__set_error(m->ctx, TFL_INVALID_ARGUMENT,
+                              "%s: the loss is %s %s at step %lld (epoch %d, batch %lld); "
+                              "training halted before the step's update on every replica "
+                              "(training.on_nonfinite: halt)",
+                              m->name,
+                              loss_ok            ? "not finite"
+                              : isnan(lg->loss)  ? "NaN"
+                              : lg->loss > 0     ? "inf"
+                                                 : "-inf",
+                              who, (long long)lg->step, lg->epoch + 1, (long long)lg->batch + 1);
+    }
+    if (bad < 0 && seen[1] > 0) /* a replica's own gradients (no data-parallel callback) */
+        return tfl__set_error(m->ctx, TFL_INVALID_ARGUMENT,
+                              "%s: a gradient is not finite on %d of %d replicas at step %lld "
+                              "(epoch %d, batch %lld); training halted before the step's update "
+                              "(training.on_nonfinite: halt)",
+                              m->name, (int)seen[1], rep->count, (long long)lg->step,
+                              lg->epoch + 1, (long long)lg->batch + 1);
     if (!loss_ok)
         return tfl__set_error(m->ctx, TFL_INVALID_ARGUMENT,
                               "%s: the loss is %s at step %lld (epoch %d, batch %lld); training "

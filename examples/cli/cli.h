@@ -73,7 +73,15 @@ tfl_status cli_dist_barrier(void);
  * dropped on ranks other than 0, cbs[*n - 1] (the step checkpoint) saves on rank 0 only with
  * the epoch's sums reduced across the ranks. */
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
-                 int cap);
+                 int cap, tfl_nonfinite_guard *guard);
+/** The device scope of this process for training.device `requested` into device ("": none).
+ * One process: requested as given ("auto": ""). Under mpirun: tfl_comm_device (one rank per
+ * GPU: GPU:(local rank mod GPUs) for auto and GPU; an explicit GPU:N refused with several
+ * ranks on a host), logged on stderr by every rank; CLI_USAGE on a refusal. */
+int cli_dist_device(const char *requested, char *device, size_t size);
+/** Under mpirun, the replicas of an evaluation (every rank its shard, the sums reduced) in
+ * ctx; NULL with one process (or with ctx's error kept). */
+const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
 /** TensorBoard logging of a training run (logs.c), from the config's logging section. */

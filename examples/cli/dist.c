@@ -7,7 +7,11 @@
  * progress; every rank restores a checkpoint on resume (the data position is counted in
  * global batches, so any number of ranks resumes any checkpoint). A rank that fails prints
  * "tapeflow: rank R of N: error: ..." and ends the job (MPI_Abort through tfl_comm_abort), so
- * that no rank waits forever for it. Without mpirun nothing here changes a run.
+ * that no rank waits forever for it. Every rank takes its device by tfl_comm_device (one rank
+ * per GPU: GPU:(local rank mod GPUs) for training.device auto or GPU) and logs it on stderr;
+ * the non-finite guard decides on every rank's loss (its replicas). `eval` shards the data
+ * and rank 0 prints the global figures; `predict` runs on rank 0 alone. Without mpirun
+ * nothing here changes a run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +22,14 @@
  * (whose context is freed on the way out) can still end the job. */
 static tfl_ctx *job_ctx;
 static tfl_comm *job;
-static int job_rank, job_size = 1;
+static int job_rank, job_size = 1, job_local_rank, job_local_size = 1;
 char cli_rank_label[48]; /* "rank 1 of 2: " under mpirun (cli_error's prefix) */
 
 /* The training run's communicator and callbacks. */
 static tfl_comm *train_comm;
 static tfl_data_parallel dp;
 static tfl_replicas replicas;
+
 
 int cli_dist_start(void)
 {
@@ -44,7 +49,37 @@ int cli_dist_start(void)
     job_size = tfl_comm_size(job);
     if (job_size > 1)
         snprintf(cli_rank_label, sizeof cli_rank_label, "rank %d of %d: ", job_rank, job_size);
+    /* the rank's place on its host, now while every rank is here (a collective the first
+     * time): it decides the GPU a rank drives (cli_dist_device) */
+    if (job_size > 1 && tfl_comm_local_rank(job, &job_local_rank, &job_local_size) != TFL_OK)
+        return cli_ctx_error(job_ctx, "finding the ranks of this host");
     return CLI_OK;
+}
+
+int cli_dist_device(const char *requested, char *device, size_t size)
+{
+    if (job_size == 1) { /* one process: training.device as given ("auto": no scope) */
+        snprintf(device, size, "%s", requested && strcmp(requested, "auto") ? requested : "");
+        return CLI_OK;
+    }
+    if (tfl_comm_device(job, requested, device, size) != TFL_OK) {
+        cli_error("training.device: %s", tfl_ctx_error(job_ctx).message);
+        return CLI_USAGE;
+    }
+    fprintf(stderr, "tapeflow: rank %d of %d (local rank %d of %d on this host): %s\n", job_rank,
+            job_size, job_local_rank, job_local_size, device);
+    /* auto on a machine without GPUs: no scope, as with one process */
+    if ((!requested || !requested[0] || !strcmp(requested, "auto")) && !strcmp(device, "CPU:0"))
+        device[0] = '\0';
+    return CLI_OK;
+}
+
+const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx)
+{
+    if (job_size == 1) return NULL;
+    if (!train_comm && !(train_comm = tfl_comm_world(ctx, NULL))) return NULL;
+    replicas = tfl_comm_replicas(train_comm);
+    return &replicas;
 }
 
 int cli_dist_end(int code)
@@ -121,7 +156,7 @@ static tfl_status ckpt_step_end(tfl_model *m, const tfl_step_logs *logs, void *u
 }
 
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
-                 int cap)
+                 int cap, tfl_nonfinite_guard *guard)
 {
     if (job_size == 1) return CLI_OK;
     /* cbs[0] the metrics CSV (rank 0 only), cbs[*n - 1] the step checkpoint (wrapped) */
@@ -150,5 +185,7 @@ int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_call
     *n += 2;
     replicas = tfl_comm_replicas(train_comm);
     fo->replicas = &replicas;
+    /* the non-finite guard decides on every rank's loss: all skip, or all halt, together */
+    guard->replicas = &replicas;
     return CLI_OK;
 }

@@ -177,9 +177,11 @@ static int build(run *r, const cli_args *a)
     if (!(r->cfg = cli_load_config(r->ctx, a, &code))) return code;
     /* training.device: everything made from here on is placed there (soft placement: a GPU
      * this build or machine lacks falls back to the CPU) */
-    char dev[64];
-    if (cfg_string(r->cfg, "training.device", dev, sizeof dev)[0] && strcmp(dev, "auto") &&
-        tfl_device_scope_push(r->ctx, dev) != TFL_OK) {
+    char req[64], dev[64];
+    cfg_string(r->cfg, "training.device", req, sizeof req);
+    /* under mpirun one rank drives one GPU (dist.c) */
+    if ((code = cli_dist_device(req, dev, sizeof dev)) != CLI_OK) return code;
+    if (dev[0] && tfl_device_scope_push(r->ctx, dev) != TFL_OK) {
         cli_error("%s: training.device: %s", a->config, tfl_ctx_error(r->ctx).message);
         return CLI_USAGE;
     }
@@ -421,7 +423,7 @@ int cli_train(int argc, char **argv)
                            {.on_step_end = on_step, .user = &rs},
                            tfl_step_checkpoint_callback(&sc)};
     int n_cbs = 4; /* under mpirun (dist.c): rank 0 alone writes metrics and checkpoints */
-    if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8)) != CLI_OK) goto out;
+    if ((code = cli_dist_fit(r.ctx, r.cfg, &fo, cbs, &n_cbs, 8, &guard)) != CLI_OK) goto out;
     fo.callbacks = cbs;
     fo.n_callbacks = n_cbs;
     /* TensorBoard (logs.c): event files in <dir>/train and <dir>/validation, closed (flushed)
@@ -461,7 +463,8 @@ int cli_train(int argc, char **argv)
         }
         double loss = NAN, acc = NAN;
         if (r.data.test &&
-            tfl_model_evaluate(r.model, r.data.test, fo.batch_size, &loss, &acc) != TFL_OK) {
+            tfl_model_evaluate_replicated(r.model, r.data.test, fo.batch_size, fo.replicas,
+                                          &loss, &acc) != TFL_OK) {
             code = cli_ctx_error(r.ctx, "evaluating the test data");
             goto out;
         }
@@ -539,7 +542,7 @@ int cli_eval(int argc, char **argv)
 {
     cli_args a;
     int code = cli_parse("eval", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR, &a);
-    if (code != CLI_OK) return code;
+    if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
     run r = {0};
     if ((code = restore_trained(&r, &a)) == CLI_OK) {
         tfl_dataset *data = r.data.test         ? r.data.test
@@ -549,12 +552,18 @@ int cli_eval(int argc, char **argv)
         double loss = NAN, acc = NAN;
         char buf[64];
         int64_t bs = strtoll(cfg_get(r.cfg, "training.batch_size", buf, sizeof buf), NULL, 10);
-        if (tfl_model_evaluate(r.model, data, bs, &loss, &acc) != TFL_OK) {
+        /* under mpirun every rank evaluates its shard of every batch, and rank 0 prints the
+         * figures of the whole data (the sums reduced across the ranks) */
+        const tfl_replicas *rep = cli_dist_replicas(r.ctx);
+        if ((cli_dist_size() > 1 && !rep) ||
+            tfl_model_evaluate_replicated(r.model, data, bs, rep, &loss, &acc) != TFL_OK) {
             code = cli_ctx_error(r.ctx, "evaluating");
-        } else {
+        } else if (cli_dist_writer()) {
             printf("%s_loss %.4f", which, loss);
             if (!isnan(acc)) printf(" - %s_accuracy %.4f", which, acc);
-            printf(" - %lld examples\n", (long long)tfl_dataset_size(data));
+            printf(" - %lld examples", (long long)tfl_dataset_size(data));
+            if (cli_dist_size() > 1) printf(" on %d ranks", cli_dist_size());
+            printf("\n");
         }
     }
     run_free(&r);
@@ -603,7 +612,10 @@ int cli_predict(int argc, char **argv)
     cli_args a;
     int code = cli_parse("predict", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_IO,
                          &a);
-    if (code != CLI_OK) return code;
+    if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
+    /* under mpirun rank 0 alone predicts and writes (one output, in the input's order); the
+     * other ranks have nothing to do */
+    if (!cli_dist_writer()) return CLI_OK;
     run r = {0};
     if ((code = restore_trained(&r, &a)) == CLI_OK) {
         tfl_dataset *ds = tfl_config_load_examples(r.cfg, &r.data, a.input);

@@ -6,6 +6,9 @@
 #  - resume: a 1-process run's middle checkpoint resumed by 2 ranks, and a 2-rank run's by
 #    1 process, end with the weights of a straight 1-process run (tapeflow diff); a
 #    mid-epoch checkpoint resumed by 2 ranks ends with its weights and epoch figures;
+#  - eval: sharded over the ranks, rank 0 prints the figures of 1 process; predict: rank 0
+#    alone, the output of 1 process; an explicit GPU:0 for 2 ranks of a host: refused;
+#  - the non-finite guard: rank 1 alone has a non-finite loss; every rank skips (or halts);
 #  - failure: rank 1 alone has a bad data file: the job ends non-zero (MPI_Abort), rank 1
 #    named in the message, rank 0 ended while waiting for it (mpirun returns; the timeout
 #    only guards against a hang, and a hang fails the check).
@@ -135,6 +138,31 @@ trim6 "$PWD/mid/two"
   fail "1 process resuming 2 ranks' mid-epoch checkpoint"
 same_as_straight "$PWD/mid/two"
 
+# 4. eval under mpirun: every rank its shard of every batch, rank 0 alone prints the figures
+# of the whole data, those of 1 process; every rank logged its device
+WRAP=shared
+( cd rankcommon && "$TAPEFLOW" eval config.yaml --run-dir "$full" ) > eval1.txt || fail "1-process eval"
+mpi 0 eval config.yaml --run-dir "$full"
+[ "$(grep -c '_loss' out.txt)" = 1 ] || fail "not one eval report: $(cat out.txt)"
+has out.txt " - 4 examples on 2 ranks"
+[ "$(sed 's/ on 2 ranks$//' out.txt)" = "$(cat eval1.txt)" ] ||
+  fail "2 ranks' eval '$(cat out.txt)' differs from 1 process's '$(cat eval1.txt)'"
+has err.txt "tapeflow: rank 0 of 2 (local rank 0 of 2 on this host): CPU:0"
+has err.txt "tapeflow: rank 1 of 2 (local rank 1 of 2 on this host): CPU:0"
+# predict: rank 0 alone writes, the output of 1 process
+printf 'x1,x2\n0,0\n0,1\n1,0\n1,1\n' > rankcommon/in.csv
+( cd rankcommon && "$TAPEFLOW" predict config.yaml --run-dir "$full" --input in.csv ) > pred1.txt ||
+  fail "1-process predict"
+mpi 0 predict config.yaml --run-dir "$full" --input in.csv
+cmp -s out.txt pred1.txt || fail "2 ranks' predictions differ from 1 process's: $(cat out.txt)"
+# an explicit GPU:0 for the 2 ranks of one host: refused on every rank, nothing written
+mpi fail train config.yaml --set training.device=GPU:0 --run-dir "$PWD/gpu0"
+# (the first rank to abort ends the other, maybe before it printed)
+grep -qE "rank [01] of 2: error: training.device: GPU:0 names one GPU for the 2 ranks on this host \(this is local rank [01]\)" err.txt ||
+  fail "no rank refused GPU:0: $(cat err.txt)"
+has err.txt "write GPU or auto"
+[ -e gpu0 ] && fail "a refused device wrote a run directory"
+
 # 3. rank 1 fails on its bad data file: the whole job ends, rank 1 named
 WRAP=
 echo "1,zzz,0" >> rank1/data/xor.csv
@@ -144,4 +172,31 @@ has err.txt "'zzz' is not a number"
 # rank 0 was waiting for rank 1 (the barrier before it writes): ended, nothing written
 [ -e rank0/bad ] && fail "rank 0 went on and wrote its run directory"
 grep -q "^trained" out.txt && fail "a rank finished training"
+
+# 5. the non-finite guard decides on every rank's loss: rank 1 alone has a label of 1e30 (its
+# loss overflows, its gradient and the reduced one do not); with skip every rank skips that
+# step of each epoch and the run ends well, with halt every rank stops there
+for r in 0 1; do
+  mkdir -p nf/rank$r/data
+  printf '%s\n' "data:" \
+    "  train: {format: csv, path: data/line.csv, header: true, label_name: y, label_kind: value}" \
+    "  shuffle: false" "model:" "  input_shape: [1]" "  layers:" "    - dense: {units: 1}" \
+    "loss: mean_squared_error" "optimizer: {kind: sgd, learning_rate: 0.001}" \
+    "training: {epochs: 2, batch_size: 4, seed: 1, on_nonfinite: skip}" > nf/rank$r/config.yaml
+  # 2 global batches of 4 rows: rank 1 has rows 2 and 3 of each, the first of batch 2 bad
+  bad=0.5; [ $r = 1 ] && bad=1e30
+  { echo x,y; for _ in 1 2 3 4 5 6; do echo 1,0.5; done; echo "1,$bad"; echo 1,0.5; } \
+    > nf/rank$r/data/line.csv
+done
+cp rank_dir.sh nf/
+cd nf
+mpi 0 train config.yaml --run-dir run
+has out.txt "skipped steps: 1"
+has out.txt "(non-finite steps skipped)"
+[ "$(wc -l < rank0/run/metrics.csv)" = 3 ] || fail "metrics.csv has not 2 epochs"
+mpi fail train config.yaml --set training.on_nonfinite=halt --run-dir halted
+grep -qE "rank [01] of 2: error: training: .* on replica 1 of 2 at step 2 \(epoch 1, batch 2\); training halted before the step's update on every replica" err.txt ||
+  fail "no rank halted naming rank 1: $(cat err.txt)"
+grep -q "^trained" out.txt && fail "a rank finished training"
+cd ..
 finish

@@ -343,6 +343,80 @@ static void nonfinite_guard_skips(void **state)
     drop_rig(&r);
 }
 
+/* Data parallelism: the guard's verdict is the replicas' (a fake replica 1 of 2 whose sum
+ * adds what it saw), so every replica skips or halts the same step. */
+typedef struct remote {
+    double seen[3]; /* replica 1's {non-finite loss, non-finite gradient, its index if so} */
+    int calls;
+    tfl_status fail;
+} remote;
+static tfl_status remote_sum(double *v, int n, void *user)
+{
+    remote *r = user;
+    r->calls++;
+    if (r->fail) return r->fail;
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) v[i] += r->seen[i];
+    return TFL_OK;
+}
+
+static void nonfinite_guard_is_collective(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    rig r = make_rig(ctx, 8);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    assert_non_null(tfl_model_call(r.m, tfl_zeros(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){1, 1}),
+                                   false));
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    tfl_tensor *v[2], *grads[2];
+    assert_int_equal(tfl_model_variables(r.m, TFL_VARS_ALL, v, 2), 2);
+    grads[0] = v[0], grads[1] = v[1]; /* finite "gradients" */
+    remote rm = {{0, 0, 0}, 0, TFL_OK};
+    tfl_replicas rep = {.index = 0, .count = 2, .sum = remote_sum, .user = &rm};
+    tfl_nonfinite_guard g = {.mode = TFL_NONFINITE_SKIP, .replicas = &rep};
+    tfl_callback cb = tfl_nonfinite_guard_callback(&g);
+    tfl_step_logs lg = {.epoch = 0, .batch = 2, .step = 3, .samples = 2, .loss = 0.5};
+    bool skip = false;
+    /* every replica finite: the step goes on */
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip), TFL_OK);
+    assert_false(skip);
+    assert_int_equal(rm.calls, 1);
+    /* replica 1 alone saw a non-finite loss: this one (finite) skips too */
+    rm.seen[0] = 1, rm.seen[2] = 1;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip), TFL_OK);
+    assert_true(skip);
+    assert_int_equal(g.skipped, 1);
+    /* HALT: this replica halts with the others, naming the one that saw it */
+    g.mode = TFL_NONFINITE_HALT;
+    skip = false;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
+                      "the loss is not finite on replica 1 of 2 at step 3 (epoch 1, batch 3)");
+    /* both saw it: this one's own value and the count */
+    lg.loss = NAN;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "the loss is NaN on 2 of 2 replicas at step 3");
+    /* this one alone */
+    rm.seen[0] = rm.seen[2] = 0;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "the loss is NaN on replica 0 of 2 at step 3");
+    /* a replica's own non-finite gradient (no data-parallel callback before the guard) */
+    lg.loss = 0.5;
+    rm.seen[1] = 1;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "a gradient is not finite on 1 of 2 replicas");
+    assert_false(skip);
+    /* the sum's failure comes back */
+    rm.fail = TFL_UNAVAILABLE;
+    assert_int_equal(cb.on_gradients(r.m, 2, v, grads, &lg, cb.user, &skip), TFL_UNAVAILABLE);
+    tfl_ctx_clear_error(ctx);
+    drop_rig(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_hook_error_stops_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(nonfinite_guard_halts, setup, teardown),
         cmocka_unit_test_setup_teardown(nonfinite_guard_skips, setup, teardown),
+        cmocka_unit_test_setup_teardown(nonfinite_guard_is_collective, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
  *     more ranks than GPUs or two ranks on one GPU (FAILED_PRECONDITION naming the ranks and
  *     counts); rank 0's ncclUniqueId is broadcast through the transport; ncclCommInitRank.
  *     One rank per GPU: rank r puts its tensors on GPU:<its index among the ranks of its
- *     host> (OMPI_COMM_WORLD_LOCAL_RANK under mpirun). The weights of a weighted mean and
+ *     host> (OMPI_COMM_WORLD_LOCAL_RANK under mpirun; tfl_comm_device below). The weights of a weighted mean and
  *     which gradients are NULL still go through the transport (one small host message); the
  *     buckets are NCCL calls (ncclAllReduce with a premultiplied sum, ncclBroadcast, one
  *     ncclGroupStart/End per bucket) on the communicator's own stream of that GPU, ordered
@@ -229,6 +229,47 @@ TFL_API tfl_status tfl_comm_barrier(tfl_comm *comm);
  * a program that has reported an error, so that no rank waits forever for one that failed.
  * The library never calls it. */
 TFL_API void tfl_comm_abort(tfl_comm *comm, int code);
+
+/**
+ * This rank's place on its host: *local_rank is its index among the communicator's ranks that
+ * run on the same host (same host name, counted in rank order) and *local_size their count,
+ * the numbers Open MPI exports as OMPI_COMM_WORLD_LOCAL_RANK/SIZE, here for any communicator
+ * and any launcher. A collective the first time it is called on a communicator (every rank
+ * must call it: one int64 message of the ranks' host-name hashes); the answer is kept, later
+ * calls are local. One rank: 0 and 1. Either pointer may be NULL.
+ * Errors: INVALID_ARGUMENT (NULL comm), MISUSE (freed), RESOURCE_EXHAUSTED, UNAVAILABLE.
+ */
+TFL_API tfl_status tfl_comm_local_rank(tfl_comm *comm, int *local_rank, int *local_size);
+
+/**
+ * The device of a data-parallel rank, one rank per GPU (pure: no communication; what
+ * tfl_comm_device decides, testable with any local rank and GPU count). `requested` is what
+ * the user asked for (training.device), `local_rank`/`local_size` the rank's place on its host
+ * (tfl_comm_local_rank) and `gpus` the GPUs this process sees. Writes the device's name into
+ * device (at most size bytes):
+ *   - NULL, "" or "auto": "CPU:0" without GPUs; else GPU:(local_rank mod gpus), which needs
+ *     local_size <= gpus (FAILED_PRECONDITION otherwise: NCCL drives one GPU per rank);
+ *   - "GPU" without an index: as "auto" where there are GPUs; without any, "GPU:0", left to
+ *     placement (soft placement runs on the CPU, as without mpirun);
+ *   - "GPU:N" (an explicit index): kept when the rank is alone on its host; with several
+ *     ranks on the host it is FAILED_PRECONDITION (they would all drive GPU:N: two ranks on
+ *     one GPU), naming the device and the ranks, and saying to write "GPU" or "auto";
+ *   - "CPU" or "CPU:N": kept ("CPU:N" canonical) for every rank.
+ * TensorFlow's spellings ("/device:GPU:1", "/GPU:0", lower case) are accepted.
+ * Errors: INVALID_ARGUMENT (not a device name, local_rank outside [0, local_size), gpus < 0,
+ * NULL device or size too small for the name), FAILED_PRECONDITION (above).
+ */
+TFL_API tfl_status tfl_rank_device(tfl_ctx *ctx, const char *requested, int local_rank,
+                                   int local_size, int gpus, char *device, size_t size);
+
+/**
+ * tfl_rank_device for this rank of comm: its tfl_comm_local_rank (a collective the first
+ * time) and the GPUs of comm's context (its devices named "GPU:N"). So under
+ * `mpirun -np 4` on a node of 4 GPUs with "auto", rank r drives GPU:r; on a machine without
+ * GPUs every rank stays on CPU:0. The same errors, and tfl_comm_local_rank's.
+ */
+TFL_API tfl_status tfl_comm_device(tfl_comm *comm, const char *requested, char *device,
+                                   size_t size);
 
 /** What a communicator has moved so far (tfl_comm_stats; reset with tfl_comm_reset_stats). */
 typedef struct tfl_comm_stats {

@@ -442,6 +442,13 @@ typedef struct tfl_nonfinite_guard {
     tfl_nonfinite_mode mode;
     int64_t skipped;               /* state: steps skipped so far */
     double last_norm;              /* state: the last checked step's global gradient norm */
+    /* Data parallelism (NULL: one process): the guard's verdict is made collective through
+     * replicas->sum (3 doubles a step: how many replicas saw a non-finite loss, or gradient,
+     * and the sum of their indices), so every replica skips or halts the same step; without
+     * it a non-finite loss on one replica (whose reduced gradients may be finite) would stop
+     * that replica alone and leave the others waiting in the next collective. The halt's
+     * error names the replica when one alone saw it ("on replica 1 of 2"). */
+    const tfl_replicas *replicas;
 } tfl_nonfinite_guard;
 TFL_API tfl_callback tfl_nonfinite_guard_callback(tfl_nonfinite_guard *guard);
 
