@@ -90,7 +90,8 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
     if (env_off()) {
         s->off = true;
         tfl__log(k->ctx, TFL_LOG_INFO,
-                 "%s: cuDNN is off (TFL_CUDNN=%s): convolutions run as im2col + cuBLAS",
+                 "%s: cuDNN is off (TFL_CUDNN=%s): convolutions run as im2col + cuBLAS, "
+                 "BatchNorm and Softmax on tapeflow's kernels",
                  k->dev->name, getenv("TFL_CUDNN"));
         return s;
     }
@@ -122,6 +123,12 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
         cu->dnn = s;
     }
     return s;
+}
+
+struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k)
+{
+    struct tfl__cudnn_state *s = state(k);
+    return s && !s->off ? s->h : NULL;
 }
 
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,
