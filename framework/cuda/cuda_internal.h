@@ -32,9 +32,8 @@ typedef struct tfl__cuda_device {
     char gpu_name[256];
     struct tfl__cudnn_state *dnn; /* cudnn_conv.c: the cuDNN handle (bound to stream) and the
                                      algorithm cache, made on the first convolution; or NULL */
-    unsigned dnn_norm; /* cudnn_norm.c: a refused BatchNorm logged (1), cuDNN's BatchNorm
-                          failed at run time and is off for the device (2); the same for
-                          Softmax / LogSoftmax (4, 8) */
+    unsigned dnn_norm; /* cudnn_norm.c: refusals logged, and the (op, dtype, layout)
+                          combinations whose cuDNN call failed at run time (off since) */
 } tfl__cuda_device;
 
 static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)

@@ -18,12 +18,14 @@
  *    the op does. The parameters are a (1, C, 1, 1) tensor of x's data type (cuDNN's rule for
  *    float and double data).
  *  - float32 and float64 (float16/bfloat16 reach the kernel as float32). The rounding differs
- *    from the CPU's (which rounds scale / sqrt(variance + epsilon) once, from double): within
- *    the harness's tolerances, not bit for bit. Elementwise, so deterministic.
+ *    from the CPU's (which rounds scale / sqrt(variance + epsilon) once, from double; cuDNN's
+ *    is undocumented): within the harness's tolerances, not bit for bit. Elementwise, so
+ *    deterministic.
  *  - Refused (tapeflow's kernel runs, logged once per device at INFO): TFL_CUDNN=0 (cuDNN
  *    off, see cudnn_conv.c), tensors of 2^31 elements or more (cuDNN counts in int), an
  *    epsilon below CUDNN_BN_MIN_EPSILON, descriptors cuDNN refuses. A call failing at run
- *    time is logged at WARNING and turns cuDNN's BatchNorm off for the device.
+ *    time is logged at WARNING and turns cuDNN's BatchNorm off for that data type and layout
+ *    (rank 4 NHWC, or not) on the device.
  *  - Softmax and LogSoftmax, float32 / float64, only over the last axis (inner size 1, more
  *    than one class): tapeflow's kernel gives each row one thread, which there reads its row
  *    with a stride of the row length between neighbouring threads (uncoalesced) and three
@@ -31,9 +33,9 @@
  *    over a warp or block. Over another axis, neighbouring threads read neighbouring
  *    elements and tapeflow's kernel stays (not timed yet: see README.md). The rows are an
  *    NCHW (rows, n, 1, 1) tensor, CUDNN_SOFTMAX_MODE_CHANNEL, CUDNN_SOFTMAX_ACCURATE (the
- *    maximum subtracted first, as the CPU) or CUDNN_SOFTMAX_LOG. cuDNN sums in the data
- *    type where the CPU and tapeflow's kernel sum in double: within the harness's
- *    tolerances, not bit for bit. Refusals and failures as BatchNorm's (own bits).
+ *    maximum subtracted first, as the CPU) or CUDNN_SOFTMAX_LOG. The CPU and tapeflow's kernel
+ *    sum in double; cuDNN does not document its accumulation: within the harness's
+ *    tolerances, not bit for bit. Refusals and failures as BatchNorm's (per data type).
  *  - Descriptors are made and destroyed per call (host-side records, no device work); the
  *    handle is cudnn_conv.c's, one per device, bound to the device's stream. cudnnSoftmax-
  *    Forward and the tensor descriptor calls are not deprecated in cuDNN 9; the BatchNorm
@@ -46,11 +48,14 @@
 #include <limits.h>
 #include <stdio.h>
 
-/* tfl__cuda_device.dnn_norm's bits */
-#define NORM_REFUSAL_LOGGED 1u    /* a refused BatchNorm was logged (INFO, once per device) */
-#define NORM_OFF 2u               /* BatchNorm failed at run time: tapeflow's kernel from now */
-#define SOFTMAX_REFUSAL_LOGGED 4u /* the same for Softmax / LogSoftmax */
-#define SOFTMAX_OFF 8u
+/* tfl__cuda_device.dnn_norm's bits: a refusal logged (INFO, once per device and op), and a
+ * cuDNN call that failed at run time (tapeflow's kernel from then on) per op, data type and,
+ * for BatchNorm, layout (rank 4 NHWC or (rows, C)): a failure of one combination leaves the
+ * others on cuDNN */
+#define NORM_REFUSAL_LOGGED 1u
+#define SOFTMAX_REFUSAL_LOGGED 2u
+#define NORM_OFF(dbl, nhwc) (0x10u << (((dbl) ? 2 : 0) + ((nhwc) ? 1 : 0))) /* 0x10 .. 0x80 */
+#define SOFTMAX_OFF(dbl) (0x100u << ((dbl) ? 1 : 0))                        /* 0x100, 0x200 */
 
 /* the op's name and x's shape, "(2, 3)", for the log lines */
 static const char *op_name(const tfl__kcall *k)
@@ -81,16 +86,20 @@ static void refused(const tfl__kcall *k, unsigned logged_bit, const tfl_tensor *
              op_name(k), k->dev->name, shape_str(x, s, sizeof s), why);
 }
 
-/* a call failing at run time: logged, the op's cuDNN path off for the device */
+/* a call failing at run time: logged, off_bit's combination (op, dtype, layout) off for the
+ * device */
 static void failed(const tfl__kcall *k, unsigned off_bit, const tfl_tensor *x, cudnnStatus_t r)
 {
     char s[128];
     tfl__cuda(k->dev)->dnn_norm |= off_bit;
     tfl__log(k->ctx, TFL_LOG_WARNING,
              "%s on %s: cuDNN failed for x of shape %s (%s): %s runs tapeflow's kernel on this "
-             "device from now on",
+             "device from now on for %s%s",
              op_name(k), k->dev->name, shape_str(x, s, sizeof s), cudnnGetErrorString(r),
-             op_name(k));
+             op_name(k), tfl_dtype_name((tfl_dtype)x->dtype),
+             k->op != TFL_OP_BATCH_NORM ? ""
+             : x->rank == 4             ? " NHWC x"
+                                        : " x of rank other than 4");
     (void)cudaGetLastError(); /* a launch error of the failed call must not stick */
 }
 
@@ -132,9 +141,10 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
 {
     tfl__cuda_device *cu = tfl__cuda(k->dev);
     const tfl_tensor *x = in[0];
-    if (cu->dnn_norm & NORM_OFF || x->numel == 0) return false;
     cudnnDataType_t dt;
-    if (!data_type(x, &dt)) return false;
+    if (x->numel == 0 || !data_type(x, &dt)) return false;
+    const unsigned off = NORM_OFF(dt == CUDNN_DATA_DOUBLE, x->rank == 4);
+    if (cu->dnn_norm & off) return false;
     cudnnHandle_t h = tfl__cudnn_handle(k);
     if (!h) return false; /* cuDNN off (logged by cudnn_conv.c) or no host memory */
     const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon;
@@ -170,7 +180,7 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
         if (r == CUDNN_STATUS_SUCCESS)
             *st = TFL_OK;
         else
-            failed(k, NORM_OFF, x, r);
+            failed(k, off, x, r);
     }
     if (pd) (void)cudnnDestroyTensorDescriptor(pd);
     if (xd) (void)cudnnDestroyTensorDescriptor(xd);
@@ -183,8 +193,9 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
     tfl__cuda_device *cu = tfl__cuda(k->dev);
     cudnnDataType_t dt;
     /* where it pays: the last axis, more than one class (see the top) */
-    if (cu->dnn_norm & SOFTMAX_OFF || x->numel == 0 || inner != 1 || n < 2 || !data_type(x, &dt))
-        return false;
+    if (x->numel == 0 || inner != 1 || n < 2 || !data_type(x, &dt)) return false;
+    const unsigned off = SOFTMAX_OFF(dt == CUDNN_DATA_DOUBLE);
+    if (cu->dnn_norm & off) return false;
     cudnnHandle_t h = tfl__cudnn_handle(k);
     if (!h) return false;
     if (x->numel > INT_MAX) {
@@ -210,7 +221,7 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
         if (r == CUDNN_STATUS_SUCCESS)
             *st = TFL_OK;
         else
-            failed(k, SOFTMAX_OFF, x, r);
+            failed(k, off, x, r);
     }
     if (xd) (void)cudnnDestroyTensorDescriptor(xd);
     return r == CUDNN_STATUS_SUCCESS;

@@ -11,7 +11,8 @@
  * alpha 1 and beta 0, and they refuse (counted) descriptors that do not fit together.
  * Checked against tfl_batch_norm / tfl_softmax / tfl_log_softmax on CPU:0: ranks 1 to 5,
  * float32 and float64, the mode each layout must get; refused shapes (logged once per
- * device), a run-time failure (logged, that op's cuDNN path off for the device), TFL_CUDNN=off,
+ * device), a run-time failure (logged, that op's cuDNN path off for its dtype and layout on
+ * the device), TFL_CUDNN=off,
  * softmax over another axis than the last left to tapeflow's kernel.
  */
 #include "conv_emu.h"
@@ -256,7 +257,8 @@ void test_bn_refused(void **state)
 }
 
 /* a cuDNN BatchNorm failing at run time: false, logged once at WARNING, cuDNN's BatchNorm off
- * for the device from then on (no second call) */
+ * for that dtype and layout on the device from then on (no second call); float64, and float32
+ * NHWC, keep cuDNN */
 void test_bn_runtime_failure(void **state)
 {
     (void)state;
@@ -278,12 +280,16 @@ void test_bn_runtime_failure(void **state)
     assert_int_equal(dnn_bn_calls, 1);
     assert_int_equal(emu_log_warning, 1);
     assert_non_null(strstr(emu_last_log, "BatchNorm on GPU:0: cuDNN failed for x of shape"));
-    assert_non_null(strstr(emu_last_log, "tapeflow's kernel on this device from now on"));
+    assert_non_null(strstr(emu_last_log, "tapeflow's kernel on this device from now on for "
+                                         "float32 x of rank other than 4"));
     dnn_fail_bn = 0;
     assert_false(tfl__cudnn_batch_norm(&k, in, &st));
     assert_int_equal(dnn_bn_calls, 1);
     assert_int_equal(emu_log_warning, 1);
     assert_int_equal(st, TFL_OK);
+    bn_check(ctx, TFL_DTYPE_FLOAT64, 2, SHAPE(4, 3), 1e-3, CUDNN_BATCHNORM_PER_ACTIVATION);
+    bn_check(ctx, TFL_DTYPE_FLOAT32, 4, SHAPE(1, 2, 2, 3), 1e-3, CUDNN_BATCHNORM_SPATIAL);
+    assert_int_equal(dnn_bn_calls, 3);
     free(x);
     free(p);
     free(out);
@@ -391,8 +397,8 @@ void test_softmax(void **state)
     teardown(ctx);
 }
 
-/* a cuDNN softmax failing at run time: false, logged once at WARNING, off for the device;
- * BatchNorm keeps its cuDNN path */
+/* a cuDNN softmax failing at run time: false, logged once at WARNING, off for that dtype on
+ * the device (LogSoftmax too: one kernel); float64 and BatchNorm keep their cuDNN paths */
 void test_softmax_runtime_failure(void **state)
 {
     (void)state;
@@ -406,6 +412,8 @@ void test_softmax_runtime_failure(void **state)
     assert_false(sm_check(ctx, TFL_OP_LOG_SOFTMAX, TFL_DTYPE_FLOAT32, 2, SHAPE(3, 4), 1));
     assert_int_equal(dnn_sm_calls, 1);
     assert_int_equal(emu_log_warning, 1);
+    assert_true(sm_check(ctx, TFL_OP_LOG_SOFTMAX, TFL_DTYPE_FLOAT64, 2, SHAPE(3, 4), 1));
+    assert_int_equal(dnn_sm_calls, 2);
     bn_check(ctx, TFL_DTYPE_FLOAT32, 2, SHAPE(3, 4), 1e-3, CUDNN_BATCHNORM_PER_ACTIVATION);
     teardown(ctx);
 }
