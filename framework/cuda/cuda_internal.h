@@ -31,7 +31,7 @@ typedef struct tfl__cuda_device {
     int cc_major, cc_minor;
     char gpu_name[256];
     struct tfl__cudnn_state *dnn; /* cudnn_conv.c: the cuDNN handle (bound to stream) and the
-                                     algorithm cache, made on the first convolution; or NULL */
+                                     algorithm cache, made on the first cuDNN op; or NULL */
     unsigned dnn_norm; /* cudnn_norm.c: refusals logged, and the (op, dtype, layout)
                           combinations whose cuDNN call failed at run time (off since) */
 } tfl__cuda_device;

@@ -4,8 +4,9 @@
  * cuda_conv.c calls tfl__cudnn_conv first and runs im2col + cuBLAS when it answers false.
  *
  *  - One cudnnHandle per device, bound to the device's stream, made on the first convolution
- *    and destroyed with the device (tfl__cudnn_free). TFL_CUDNN=0 (or off / false) in the
- *    environment when the handle would be made turns cuDNN off for that device.
+ *    (or cudnn_norm.c's first BatchNorm / Softmax: tfl__cudnn_handle) and destroyed with the
+ *    device (tfl__cudnn_free). TFL_CUDNN=0 (or off / false) in the environment when the
+ *    handle would be made turns cuDNN off for that device.
  *  - Layouts: images NHWC (CUDNN_TENSOR_NHWC). cuDNN's NHWC filter format is KRSC
  *    (Cout, KH, KW, Cin), tapeflow's filters are HWIO (KH, KW, Cin, Cout): both are the
  *    same (KH KW Cin) x Cout matrix, row-major and transposed, so the filter is transposed
