@@ -31,7 +31,9 @@ typedef struct tfl__cuda_device {
     int cc_major, cc_minor;
     char gpu_name[256];
     struct tfl__cudnn_state *dnn; /* cudnn_conv.c: the cuDNN handle (bound to stream) and the
-                                     algorithm cache, made on the first convolution; or NULL */
+                                     algorithm cache, made on the first cuDNN op; or NULL */
+    unsigned dnn_norm; /* cudnn_norm.c: refusals logged, and the (op, dtype, layout)
+                          combinations whose cuDNN call failed at run time (off since) */
 } tfl__cuda_device;
 
 static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)
@@ -80,6 +82,18 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
                      const void *b, void *out, tfl_status *st);
 /** Destroys the device's cuDNN handle and algorithm cache (device teardown). */
 void tfl__cudnn_free(tfl__cuda_device *cu);
+/** The device's cuDNN handle (a cudnnHandle_t, bound to the device's stream), made on first
+ * use; NULL when cuDNN is off (TFL_CUDNN=0, version mismatch, set-up failure: logged). */
+struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k);
+/** BatchNorm through cuDNN (cudnn_norm.c; in: x, mean, variance, offset, scale, contiguous on
+ * the device): true when cuDNN took it (*st TFL_OK); false when cuDNN is off or refuses the
+ * shape (logged): the caller runs tapeflow's kernel. */
+bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], tfl_status *st);
+/** Softmax / LogSoftmax (k->op) of contiguous x read as (outer, n, inner) through cuDNN
+ * (cudnn_norm.c): true when cuDNN took it (*st TFL_OK); false when cuDNN is off, the shape is
+ * one where tapeflow's kernel stays (inner > 1), or cuDNN refuses it: the caller runs its own. */
+bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer, int64_t n,
+                        int64_t inner, tfl_status *st);
 #else
 static inline bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv *g,
                                    const void *a, const void *b, void *out, tfl_status *st)
@@ -90,6 +104,18 @@ static inline bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, con
 static inline void tfl__cudnn_free(tfl__cuda_device *cu)
 {
     (void)cu;
+}
+static inline bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5],
+                                         tfl_status *st)
+{
+    (void)k, (void)in, (void)st;
+    return false;
+}
+static inline bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
+                                      int64_t n, int64_t inner, tfl_status *st)
+{
+    (void)k, (void)x, (void)outer, (void)n, (void)inner, (void)st;
+    return false;
 }
 #endif
 

@@ -160,11 +160,13 @@ static tfl_status k_softmax(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    tfl_status st =
-        tfl__cuda_check(k->dev,
-                        tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
-                                      tfl__data(k->out), outer, n, inner, stream(k)),
-                        tfl__op_defs[k->op].name);
+    (void)stream(k); /* the device current before cuDNN's handle is made */
+    tfl_status st = TFL_OK;
+    if (!tfl__cudnn_softmax(k, x, outer, n, inner, &st)) /* cudnn_norm.c: the last axis */
+        st = tfl__cuda_check(k->dev,
+                             tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
+                                           tfl__data(k->out), outer, n, inner, stream(k)),
+                             tfl__op_defs[k->op].name);
     tfl_tensor_release(tmp);
     return st;
 }
@@ -254,7 +256,9 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
         in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
         if (!in[i]) st = k->ctx->err_code;
     }
-    if (st == TFL_OK) {
+    (void)stream(k); /* the device current before cuDNN's handle is made */
+    if (st == TFL_OK && !tfl__cudnn_batch_norm(k, in, &st)) {
+        /* tapeflow's kernel: cuDNN off, absent, or refusing the shape (cudnn_norm.c) */
         const tfl_tensor *x = in[0];
         const int64_t c = x->shape[x->rank - 1];
         st = tfl__cuda_check(

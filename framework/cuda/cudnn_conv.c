@@ -4,8 +4,9 @@
  * cuda_conv.c calls tfl__cudnn_conv first and runs im2col + cuBLAS when it answers false.
  *
  *  - One cudnnHandle per device, bound to the device's stream, made on the first convolution
- *    and destroyed with the device (tfl__cudnn_free). TFL_CUDNN=0 (or off / false) in the
- *    environment when the handle would be made turns cuDNN off for that device.
+ *    (or cudnn_norm.c's first BatchNorm / Softmax: tfl__cudnn_handle) and destroyed with the
+ *    device (tfl__cudnn_free). TFL_CUDNN=0 (or off / false) in the environment when the
+ *    handle would be made turns cuDNN off for that device.
  *  - Layouts: images NHWC (CUDNN_TENSOR_NHWC). cuDNN's NHWC filter format is KRSC
  *    (Cout, KH, KW, Cin), tapeflow's filters are HWIO (KH, KW, Cin, Cout): both are the
  *    same (KH KW Cin) x Cout matrix, row-major and transposed, so the filter is transposed
@@ -90,7 +91,8 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
     if (env_off()) {
         s->off = true;
         tfl__log(k->ctx, TFL_LOG_INFO,
-                 "%s: cuDNN is off (TFL_CUDNN=%s): convolutions run as im2col + cuBLAS",
+                 "%s: cuDNN is off (TFL_CUDNN=%s): convolutions run as im2col + cuBLAS, "
+                 "BatchNorm and Softmax on tapeflow's kernels",
                  k->dev->name, getenv("TFL_CUDNN"));
         return s;
     }
@@ -122,6 +124,12 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
         cu->dnn = s;
     }
     return s;
+}
+
+struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k)
+{
+    struct tfl__cudnn_state *s = state(k);
+    return s && !s->off ? s->h : NULL;
 }
 
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,

@@ -85,6 +85,11 @@ static tfl_tensor *b_log_softmax(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_log_softmax(c, in[0], 1);
 }
+/* over the last axis: the GPU's cuDNN path (framework/cuda/cudnn_norm.c) */
+static tfl_tensor *b_log_softmax_last(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_log_softmax(c, in[0], -1);
+}
 static tfl_tensor *b_sum02(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int axes[2] = {0, 2};
@@ -206,6 +211,19 @@ static tfl_tensor *b_batch_norm(tfl_ctx *c, tfl_tensor *const *in)
     const int axes[1] = {0};
     if (tfl_moments(c, in[0], 1, axes, false, &mean, &var) != TFL_OK) return NULL;
     return tfl_batch_norm(c, in[0], mean, var, in[1], in[2], 1e-3);
+}
+/* NHWC, training: the batch's moments over N, H, W (cuDNN's spatial mode on the GPU) */
+static tfl_tensor *b_batch_norm_nhwc(tfl_ctx *c, tfl_tensor *const *in)
+{
+    tfl_tensor *mean = NULL, *var = NULL;
+    const int axes[3] = {0, 1, 2};
+    if (tfl_moments(c, in[0], 3, axes, false, &mean, &var) != TFL_OK) return NULL;
+    return tfl_batch_norm(c, in[0], mean, var, in[1], in[2], 1e-3);
+}
+/* inference: given (moving) statistics x, mean, variance, scale; no offset (zeros) */
+static tfl_tensor *b_batch_norm_inference(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_batch_norm(c, in[0], in[1], in[2], NULL, in[3], 1e-5);
 }
 static tfl_tensor *b_dropout(tfl_ctx *c, tfl_tensor *const *in)
 {
@@ -349,6 +367,9 @@ const bc_case bc_cases[] = {
     {"Softmax/f32", 1, {IN(F32, 2, 3, 5)}, b_softmax},
     {"Softmax/f64/axis0", 1, {INV(F64, 2, 4, 3)}, b_softmax0},
     {"LogSoftmax/f32", 1, {IN(F32, 3, 2, 5, 3)}, b_log_softmax},
+    {"LogSoftmax/f32/last", 1, {IN(F32, 2, 4, 7)}, b_log_softmax_last},
+    {"LogSoftmax/f64/last", 1, {IN(F64, 3, 2, 3, 9)}, b_log_softmax_last},
+    {"Softmax/f64/last_long", 1, {IN(F64, 2, 3, 130)}, b_softmax},
     {"Equal/f32", 2, {IDX(F32, 3, 2, 3, 4), IDX(F32, 3, 1, 4)}, b_equal},
     {"Equal/bool", 2, {INB(1, 6), INB(1, 6)}, b_equal},
     {"NotEqual/i32", 2, {IDX(I32, 3, 2, 3, 4), IDX(I32, 3, 2, 3, 4)}, b_not_equal},
@@ -419,6 +440,23 @@ const bc_case bc_cases[] = {
      {IN(F32, 2, 3, 4), PROB(F32, 2, 3, 4)},
      b_sigmoid_cross_entropy},
     {"BatchNorm/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3)}, b_batch_norm},
+    {"BatchNorm/f64", 3, {IN(F64, 2, 5, 4), IN(F64, 1, 4), INP(F64, 1, 4)}, b_batch_norm},
+    {"BatchNorm/f32/nhwc",
+     3,
+     {IN(F32, 4, 2, 3, 4, 5), IN(F32, 1, 5), INP(F32, 1, 5)},
+     b_batch_norm_nhwc},
+    {"BatchNorm/f64/nhwc",
+     3,
+     {IN(F64, 4, 2, 2, 3, 4), IN(F64, 1, 4), INP(F64, 1, 4)},
+     b_batch_norm_nhwc},
+    {"BatchNorm/f32/inference",
+     4,
+     {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3), INP(F32, 1, 3)},
+     b_batch_norm_inference},
+    {"BatchNorm/f64/inference_nhwc",
+     4,
+     {IN(F64, 4, 2, 3, 2, 4), IN(F64, 1, 4), INP(F64, 1, 4), INP(F64, 1, 4)},
+     b_batch_norm_inference},
     {"Dropout/f32", 1, {IN(F32, 2, 9, 7)}, b_dropout},
     {"Dropout/f64", 1, {IN(F64, 1, 37)}, b_dropout},
     {"Conv2D/f32", 2, {IN(F32, 4, 1, 5, 5, 2), IN(F32, 4, 3, 3, 2, 3)}, b_conv2d},

@@ -15,8 +15,10 @@
  * the algorithm cache (no second query for a shape; more shapes than slots); deterministic
  * mode; a cuDNN call failing at run time (logged, the shape moved to im2col, the result
  * right); TFL_CUDNN=0; the handle and descriptors freed with the device.
+ * BatchNorm and Softmax (framework/cuda/cudnn_norm.c, also compiled in): cudnn_norm_emu.c.
  */
 #include "conv_emu.h"
+#include "cudnn_emu.h"
 
 #include <cudnn.h>
 
@@ -30,14 +32,6 @@
 
 /* ---- the stand-ins of cuDNN ------------------------------------------------------------------ */
 
-struct cudnnContext {
-    int stream_set;
-};
-struct cudnnTensorStruct {
-    cudnnTensorFormat_t format;
-    cudnnDataType_t dt;
-    int n, c, h, w;
-};
 struct cudnnFilterStruct {
     cudnnTensorFormat_t format;
     cudnnDataType_t dt;
@@ -50,17 +44,10 @@ struct cudnnConvolutionStruct {
     cudnnMathType_t math;
 };
 
-static int dnn_creates, dnn_destroys, dnn_queries, dnn_runs[3], dnn_bad, dnn_fail_forward;
+int dnn_creates, dnn_bad;
+static int dnn_destroys, dnn_queries, dnn_runs[3], dnn_fail_forward;
 static int dnn_last_algo[3];
 
-#define BAD(cond)                                                                                  \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            print_error("cuDNN stand-in refuses: %s (line %d)\n", #cond, __LINE__);                \
-            dnn_bad++;                                                                             \
-            return CUDNN_STATUS_BAD_PARAM;                                                         \
-        }                                                                                          \
-    } while (0)
 
 size_t cudnnGetVersion(void)
 {
@@ -258,11 +245,11 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
 }
 
 /* element i of a float or double array */
-static double at(cudnnDataType_t dt, const void *p, int64_t i)
+double at(cudnnDataType_t dt, const void *p, int64_t i)
 {
     return dt == CUDNN_DATA_DOUBLE ? ((const double *)p)[i] : ((const float *)p)[i];
 }
-static void put(cudnnDataType_t dt, void *p, int64_t i, double v)
+void put(cudnnDataType_t dt, void *p, int64_t i, double v)
 {
     if (dt == CUDNN_DATA_DOUBLE)
         ((double *)p)[i] = v;
@@ -365,13 +352,14 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
     dnn_last_algo[2] = algo;
     return CUDNN_STATUS_SUCCESS;
 }
+
 #pragma GCC diagnostic pop
 
 /* ---- the tests ------------------------------------------------------------------------------- */
 
-static tfl__cuda_device cu; /* the device record the kernels get (no CUDA behind it) */
+tfl__cuda_device cu; /* the device record the kernels get (no CUDA behind it) */
 
-static tfl_ctx *setup(void)
+tfl_ctx *setup(void)
 {
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
@@ -384,11 +372,12 @@ static tfl_ctx *setup(void)
     memset(dnn_last_algo, 0xff, sizeof dnn_last_algo);
     emu_errors = emu_log_info = emu_log_warning = emu_host_allocs = emu_host_frees = 0;
     emu_gets = emu_puts = 0;
+    norm_emu_reset();
     return ctx;
 }
 
 /* frees the device's cuDNN state: every handle, descriptor and host block goes back */
-static void teardown(tfl_ctx *ctx)
+void teardown(tfl_ctx *ctx)
 {
     tfl__cudnn_free(&cu);
     assert_null(cu.dnn);
@@ -400,7 +389,6 @@ static void teardown(tfl_ctx *ctx)
     tfl_ctx_free(ctx);
 }
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 
 /* symmetric shapes through cuDNN (the algorithms its rules pick), the odd-total SAME shape
  * through im2col, logged once however often it runs; no second query for a cached shape */
@@ -532,7 +520,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_and_cache), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_runtime_failure), cmocka_unit_test(test_many_shapes),
-        cmocka_unit_test(test_env_off),
+        cmocka_unit_test(test_env_off), cmocka_unit_test(test_bn_shapes),
+        cmocka_unit_test(test_bn_refused), cmocka_unit_test(test_bn_runtime_failure),
+        cmocka_unit_test(test_bn_env_off), cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_softmax_runtime_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
