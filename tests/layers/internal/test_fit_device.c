@@ -21,6 +21,8 @@
 
 #include "internal.h"
 
+#include "host_gpu.h"
+
 #include <tapeflow/tapeflow.h>
 
 #include <math.h>
@@ -28,40 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the device counts (a test may have globals; the library may not). */
-static struct {
-    int64_t live_bytes, live_pinned, live_streams, live_events;
-    int64_t to_host, to_device, async_to_device, async_to_host, syncs;
-    int64_t streams, events, records, waits, event_syncs, host_allocs, host_frees;
-    int64_t async_from_pinned; /* async copies whose source is a pinned buffer */
-} dev_count;
-
 static const char stream_mark[4], event_mark; /* handles: addresses, never dereferenced */
-
-static void *g_raw_alloc(tfl__device *dev, size_t bytes)
-{
-    void *p = tfl__host_alloc(dev->ctx, bytes ? bytes : 1, TFL_ALIGN);
-    if (p) dev_count.live_bytes++;
-    return p;
-}
-
-static void g_raw_free(tfl__device *dev, void *ptr)
-{
-    dev_count.live_bytes--;
-    tfl__host_free(dev->ctx, ptr);
-}
-
-static tfl_status g_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                              int to_host)
-{
-    (void)dev;
-    if (to_host)
-        dev_count.to_host++;
-    else
-        dev_count.to_device++;
-    memcpy(dst, src, bytes);
-    return TFL_OK;
-}
 
 /* The live pinned buffers, so that copies can tell whether their source is in one. */
 static struct {
@@ -117,13 +86,6 @@ static tfl_status g_copy_host_async(tfl__device *dev, tfl__stream *stream, void 
         dev_count.async_to_device++;
     if (!to_host && pinned(src)) dev_count.async_from_pinned++;
     memcpy(dst, src, bytes);
-    return TFL_OK;
-}
-
-static tfl_status g_sync(tfl__device *dev)
-{
-    (void)dev;
-    dev_count.syncs++;
     return TFL_OK;
 }
 
@@ -185,15 +147,9 @@ static tfl_status g_event_sync(tfl__device *dev, tfl__event *e)
     return TFL_OK;
 }
 
+/* The shared slots of host_gpu.h, plus asynchronous copies, streams, events and pinned memory. */
 static const tfl__device_ops gpu_ops = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .priority = 10,
-    .flags = 0, /* the framework must not touch its memory directly */
-    .raw_alloc = g_raw_alloc,
-    .raw_free = g_raw_free,
-    .copy_host = g_copy_host,
-    .sync = g_sync,
+    HOST_GPU_OPS_BASE,
     .copy_host_async = g_copy_host_async,
     .stream_new = g_stream_new,
     .stream_free = g_stream_free,
@@ -207,35 +163,16 @@ static const tfl__device_ops gpu_ops = {
     .host_free = g_host_free,
 };
 
-extern const tfl__backend tfl__cpu_backend;
-
-static int gpu_count(tfl_ctx *ctx)
+static const tfl__device_ops *host_gpu_ops(void)
 {
-    (void)ctx;
-    return 1;
+    return &gpu_ops;
 }
 
-/* The CPU backend's record (its kernels, optimizer kernels and GEMM state), renamed and given
- * this table: the CPU kernels run on it unchanged, since its memory is host memory. */
-static tfl__device *gpu_new(tfl_ctx *ctx, int index)
+/* its optimizer kernels are the CPU's */
+static const tfl__opt_kernels *host_gpu_opt_kernels(const tfl__opt_kernels *cpu)
 {
-    tfl__device *dev = tfl__cpu_backend.device_new(ctx, index);
-    if (!dev) return NULL;
-    dev->ops = &gpu_ops;
-    snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
-    return dev;
+    return cpu;
 }
-
-static const tfl__backend gpu_backend = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .device_count = gpu_count,
-    .device_new = gpu_new,
-};
-
-/* The registration list of this test build: the library's CPU, then the counting GPU. */
-const tfl__backend *const tfl__backends[] = {&tfl__cpu_backend, &gpu_backend};
-const int tfl__n_backends = 2;
 
 /* ---- a small classifier ----------------------------------------------------------------- */
 
@@ -256,7 +193,7 @@ static tfl_ctx *new_ctx(void)
 static void free_ctx(tfl_ctx *ctx)
 {
     tfl_ctx_free(ctx);
-    assert_int_equal(dev_count.live_bytes, 0); /* every block went back through raw_free */
+    assert_int_equal(dev_count.live_blocks, 0); /* every block went back through raw_free */
     assert_int_equal(dev_count.live_pinned, 0);
     assert_int_equal(dev_count.live_streams, 0);
     assert_int_equal(dev_count.live_events, 0);

@@ -25,62 +25,14 @@
 #include "internal.h"
 #include "opt_kernels.h"
 
+#include "host_gpu.h"
+
 #include <tapeflow/tapeflow.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* What the device counts (a test may have globals; the library may not). */
-typedef struct counts {
-    int64_t live_blocks, to_host, to_device, syncs;
-    int64_t host_sumsq, dev_sumsq, dev_clip;
-} counts;
-static counts dev_count;
-
-static void *g_raw_alloc(tfl__device *dev, size_t bytes)
-{
-    void *p = tfl__host_alloc(dev->ctx, bytes ? bytes : 1, TFL_ALIGN);
-    if (p) dev_count.live_blocks++;
-    return p;
-}
-
-static void g_raw_free(tfl__device *dev, void *ptr)
-{
-    dev_count.live_blocks--;
-    tfl__host_free(dev->ctx, ptr);
-}
-
-static tfl_status g_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                              int to_host)
-{
-    (void)dev;
-    if (to_host)
-        dev_count.to_host++;
-    else
-        dev_count.to_device++;
-    memcpy(dst, src, bytes);
-    return TFL_OK;
-}
-
-static tfl_status g_sync(tfl__device *dev)
-{
-    (void)dev;
-    dev_count.syncs++;
-    return TFL_OK;
-}
-
-static const tfl__device_ops gpu_ops = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .priority = 10,
-    .flags = 0, /* the framework must not touch its memory directly */
-    .raw_alloc = g_raw_alloc,
-    .raw_free = g_raw_free,
-    .copy_host = g_copy_host,
-    .sync = g_sync,
-};
 
 /* ---- the device's optimizer kernels: the CPU's, plus the clipping slots ------------------- */
 
@@ -124,35 +76,19 @@ static const tfl__opt_kernels gpu_opt_kernels = {
     .clip_scales_device = g_clip_scales_device,
 };
 
-extern const tfl__backend tfl__cpu_backend;
+/* The shared slots of host_gpu.h only. */
+static const tfl__device_ops gpu_ops = {HOST_GPU_OPS_BASE};
 
-static int gpu_count(tfl_ctx *ctx)
+static const tfl__device_ops *host_gpu_ops(void)
 {
-    (void)ctx;
-    return 1;
+    return &gpu_ops;
 }
 
-static tfl__device *gpu_new(tfl_ctx *ctx, int index)
+static const tfl__opt_kernels *host_gpu_opt_kernels(const tfl__opt_kernels *cpu)
 {
-    tfl__device *dev = tfl__cpu_backend.device_new(ctx, index);
-    if (!dev) return NULL;
-    dev->ops = &gpu_ops;
-    cpu_opt = dev->opt_kernels;
-    dev->opt_kernels = &gpu_opt_kernels;
-    snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
-    return dev;
+    cpu_opt = cpu;
+    return &gpu_opt_kernels;
 }
-
-static const tfl__backend gpu_backend = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .device_count = gpu_count,
-    .device_new = gpu_new,
-};
-
-/* The registration list of this test build: the library's CPU, then the counting GPU. */
-const tfl__backend *const tfl__backends[] = {&tfl__cpu_backend, &gpu_backend};
-const int tfl__n_backends = 2;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -284,7 +220,7 @@ static void run_case(tfl_optimizer_kind kind, tfl_formula formula, bool per_vari
         assert_int_equal(tfl_optimizer_apply(c.opt, N_VARS, c.vars, gc), TFL_OK);
         tfl_alloc_stats before, after;
         assert_int_equal(tfl_alloc_stats_get(ctx, "GPU:0", &before), TFL_OK);
-        counts was = dev_count;
+        host_gpu_counts was = dev_count;
         tfl_status st = tfl_optimizer_apply(g.opt, N_VARS, g.vars, gg);
         if (st != TFL_OK) fail_msg("apply on GPU:0: %s", tfl_ctx_error(ctx).message);
         assert_int_equal(tfl_alloc_stats_get(ctx, "GPU:0", &after), TFL_OK);
