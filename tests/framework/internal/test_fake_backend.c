@@ -4,8 +4,8 @@
  * device GPU:0 whose memory is host memory XOR-scrambled byte by byte, so any direct read or
  * write by the framework gives wrong values; only its copy slots and its kernels (Add and Mul
  * for float32, SGD and sum of squares for the optimizers) unscramble. It registers through a
- * test-only registration list (tfl__backends below, which the linker takes instead of the
- * static library's backends.c) and then places ops and variables there, reads them back
+ * test-only registration list (tfl__backends in xor_device.h, which the linker takes instead
+ * of the static library's backends.c) and then places ops and variables there, reads them back
  * with tfl_tensor_get and tfl_tensor_to_host, formats them, runs an optimizer step with the
  * kernels registered for that device, and checks the placement messages, soft placement,
  * the allocator's statistics and out-of-memory message, and the slots' NULL meanings.
@@ -27,84 +27,15 @@
 #include <string.h>
 
 #define KEY 0x5Au              /* every byte in fake memory is stored XOR this */
-#define HEAD 64                /* bytes before each block: its size (keeps TFL_ALIGN) */
 #define FAKE_BUDGET (1u << 20) /* bytes the fake device has */
+#define FAKE_FILL 0xCC         /* fresh fake memory */
 
-/* What the fake device counts (a test may have globals; the library may not). */
-static struct {
-    int64_t live_bytes; /* raw memory not yet freed */
-    int copies_to_host, copies_to_device, syncs, apply_calls, sumsq_calls, kernel_calls;
-} fake;
-
-typedef struct fake_device {
-    tfl__device base;
-} fake_device;
-
-static void scramble(void *dst, const void *src, size_t n)
-{
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    for (size_t i = 0; i < n; i++)
-        d[i] = (unsigned char)(s[i] ^ KEY);
-}
-
-static void *fake_raw_alloc(tfl__device *dev, size_t bytes)
-{
-    if (fake.live_bytes + (int64_t)bytes > (int64_t)FAKE_BUDGET) return NULL;
-    char *p = tfl__host_alloc(dev->ctx, bytes + HEAD, TFL_ALIGN);
-    if (!p) return NULL;
-    memcpy(p, &bytes, sizeof bytes);
-    memset(p + HEAD, 0xCC, bytes); /* garbage, as fresh device memory is */
-    fake.live_bytes += (int64_t)bytes;
-    return p + HEAD;
-}
-
-static void fake_raw_free(tfl__device *dev, void *ptr)
-{
-    char *p = (char *)ptr - HEAD;
-    size_t bytes;
-    memcpy(&bytes, p, sizeof bytes);
-    fake.live_bytes -= (int64_t)bytes;
-    tfl__host_free(dev->ctx, p);
-}
-
-static tfl_status fake_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                                 int to_host)
-{
-    (void)dev;
-    if (to_host)
-        fake.copies_to_host++;
-    else
-        fake.copies_to_device++;
-    scramble(dst, src, bytes);
-    return TFL_OK;
-}
-
-static tfl_status fake_sync(tfl__device *dev)
-{
-    (void)dev;
-    fake.syncs++;
-    return TFL_OK;
-}
-
-static tfl_status fake_mem_info(tfl__device *dev, size_t *free_bytes, size_t *total_bytes)
-{
-    (void)dev;
-    *free_bytes = FAKE_BUDGET - (size_t)fake.live_bytes;
-    *total_bytes = FAKE_BUDGET;
-    return TFL_OK;
-}
+#include "xor_device.h"
 
 /* copy_device, copy_host_async, memset, streams and events are NULL: the framework's
  * fallbacks (internal.h) must make them work through copy_host and sync. */
 static const tfl__device_ops fake_ops = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .priority = 10,
-    .flags = 0, /* its memory is not the host's */
-    .raw_alloc = fake_raw_alloc,
-    .raw_free = fake_raw_free,
-    .copy_host = fake_copy_host,
+    FAKE_OPS_BASE,
     .sync = fake_sync,
     .mem_info = fake_mem_info,
 };
@@ -181,40 +112,15 @@ static tfl_status fake_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
 static const tfl__opt_kernels fake_opt_kernels = {
     .apply = fake_apply, .sumsq = fake_sumsq, .dtypes = TFL_DT(FLOAT32)};
 
-/* ---- the backend ------------------------------------------------------------------------ */
+/* ---- the device record: its tables and kernels (the backend record is xor_device.h's) ---- */
 
-static int fake_device_count(tfl_ctx *ctx)
+static void fake_device_setup(tfl__device *dev)
 {
-    (void)ctx;
-    return 1;
-}
-
-static tfl__device *fake_device_new(tfl_ctx *ctx, int index)
-{
-    fake_device *d = tfl__calloc(ctx, sizeof *d);
-    if (!d) return NULL;
-    tfl__device *dev = &d->base;
     dev->ops = &fake_ops;
-    dev->ctx = ctx;
-    dev->index = index;
-    snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
     dev->kernels[TFL_OP_ADD] = (tfl__kernel){fake_binary, TFL_DT(FLOAT32), NULL};
     dev->kernels[TFL_OP_MUL] = (tfl__kernel){fake_binary, TFL_DT(FLOAT32), NULL};
     dev->opt_kernels = &fake_opt_kernels;
-    return dev;
 }
-
-static const tfl__backend fake_backend = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .device_count = fake_device_count,
-    .device_new = fake_device_new,
-};
-
-/* The registration list of this test build: the library's CPU, then the fake. */
-extern const tfl__backend tfl__cpu_backend;
-const tfl__backend *const tfl__backends[] = {&tfl__cpu_backend, &fake_backend};
-const int tfl__n_backends = 2;
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -321,7 +227,7 @@ static void ops_run_there_and_read_back(void **state)
     assert_non_null(h);
     assert_string_equal(tfl_tensor_device(h), "CPU:0");
     assert_true(((const float *)tfl_tensor_data_ptr(h))[2] == 8.0f);
-    assert_true(fake.copies_to_host > 0 && fake.copies_to_device > 0 && fake.kernel_calls >= 2);
+    assert_true(fake.to_host > 0 && fake.to_device > 0 && fake.kernel_calls >= 2);
     assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
     assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
     free_ctx(ctx);

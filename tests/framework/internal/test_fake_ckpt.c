@@ -31,55 +31,13 @@
 #include <unistd.h>
 
 #define KEY 0xA5u              /* every byte in fake memory is stored XOR this */
-#define HEAD 64                /* bytes before each block: its size (keeps TFL_ALIGN) */
 #define FAKE_BUDGET (4u << 20) /* bytes the fake device has */
+#define FAKE_FILL 0x3C         /* fresh fake memory */
 
-static struct {
-    int64_t live_bytes;
-    int to_host, to_device; /* copy_host calls, by direction */
-} fake;
+#include "xor_device.h"
 
-static void *fake_raw_alloc(tfl__device *dev, size_t bytes)
-{
-    if (fake.live_bytes + (int64_t)bytes > (int64_t)FAKE_BUDGET) return NULL;
-    char *p = tfl__host_alloc(dev->ctx, bytes + HEAD, TFL_ALIGN);
-    if (!p) return NULL;
-    memcpy(p, &bytes, sizeof bytes);
-    memset(p + HEAD, 0x3C, bytes);
-    fake.live_bytes += (int64_t)bytes;
-    return p + HEAD;
-}
-
-static void fake_raw_free(tfl__device *dev, void *ptr)
-{
-    char *p = (char *)ptr - HEAD;
-    size_t bytes;
-    memcpy(&bytes, p, sizeof bytes);
-    fake.live_bytes -= (int64_t)bytes;
-    tfl__host_free(dev->ctx, p);
-}
-
-static tfl_status fake_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                                 int to_host)
-{
-    (void)dev;
-    *(to_host ? &fake.to_host : &fake.to_device) += 1;
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    for (size_t i = 0; i < bytes; i++)
-        d[i] = (unsigned char)(s[i] ^ KEY);
-    return TFL_OK;
-}
-
-static const tfl__device_ops fake_ops = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .priority = 10,
-    .flags = 0, /* its memory is not the host's */
-    .raw_alloc = fake_raw_alloc,
-    .raw_free = fake_raw_free,
-    .copy_host = fake_copy_host,
-};
+/* Only the shared slots: no sync, mem_info, streams or events. */
+static const tfl__device_ops fake_ops = {FAKE_OPS_BASE};
 
 /* Optimizer kernels that accept float32 and float64 (so that tfl_optimizer_build makes slots
  * here) but never run: this test does not step. */
@@ -100,34 +58,11 @@ static tfl_status fake_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
 static const tfl__opt_kernels fake_opt = {
     .apply = fake_apply, .sumsq = fake_sumsq, .dtypes = TFL_DT(FLOAT32) | TFL_DT(FLOAT64)};
 
-static int fake_device_count(tfl_ctx *ctx)
+static void fake_device_setup(tfl__device *dev)
 {
-    (void)ctx;
-    return 1;
-}
-
-static tfl__device *fake_device_new(tfl_ctx *ctx, int index)
-{
-    tfl__device *dev = tfl__calloc(ctx, sizeof *dev);
-    if (!dev) return NULL;
     dev->ops = &fake_ops;
-    dev->ctx = ctx;
-    dev->index = index;
-    snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
     dev->opt_kernels = &fake_opt;
-    return dev;
 }
-
-static const tfl__backend fake_backend = {
-    .version = TFL_DEVICE_OPS_VERSION,
-    .type_name = "GPU",
-    .device_count = fake_device_count,
-    .device_new = fake_device_new,
-};
-
-extern const tfl__backend tfl__cpu_backend;
-const tfl__backend *const tfl__backends[] = {&tfl__cpu_backend, &fake_backend};
-const int tfl__n_backends = 2;
 
 /* ---- a model's state: four variables and Adam's slots ---------------------------------- */
 
