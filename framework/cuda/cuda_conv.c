@@ -218,81 +218,58 @@ static tfl_status backprop_input(const tfl__kcall *k, const tflcu_conv *g, const
 
 /* ---- the kernels ---------------------------------------------------------------------------- */
 
-tfl_status tfl__cuda_conv2d(const tfl__kcall *k)
+/* One of the three convolutions: a and b are the kind's operands (tfl__conv_kind: x and w, x
+ * and dy, or w and dy), made contiguous; an output that nothing flows into is zeroed; else
+ * cuDNN runs it, or when cuDNN does not take it (false; else st is cuDNN's status) im2col. */
+static tfl_status conv(const tfl__kcall *k, tfl__conv_kind kind)
 {
-    const tfl_tensor *x, *w;
-    tfl_tensor *tx = NULL, *tw = NULL;
+    const tfl_tensor *a, *b;
+    tfl_tensor *ta = NULL, *tb = NULL;
     tfl_status st = TFL_OK;
     if (k->out->numel == 0) return TFL_OK;
-    if (!inputs(k, &x, &w, &tx, &tw)) {
+    if (!inputs(k, &a, &b, &ta, &tb)) {
         st = k->ctx->err_code;
         goto done;
     }
-    tflcu_conv g = make_geom(x->shape, w->shape, k->out->shape, k->attrs);
-    (void)stream(k);
-    if (g.c == 0) { /* no taps: y = 0 */
-        st = zero(k);
-        goto done;
+    const tfl__window_attrs *at = k->attrs;
+    tflcu_conv g;
+    bool empty;
+    if (kind == TFL__CONV_FWD) {
+        g = make_geom(a->shape, b->shape, k->out->shape, at);
+        empty = g.c == 0; /* no taps: y = 0 */
+    } else if (kind == TFL__CONV_BWD_FILTER) {
+        g = make_geom(a->shape, at->shape, b->shape, at);
+        empty = g.n * g.oh * g.ow == 0; /* an empty batch: no pixel adds anything */
+    } else {
+        g = make_geom(at->shape, a->shape, b->shape, at);
+        empty = g.f == 0 || g.n * g.oh * g.ow == 0; /* nothing flows back: dx = 0 */
     }
-    if (tfl__cudnn_conv(k, TFL__CONV_FWD, &g, tfl__data(x), tfl__data(w), tfl__data(k->out), &st))
-        goto done;
-    st = forward(k, &g, tfl__data(x), tfl__data(w), tfl__data(k->out));
+    (void)stream(k);
+    const char *ad = tfl__data(a), *bd = tfl__data(b);
+    char *out = tfl__data(k->out);
+    if (empty)
+        st = zero(k);
+    else if (!tfl__cudnn_conv(k, kind, &g, ad, bd, out, &st))
+        st = kind == TFL__CONV_FWD          ? forward(k, &g, ad, bd, out)
+             : kind == TFL__CONV_BWD_FILTER ? backprop_filter(k, &g, ad, bd, out)
+                                            : backprop_input(k, &g, ad, bd, out);
 done:
-    tfl_tensor_release(tx);
-    tfl_tensor_release(tw);
+    tfl_tensor_release(ta);
+    tfl_tensor_release(tb);
     return st;
+}
+
+tfl_status tfl__cuda_conv2d(const tfl__kcall *k)
+{
+    return conv(k, TFL__CONV_FWD);
 }
 
 tfl_status tfl__cuda_conv2d_backprop_filter(const tfl__kcall *k)
 {
-    const tfl_tensor *x, *dy;
-    tfl_tensor *tx = NULL, *tdy = NULL;
-    tfl_status st = TFL_OK;
-    if (k->out->numel == 0) return TFL_OK;
-    if (!inputs(k, &x, &dy, &tx, &tdy)) {
-        st = k->ctx->err_code;
-        goto done;
-    }
-    const tfl__window_attrs *a = k->attrs;
-    tflcu_conv g = make_geom(x->shape, a->shape, dy->shape, a);
-    (void)stream(k);
-    if (g.n * g.oh * g.ow == 0) { /* an empty batch: no pixel adds anything */
-        st = zero(k);
-        goto done;
-    }
-    if (tfl__cudnn_conv(k, TFL__CONV_BWD_FILTER, &g, tfl__data(x), tfl__data(dy), tfl__data(k->out),
-                        &st))
-        goto done;
-    st = backprop_filter(k, &g, tfl__data(x), tfl__data(dy), tfl__data(k->out));
-done:
-    tfl_tensor_release(tx);
-    tfl_tensor_release(tdy);
-    return st;
+    return conv(k, TFL__CONV_BWD_FILTER);
 }
 
 tfl_status tfl__cuda_conv2d_backprop_input(const tfl__kcall *k)
 {
-    const tfl_tensor *w, *dy;
-    tfl_tensor *tw = NULL, *tdy = NULL;
-    tfl_status st = TFL_OK;
-    if (k->out->numel == 0) return TFL_OK;
-    if (!inputs(k, &w, &dy, &tw, &tdy)) {
-        st = k->ctx->err_code;
-        goto done;
-    }
-    const tfl__window_attrs *a = k->attrs;
-    tflcu_conv g = make_geom(a->shape, w->shape, dy->shape, a);
-    (void)stream(k);
-    if (g.f == 0 || g.n * g.oh * g.ow == 0) { /* nothing flows back: dx = 0 */
-        st = zero(k);
-        goto done;
-    }
-    if (tfl__cudnn_conv(k, TFL__CONV_BWD_DATA, &g, tfl__data(w), tfl__data(dy), tfl__data(k->out),
-                        &st))
-        goto done;
-    st = backprop_input(k, &g, tfl__data(w), tfl__data(dy), tfl__data(k->out));
-done:
-    tfl_tensor_release(tw);
-    tfl_tensor_release(tdy);
-    return st;
+    return conv(k, TFL__CONV_BWD_DATA);
 }
