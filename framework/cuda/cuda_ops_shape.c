@@ -116,6 +116,19 @@ static tfl_status k_pad(const tfl__kcall *k)
     return copy_into(k, &part, x);
 }
 
+/* Element i of an int32 or int64 index tensor on the device, for the message of an index
+ * check that failed (one word copied back). */
+static tfl_status read_index(const tfl__kcall *k, const tfl_tensor *idx, int64_t i, int64_t *v)
+{
+    size_t is = tfl_dtype_size((tfl_dtype)idx->dtype);
+    const char *src = (const char *)tfl__data(idx) + (size_t)i * is;
+    if (is != 4) return tfl__dev_copy_host(k->dev, v, src, is, 1);
+    int32_t v32 = 0;
+    tfl_status st = tfl__dev_copy_host(k->dev, &v32, src, is, 1);
+    *v = v32;
+    return st;
+}
+
 static tfl_status k_gather(const tfl__kcall *k)
 {
     int axis = ((const tfl__axis_attrs *)k->attrs)->axis;
@@ -138,15 +151,7 @@ static tfl_status k_gather(const tfl__kcall *k)
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) {
             int64_t v = 0;
-            size_t is = tfl_dtype_size((tfl_dtype)indices->dtype);
-            const char *src = (const char *)tfl__data(indices) + (size_t)bad * is;
-            if (is == 4) {
-                int32_t v32 = 0;
-                st = tfl__dev_copy_host(k->dev, &v32, src, is, 1);
-                v = v32;
-            } else {
-                st = tfl__dev_copy_host(k->dev, &v, src, is, 1);
-            }
+            st = read_index(k, indices, bad, &v);
             if (st == TFL_OK)
                 st = tfl__set_error(k->ctx, TFL_INVALID_ARGUMENT,
                                     "GatherV2: indices[%lld] = %lld is not in [0, %lld)",
@@ -276,15 +281,7 @@ static tfl_status k_segment_sum(const tfl__kcall *k)
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) {
             int64_t v = 0;
-            size_t is = tfl_dtype_size((tfl_dtype)ids->dtype);
-            const char *src = (const char *)tfl__data(ids) + (size_t)bad * is;
-            if (is == 4) {
-                int32_t v32 = 0;
-                st = tfl__dev_copy_host(k->dev, &v32, src, is, 1);
-                v = v32;
-            } else {
-                st = tfl__dev_copy_host(k->dev, &v, src, is, 1);
-            }
+            st = read_index(k, ids, bad, &v);
             if (st == TFL_OK)
                 st = tfl__set_error(
                     k->ctx, TFL_INVALID_ARGUMENT,
