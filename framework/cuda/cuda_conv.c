@@ -129,9 +129,13 @@ static void *col_get(const tfl__kcall *k, const plan *p, size_t *got)
 
 /* ---- the im2col paths ----------------------------------------------------------------------- */
 
-static tfl_status forward(const tfl__kcall *k, const tflcu_conv *g, const char *xd, const char *wd,
-                          char *yd)
+/* The two products that read im2col(x), chunk by chunk (x itself when direct):
+ *   forward          y^T (F x rows) = w^T (F x K) col^T (K x rows)      (w: wd, y: out)
+ *   backprop filter  dw^T (F x K) (+)= dy^T (F x rows) col (rows x K)   (dy: wd, dw: out) */
+static tfl_status from_col(const tfl__kcall *k, const tflcu_conv *g, bool filter, const char *xd,
+                           const char *wd, char *out)
 {
+    const char *what = filter ? "Conv2DBackpropFilter" : "Conv2D";
     tfl_dtype dt = (tfl_dtype)k->out->dtype;
     size_t es = tfl_dtype_size(dt);
     const int64_t K = g->kh * g->kw * g->c, F = g->f;
@@ -145,37 +149,14 @@ static tfl_status forward(const tfl__kcall *k, const tflcu_conv *g, const char *
         const char *cm = p.direct ? xd + (size_t)(m0 * K) * es : col;
         if (!p.direct)
             st = tfl__cuda_check(k->dev, tflcu_im2col(dt, g, xd, m0, m1, col, stream(k)),
-                                 "Conv2D (im2col)");
-        /* y^T (F x rows) = w^T (F x K) col^T (K x rows) */
-        if (st == TFL_OK)
-            st = gemm(k, "Conv2D", dt, CUBLAS_OP_N, CUBLAS_OP_N, F, m1 - m0, K, wd, F, cm, K, false,
-                      yd + (size_t)(m0 * F) * es, F);
-    }
-    if (col) tfl__allocator_put(&k->dev->alloc, col, got);
-    return st;
-}
-
-static tfl_status backprop_filter(const tfl__kcall *k, const tflcu_conv *g, const char *xd,
-                                  const char *dyd, char *dw)
-{
-    tfl_dtype dt = (tfl_dtype)k->out->dtype;
-    size_t es = tfl_dtype_size(dt);
-    const int64_t K = g->kh * g->kw * g->c, F = g->f;
-    plan p = make_plan(g, es);
-    size_t got = 0;
-    char *col = col_get(k, &p, &got);
-    if (!p.direct && !col) return k->ctx->err_code;
-    tfl_status st = TFL_OK;
-    for (int64_t m0 = 0; m0 < p.m && st == TFL_OK; m0 += p.per) {
-        int64_t m1 = m0 + p.per < p.m ? m0 + p.per : p.m;
-        const char *cm = p.direct ? xd + (size_t)(m0 * K) * es : col;
-        if (!p.direct)
-            st = tfl__cuda_check(k->dev, tflcu_im2col(dt, g, xd, m0, m1, col, stream(k)),
-                                 "Conv2DBackpropFilter (im2col)");
-        /* dw^T (F x K) (+)= dy^T (F x rows) col (rows x K) */
-        if (st == TFL_OK)
-            st = gemm(k, "Conv2DBackpropFilter", dt, CUBLAS_OP_N, CUBLAS_OP_T, F, K, m1 - m0,
-                      dyd + (size_t)(m0 * F) * es, F, cm, K, m0 > 0, dw, F);
+                                 filter ? "Conv2DBackpropFilter (im2col)" : "Conv2D (im2col)");
+        if (st != TFL_OK) break;
+        if (filter)
+            st = gemm(k, what, dt, CUBLAS_OP_N, CUBLAS_OP_T, F, K, m1 - m0,
+                      wd + (size_t)(m0 * F) * es, F, cm, K, m0 > 0, out, F);
+        else
+            st = gemm(k, what, dt, CUBLAS_OP_N, CUBLAS_OP_N, F, m1 - m0, K, wd, F, cm, K, false,
+                      out + (size_t)(m0 * F) * es, F);
     }
     if (col) tfl__allocator_put(&k->dev->alloc, col, got);
     return st;
@@ -250,8 +231,8 @@ static tfl_status conv(const tfl__kcall *k, tfl__conv_kind kind)
     if (empty)
         st = zero(k);
     else if (!tfl__cudnn_conv(k, kind, &g, ad, bd, out, &st))
-        st = kind == TFL__CONV_FWD          ? forward(k, &g, ad, bd, out)
-             : kind == TFL__CONV_BWD_FILTER ? backprop_filter(k, &g, ad, bd, out)
+        st = kind == TFL__CONV_FWD          ? from_col(k, &g, false, ad, bd, out)
+             : kind == TFL__CONV_BWD_FILTER ? from_col(k, &g, true, ad, bd, out)
                                             : backprop_input(k, &g, ad, bd, out);
 done:
     tfl_tensor_release(ta);
