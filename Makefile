@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make train   installs missing Debian packages, builds, and trains the Fashion-MNIST MLP
 #                through the tapeflow program (CONFIG=configs/fashion_mnist_cnn.yaml for the CNN)
-#   make test    the same set-up, then the whole test suite (ctest)
+#   make test    the same set-up, then the whole test suite (ctest); TFL_TEST_FAKE_GPU=1
+#                runs it with a fake GPU:0 in every context
 # Other targets: build, asan (the sanitizer build of the tests), fuzz (short libFuzzer runs of
 # the data loaders and the checkpoint reader: tests/fuzz/README.md), bench, clean.
 
@@ -50,8 +51,13 @@ SET ?=
 train: build
 	OMP_NUM_THREADS=$(JOBS) ./$(BUILD)/examples/tapeflow train $(CONFIG) $(foreach s,$(SET),--set $(s))
 
+# TFL_TEST_FAKE_GPU=1: every context of every test has a GPU:0 (a backend module of host
+# memory, tests/common/fake_gpu_module.c, loaded through TFL_GPU_MODULE), as on a GPU machine.
+TFL_TEST_FAKE_GPU ?= 0
+FAKE_GPU_ENV = $(if $(filter 1,$(TFL_TEST_FAKE_GPU)),TFL_GPU_MODULE=$(abspath $(BUILD))/tests/libtfl_fake_gpu.so,)
+
 test: build
-	cd $(BUILD) && OMP_NUM_THREADS=2 ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && $(FAKE_GPU_ENV) OMP_NUM_THREADS=2 ctest --output-on-failure -j $(JOBS)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the library and its tests (the
 # install/export checks and the bench smoke run only in the normal build: ASan adds symbols

@@ -189,15 +189,20 @@ tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...)
     return code;
 }
 
-void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
+void tfl__logv(tfl_ctx *ctx, tfl_log_level level, const char *fmt, va_list ap)
 {
     if (!tfl__log_enabled(ctx, level)) return;
     char line[TFL_MSG_SIZE];
+    vsnprintf(line, sizeof line, fmt, ap);
+    ctx->opts.log_fn(ctx->opts.log_user, level, line);
+}
+
+void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    tfl__logv(ctx, level, fmt, ap);
     va_end(ap);
-    ctx->opts.log_fn(ctx->opts.log_user, level, line);
 }
 
 tfl_status tfl_ctx_status(const tfl_ctx *ctx) { return ctx ? ctx->err_code : TFL_INVALID_ARGUMENT; }

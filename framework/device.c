@@ -8,6 +8,7 @@
 #include "ops/op.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,37 +22,72 @@ static void device_free(tfl__device *d)
     else tfl__host_free(d->ctx, d);
 }
 
+/* Creates the devices of backend `be`; a failing device_new returns its error (kept). */
+static tfl_status add_backend_devices(tfl_ctx *ctx, const tfl__backend *be)
+{
+    if (be->version != TFL_DEVICE_OPS_VERSION) {
+        tfl__log(ctx, TFL_LOG_WARNING, "backend %s has device table version %d, not %d: "
+                 "skipped", be->type_name, be->version, TFL_DEVICE_OPS_VERSION);
+        return TFL_OK;
+    }
+    int count = be->device_count(ctx);
+    if (count == 0 && be->note) {
+        char why[512];
+        int level = be->note(ctx, why, sizeof why);
+        if (level >= 0)
+            tfl__log(ctx, (tfl_log_level)level, "no %s device: %s; running on CPU:0",
+                     be->type_name, why);
+    }
+    for (int i = 0; i < count; i++) {
+        if (ctx->n_devices == TFL_MAX_DEVICES) {
+            tfl__log(ctx, TFL_LOG_WARNING, "%s:%d and later devices are not used: a "
+                     "context has at most %d devices", be->type_name, i, TFL_MAX_DEVICES);
+            break;
+        }
+        tfl__device *d = be->device_new(ctx, i);
+        if (!d) {
+            if (ctx->err_code == TFL_OK)
+                tfl__set_error(ctx, TFL_INTERNAL, "backend %s could not create device %d",
+                               be->type_name, i);
+            return ctx->err_code;
+        }
+        d->slot = ctx->n_devices;
+        tfl__allocator_init(&d->alloc, d);
+        ctx->devices[ctx->n_devices++] = d;
+    }
+    return TFL_OK;
+}
+
 tfl_status tfl__devices_init(tfl_ctx *ctx)
 {
     for (int b = 0; b < tfl__n_backends; b++) {
-        const tfl__backend *be = tfl__backends[b];
-        if (be->version != TFL_DEVICE_OPS_VERSION) {
-            tfl__log(ctx, TFL_LOG_WARNING, "backend %s has device table version %d, not %d: "
-                     "skipped", be->type_name, be->version, TFL_DEVICE_OPS_VERSION);
+        if (tfl__backends[b]->lazy) {
+            ctx->devices_pending = true;
             continue;
         }
-        int count = be->device_count(ctx);
-        for (int i = 0; i < count; i++) {
-            if (ctx->n_devices == TFL_MAX_DEVICES) {
-                tfl__log(ctx, TFL_LOG_WARNING, "%s:%d and later devices are not used: a "
-                         "context has at most %d devices", be->type_name, i, TFL_MAX_DEVICES);
-                break;
-            }
-            tfl__device *d = be->device_new(ctx, i);
-            if (!d) {
-                if (ctx->err_code == TFL_OK)
-                    tfl__set_error(ctx, TFL_INTERNAL, "tfl_ctx_new: backend %s could not "
-                                   "create device %d", be->type_name, i);
-                return ctx->err_code;
-            }
-            d->slot = ctx->n_devices;
-            tfl__allocator_init(&d->alloc, d);
-            ctx->devices[ctx->n_devices++] = d;
-        }
+        TFL_TRY(add_backend_devices(ctx, tfl__backends[b]));
     }
     if (ctx->n_devices == 0 || !tfl__dev_is_host(ctx->devices[0]))
         return tfl__set_error(ctx, TFL_INTERNAL, "tfl_ctx_new: the first backend must give a "
                               "host device (CPU:0)");
+    return TFL_OK;
+}
+
+tfl_status tfl__devices_discover_(tfl_ctx *ctx)
+{
+    for (int b = 0; b < tfl__n_backends; b++) {
+        if (!tfl__backends[b]->lazy) continue;
+        int before = ctx->n_devices;
+        tfl_status st = add_backend_devices(ctx, tfl__backends[b]);
+        if (st != TFL_OK) {
+            /* nothing half-made stays: the caller's call fails with the error (a device the
+             * backend has but cannot make is never silently replaced by the CPU), and the next
+             * call that needs the devices asks again */
+            while (ctx->n_devices > before) device_free(ctx->devices[--ctx->n_devices]);
+            return st;
+        }
+    }
+    ctx->devices_pending = false;
     return TFL_OK;
 }
 
@@ -204,11 +240,42 @@ void tfl__dev_host_free(tfl__device *dev, void *ptr, bool pinned)
 
 tfl__device *tfl__cpu(tfl_ctx *ctx) { return ctx->devices[0]; }
 
-int tfl_device_count(const tfl_ctx *ctx) { return ctx ? ctx->n_devices : 0; }
+/* The public queries take a const ctx: finding its devices on first use is a cache fill,
+ * invisible to the caller. */
+static void discover(const tfl_ctx *ctx)
+{
+    if (ctx) (void)tfl__devices_discover((tfl_ctx *)(uintptr_t)ctx); /* an error stays kept */
+}
+
+int tfl_device_count(const tfl_ctx *ctx)
+{
+    discover(ctx);
+    return ctx ? ctx->n_devices : 0;
+}
 
 const char *tfl_device_name(const tfl_ctx *ctx, int i)
 {
+    discover(ctx);
     return ctx && i >= 0 && i < ctx->n_devices ? ctx->devices[i]->name : NULL;
+}
+
+int tfl_device_note(tfl_ctx *ctx, char *buf, size_t size)
+{
+    if (buf && size > 0) buf[0] = '\0';
+    if (!ctx) return 0;
+    (void)tfl__devices_discover(ctx); /* an error stays kept */
+    for (int b = 0; b < tfl__n_backends; b++) {
+        const tfl__backend *be = tfl__backends[b];
+        bool has = false;
+        for (int i = 0; i < ctx->n_devices && !has; i++)
+            has = strcmp(ctx->devices[i]->ops->type_name, be->type_name) == 0;
+        char why[512];
+        if (!has && be->note && be->note(ctx, why, sizeof why) >= 0) {
+            int w = snprintf(buf, buf ? size : 0, "no %s device: %s", be->type_name, why);
+            return w < 0 ? 0 : w;
+        }
+    }
+    return 0;
 }
 
 /* "79.2 GiB" / "1.0 MiB" */
@@ -221,6 +288,7 @@ static void put_bytes(char *buf, size_t size, size_t bytes)
 int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size)
 {
     if (buf && size > 0) buf[0] = '\0';
+    discover(ctx);
     if (!ctx || i < 0 || i >= ctx->n_devices) return -1;
     tfl__device *d = ctx->devices[i];
     char desc[160] = "", mem[96] = "";
@@ -279,8 +347,12 @@ tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name)
 {
     char canon[16];
     if (parse_device(name, canon, sizeof canon) != DEV_OK) return NULL;
-    for (int i = 0; i < ctx->n_devices; i++)
-        if (strcmp(ctx->devices[i]->name, canon) == 0) return ctx->devices[i];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < ctx->n_devices; i++)
+            if (strcmp(ctx->devices[i]->name, canon) == 0) return ctx->devices[i];
+        /* a device not found yet may be a lazy backend's */
+        if (!ctx->devices_pending || tfl__devices_discover(ctx) != TFL_OK) break;
+    }
     return NULL;
 }
 
@@ -374,6 +446,7 @@ tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *dev
     /* With no scope a variable goes to the highest-priority device that has optimizer
      * kernels (GPU:0 once its backend registers them), so that training needs no scope. */
     if (!device && ctx->n_scopes == 0) {
+        if (tfl__devices_discover(ctx) != TFL_OK) return NULL;
         tfl__device *best = best_device(ctx, trains_variables, NULL);
         return best ? best : tfl__cpu(ctx);
     }
@@ -431,6 +504,7 @@ tfl__device *tfl__place_op(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key)
         int slot = ctx->scopes[ctx->n_scopes - 1];
         wanted = slot >= 0 ? ctx->devices[slot] : NULL;
     } else {
+        if (tfl__devices_discover(ctx) != TFL_OK) return NULL;
         dev = ctx->n_devices == 1 ? ctx->devices[0] : best_device(ctx, has_kernel, &q);
         if (dev && !has_kernel(dev, &q)) dev = NULL;
         wanted = best_device(ctx, NULL, NULL);

@@ -26,6 +26,7 @@
 #define TFL_MAX_DEVICE_INDEX (TFL_MAX_DEVICES - 2) /* the largest N a name "GPU:N" may have */
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
 #define TFL_MSG_SIZE 512       /* bytes of the kept error message */
+#define TFL_DEVICE_NOTE_SIZE 384 /* bytes of why no GPU module loaded (module.c) */
 #define TFL_ALIGN 64           /* alignment of tensor data, bytes */
 #define TFL_DEFAULT_SEED 0x74666c5f73656564ull /* "tfl_seed": the ctx seed when none is given */
 
@@ -233,11 +234,23 @@ typedef struct tfl__backend {
     /* Frees what device_new made, after the framework trimmed the allocator (every block is
      * back in raw_free). (optional) NULL: tfl__host_free(ctx, dev). */
     void (*device_free)(tfl__device *dev);
+    /* A lazy backend is asked for its devices only when a context first needs to know them
+     * (tfl__devices_discover: automatic placement, a device name or scope of its type,
+     * tfl_device_count), never by tfl_ctx_new; a device_new failing then fails the call that
+     * asked. (The GPU module loader, module.c.) */
+    bool lazy;
+    /* (optional) Why the backend has no device in ctx, for the log and tfl_device_note:
+     * writes one line into buf and returns its log level (TFL_LOG_INFO, TFL_LOG_WARNING), or
+     * returns -1 when there is nothing to say. Asked after device_count. NULL: nothing. */
+    int (*note)(tfl_ctx *ctx, char *buf, size_t size);
 } tfl__backend;
 
 /** The static list (backends.c): the CPU's first. */
 extern const tfl__backend *const tfl__backends[];
 extern const int tfl__n_backends;
+/** The GPU module loader (module.c): a lazy backend forwarding to the module it loads. */
+extern const tfl__backend tfl__gpu_module_backend;
+
 
 /* ---- storage and tensors ---------------------------------------------------------------- */
 
@@ -352,6 +365,10 @@ struct tfl_ctx {
 
     tfl__device *devices[TFL_MAX_DEVICES];
     int n_devices;
+    bool devices_pending;              /* lazy backends not yet asked (tfl__devices_discover) */
+    const struct tfl__backend *gpu_module; /* the GPU module's backend (module.c), or NULL */
+    int device_note_level;             /* module.c: the level of device_note, -1: none */
+    char device_note[TFL_DEVICE_NOTE_SIZE]; /* why no GPU module loaded */
 
     int scopes[TFL_MAX_SCOPES];        /* device scope stack: device slot, or -1-index for an */
     char scope_names[TFL_MAX_SCOPES][16]; /* unsatisfiable request (kept for the error text) */
@@ -442,6 +459,7 @@ void tfl__objs_free(tfl_ctx *ctx);
 tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...) TFL_PRINTF(3, 4);
 tfl_status tfl__set_errorv(tfl_ctx *ctx, tfl_status code, const char *fmt, va_list ap);
 void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...) TFL_PRINTF(3, 4);
+void tfl__logv(tfl_ctx *ctx, tfl_log_level level, const char *fmt, va_list ap);
 static inline bool tfl__log_enabled(const tfl_ctx *ctx, tfl_log_level level)
 {
     return ctx->opts.log_fn && level <= ctx->opts.log_level;
@@ -509,6 +527,15 @@ void tfl__pools_free(tfl_ctx *ctx);
 
 /** Creates the devices of every backend in tfl__backends (tfl_ctx_new). */
 tfl_status tfl__devices_init(tfl_ctx *ctx);
+/** Asks the lazy backends for their devices, once per context (a flag test after that).
+ * A backend without devices logs its note and the context goes on without them; a device the
+ * backend has but cannot make (out of memory) is an error kept in ctx, nothing of that
+ * backend stays, and the next call asks again. */
+tfl_status tfl__devices_discover_(tfl_ctx *ctx);
+static inline tfl_status tfl__devices_discover(tfl_ctx *ctx)
+{
+    return TFL_UNLIKELY(ctx->devices_pending) ? tfl__devices_discover_(ctx) : TFL_OK;
+}
 void tfl__devices_free(tfl_ctx *ctx);
 /** True when the framework may touch dev's memory directly (TFL_DEVICE_HOST_MEMORY). */
 static inline bool tfl__dev_is_host(const tfl__device *dev)

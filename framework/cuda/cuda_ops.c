@@ -76,7 +76,7 @@ static tfl_status k_elementwise(const tfl__kcall *k)
     tfl__cuda_iter(&it, k->out, k->n_in, k->in);
     double alpha = k->attrs ? ((const tfl__scalar_attrs *)k->attrs)->value : 0.0;
     return tfl__cuda_check(k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, stream(k)),
-                           tfl__op_defs[k->op].name);
+                           tfl__op_name(k->op));
 }
 
 static tfl_status k_cast(const tfl__kcall *k)
@@ -104,7 +104,7 @@ static tfl_status k_copy(const tfl__kcall *k)
     tfl__cuda_iter(&it, k->out, 1, k->in);
     return tfl__cuda_check(
         k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
-        tfl__op_defs[k->op].name);
+        tfl__op_name(k->op));
 }
 
 /* ---- reductions ---------------------------------------------------------------------------- */
@@ -128,7 +128,7 @@ static tfl_status k_reduce(const tfl__kcall *k)
     r.count = tfl__numel(r.nr, r.rshape);
     return tfl__cuda_check(
         k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out), stream(k)),
-        tfl__op_defs[k->op].name);
+        tfl__op_name(k->op));
 }
 
 static void split_axis(const tfl_tensor *x, int axis, int64_t *outer, int64_t *n, int64_t *inner)
@@ -148,7 +148,7 @@ static tfl_status k_arg(const tfl__kcall *k)
     tfl_status st = tfl__cuda_check(
         k->dev,
         tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out), outer, n, inner, stream(k)),
-        tfl__op_defs[k->op].name);
+        tfl__op_name(k->op));
     tfl_tensor_release(tmp);
     return st;
 }
@@ -166,7 +166,7 @@ static tfl_status k_softmax(const tfl__kcall *k)
         st = tfl__cuda_check(k->dev,
                              tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
                                            tfl__data(k->out), outer, n, inner, stream(k)),
-                             tfl__op_defs[k->op].name);
+                             tfl__op_name(k->op));
     tfl_tensor_release(tmp);
     return st;
 }

@@ -21,7 +21,7 @@ static tfl_status copy_into(const tfl__kcall *k, const tfl_tensor *part, const t
     tfl__cuda_iter(&it, part, 1, &x);
     return tfl__cuda_check(k->dev,
                            tflcu_copy((int)tfl_dtype_size((tfl_dtype)x->dtype), &it, stream(k)),
-                           tfl__op_defs[k->op].name);
+                           tfl__op_name(k->op));
 }
 
 static tfl_status k_concat(const tfl__kcall *k)

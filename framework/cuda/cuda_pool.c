@@ -48,7 +48,7 @@ static tfl_status k_pool_fwd(const tfl__kcall *k)
                              tflcu_pool_run(k->op, x->dtype, &geo, tfl__data(x),
                                             g ? tfl__data(g) : NULL, tfl__data(k->out), NULL,
                                             stream(k)),
-                             tfl__op_defs[k->op].name);
+                             tfl__op_name(k->op));
     }
     tfl_tensor_release(tx);
     tfl_tensor_release(tg);
@@ -74,7 +74,7 @@ static tfl_status k_pool_grad(const tfl__kcall *k)
                                             max ? tfl__data(x) : tfl__data(dy),
                                             max ? tfl__data(dy) : NULL, tfl__data(k->out),
                                             arg ? (int64_t *)tfl__data(arg) : NULL, stream(k)),
-                             tfl__op_defs[k->op].name);
+                             tfl__op_name(k->op));
     }
     tfl_tensor_release(arg);
     tfl_tensor_release(tx);

@@ -11,6 +11,11 @@ const tfl__op_def tfl__op_defs[TFL_OP_COUNT] = {
 #undef TFL_X_
 };
 
+const char *tfl__op_name(tfl__op_id op)
+{
+    return (unsigned)op < TFL_OP_COUNT ? tfl__op_defs[op].name : "(unknown op)";
+}
+
 bool tfl__check_inputs(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor *const *in)
 {
     for (int i = 0; i < n; i++) {

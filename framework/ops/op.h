@@ -17,6 +17,9 @@ typedef struct tfl__op_def {
 } tfl__op_def;
 
 extern const tfl__op_def tfl__op_defs[TFL_OP_COUNT];
+/** tfl__op_defs[op].name, as a function: what backend modules call (they see no data of the
+ * library: backend_module.h). */
+const char *tfl__op_name(tfl__op_id op);
 
 /* Typed attributes, one struct per op family (never packed ints). */
 typedef struct tfl__reduce_attrs {

@@ -16,12 +16,21 @@ pcdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -n 1)
 libdir=$(dirname "$pcdir")
 [ -f "$tmp/prefix/include/tapeflow/version.h" ] || fail "tapeflow/version.h is not installed"
 [ -f "$tmp/prefix/include/tapeflow/config.h" ] || fail "tapeflow/config.h (the config loader) is not installed"
-# version.h says what the library contains: TFL_HAVE_CUDA 1 exactly when the CUDA backend's
-# objects are in it
+# version.h says what the build contains: TFL_HAVE_CUDA 1 exactly when the CUDA backend's
+# module, libtapeflow_cuda.so, is installed beside the library; the library itself never
+# holds CUDA code nor links a CUDA library (it loads the module on demand)
 have_cuda=0
-if nm "$build/libtapeflow.a" 2>/dev/null | grep ' [DRT] tfl__cuda_backend$' >/dev/null; then have_cuda=1; fi
+if [ -f "$libdir/libtapeflow_cuda.so" ]; then have_cuda=1; fi
 grep -q "#define TFL_HAVE_CUDA $have_cuda" "$tmp/prefix/include/tapeflow/version.h" ||
-  fail "version.h's TFL_HAVE_CUDA is not $have_cuda (what libtapeflow.a contains)"
+  fail "version.h's TFL_HAVE_CUDA is not $have_cuda (libtapeflow_cuda.so installed: $have_cuda)"
+if nm "$libdir/libtapeflow.a" 2>/dev/null | grep -q ' [DRT] tfl__cuda_backend$'; then
+  fail "libtapeflow.a holds the CUDA backend; it must load libtapeflow_cuda.so instead"
+fi
+for lib in "$libdir"/libtapeflow.so*; do
+  if readelf -d "$lib" | grep -E 'NEEDED.*(cuda|cublas|cudnn)'; then
+    fail "$lib links a CUDA library"
+  fi
+done
 [ -f "$libdir/libtapeflow.a" ] || fail "libtapeflow.a is not installed"
 [ -f "$libdir/cmake/tapeflow/FindBLIS.cmake" ] || fail "FindBLIS.cmake is not installed"
 
@@ -49,13 +58,16 @@ cmake --build "$tmp/cm_static" >/dev/null
 no_tapeflow_so "$tmp/cm_static/consumer"
 "$tmp/cm_static/consumer"
 
-export PKG_CONFIG_PATH="$pcdir"
+# the prefix first, then the caller's own path (where zlib, yaml-0.1 and libcjson may be)
+export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 unset PKG_CONFIG_LIBDIR || true
 # Every query works on a system that has only the .pc files of what the library uses
 # (zlib, yaml-0.1, libcjson) and nothing else.
 mkdir "$tmp/pcsys"
 for dep in zlib yaml-0.1 libcjson; do
-  cp "$(pkg-config --variable=pcfiledir $dep)/$dep.pc" "$tmp/pcsys/"
+  depdir=$(pkg-config --variable=pcfiledir $dep) ||
+    fail "pkg-config finds no $dep.pc (PKG_CONFIG_PATH=$PKG_CONFIG_PATH)"
+  cp "$depdir/$dep.pc" "$tmp/pcsys/"
 done
 for q in "--exists --print-errors" "--cflags --libs" "--static --libs" "--static --cflags"; do
   for pc in tapeflow tapeflow-static; do
@@ -75,4 +87,14 @@ cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$tmp/pc_static_consumer
    $(pkg-config --static --cflags --libs tapeflow-static)
 no_tapeflow_so "$tmp/pc_static_consumer"
 env -u LD_LIBRARY_PATH "$tmp/pc_static_consumer"
-echo "ok: find_package (shared, static) and pkg-config (shared with rpath, static) consumers built and ran"
+# 5. the GPU backend is a module both libraries load on demand: a shared and a static
+# consumer given the test suite's fake GPU module see GPU:0 and run their matmul there
+fake="$build/tests/libtfl_fake_gpu.so"
+if [ -f "$fake" ]; then
+  for c in "$tmp/pc_consumer" "$tmp/pc_static_consumer"; do
+    out=$(env -u LD_LIBRARY_PATH TFL_GPU_MODULE="$fake" "$c") || fail "$c with the fake GPU: $out"
+    case "$out" in *"devices: CPU:0 GPU:0; matmul on GPU:0"*) ;;
+      *) fail "$c with TFL_GPU_MODULE=$fake does not use GPU:0: $out" ;; esac
+  done
+fi
+echo "ok: find_package (shared, static) and pkg-config (shared with rpath, static) consumers built and ran, and loaded a GPU module"

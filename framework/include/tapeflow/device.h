@@ -26,6 +26,19 @@ TFL_API const char *tfl_device_name(const tfl_ctx *ctx, int i);
  * ctx or i out of range.
  */
 TFL_API int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size);
+/**
+ * Why the context has no device of a kind this build can use, into buf (NUL-terminated when
+ * size > 0), e.g. "no GPU device: no CUDA driver: libcuda.so.1: cannot open shared object
+ * file: No such file or directory". Returns the length of the full text, or 0 (buf "") when
+ * there is nothing to say: the GPUs were found, or the build has no GPU backend.
+ *
+ * The device queries (this one, tfl_device_count, tfl_device_name, tfl_device_describe), a
+ * GPU scope or device name, and automatic placement are what make a context look for its
+ * GPUs, the first time, loading the GPU backend then: a program that never asks loads no GPU
+ * library. When none is usable the context logs the same line (INFO when there is no
+ * driver, WARNING when a driver is there but the backend or its libraries failed to load).
+ */
+TFL_API int tfl_device_note(tfl_ctx *ctx, char *buf, size_t size);
 
 /**
  * Opens a device scope: ops and new tensors go to `device` until the matching pop.
