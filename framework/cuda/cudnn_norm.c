@@ -26,7 +26,9 @@
  *    epsilon below CUDNN_BN_MIN_EPSILON, descriptors cuDNN refuses. A call failing at run
  *    time is logged at WARNING and turns cuDNN's BatchNorm off for that data type and layout
  *    (rank 4 NHWC, or not) on the device.
- *  - Softmax and LogSoftmax, float32 / float64, only over the last axis (inner size 1, more
+ *  - Softmax and LogSoftmax, float32 only (float64 stays on tapeflow's kernel, which sums in
+ *    double as the CPU: cuDNN's float64 LogSoftmax was off by 2e-14 relative on an H100),
+ *    only over the last axis (inner size 1, more
  *    than one class): tapeflow's kernel gives each row one thread, which there reads its row
  *    with a stride of the row length between neighbouring threads (uncoalesced) and three
  *    times, and leaves most of the GPU idle when rows are few and long; cuDNN spreads a row
@@ -192,8 +194,12 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
 {
     tfl__cuda_device *cu = tfl__cuda(k->dev);
     cudnnDataType_t dt;
-    /* where it pays: the last axis, more than one class (see the top) */
-    if (x->numel == 0 || inner != 1 || n < 2 || !data_type(x, &dt)) return false;
+    /* where it pays: the last axis, more than one class (see the top); float32 only:
+     * cuDNN's float64 LogSoftmax was 2e-14 relative off on an H100 (-2.4076059644444285
+     * for -2.4076059644443801, the CPU's and tapeflow's kernel's), and float64 is for
+     * accuracy */
+    if (x->numel == 0 || inner != 1 || n < 2 || !data_type(x, &dt) || dt != CUDNN_DATA_FLOAT)
+        return false;
     const unsigned off = SOFTMAX_OFF(dt == CUDNN_DATA_DOUBLE);
     if (cu->dnn_norm & off) return false;
     cudnnHandle_t h = tfl__cudnn_handle(k);
