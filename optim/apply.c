@@ -116,9 +116,6 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
                               tfl__shape_str(g->rank, g->shape, gs, sizeof gs),
                               tfl__shape_str(v->rank, v->shape, vs, sizeof vs));
     }
-    TFL_CHECK(ctx, tfl__tensor_device(g) == dev, TFL_INVALID_ARGUMENT, "%s: the gradient of "
-              "variable '%s:0' is on %s, but the variable is on %s", who, name,
-              tfl__tensor_device(g)->name, dev->name);
     opt->which[i] = e ? (int32_t)(e - opt->entries) : NEW_ENTRY;
     return TFL_OK;
 }
@@ -314,8 +311,17 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
         }
         tfl__opt_entry *e = &opt->entries[opt->which[i]];
         tfl_tensor *g = grads[i];
-        if (needs_copy(g)) {
-            g = tfl__tensor_copy_to(ctx, g, tfl__tensor_device(g));
+        tfl__device *vdev = tfl__tensor_device(v);
+        if (tfl__tensor_device(g) != vdev) {
+            /* a gradient on another device is copied to the variable's, as an op's inputs
+             * are (TensorFlow does the same); the placement log says so */
+            if (ctx->log_placement)
+                tfl__log(ctx, TFL_LOG_INFO, "%s: copy the gradient of '%s:0' from %s to %s",
+                         opt->name, v->var->name, tfl__tensor_device(g)->name, vdev->name);
+            g = tfl__tensor_copy_to(ctx, g, vdev);
+            if (!g) return ctx->err_code;
+        } else if (needs_copy(g)) {
+            g = tfl__tensor_copy_to(ctx, g, vdev);
             if (!g) return ctx->err_code;
         }
         TFL_TRY(tfl__variable_own(v));
@@ -399,7 +405,7 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
               opt->iterations->var->name, (long long)*step);
 
     size_t keep = opt->n_entries;
-    TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy) */
+    TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy, other device) */
     for (int i = 0; i < n; i++)
         if (opt->which[i] == SKIPPED && tfl__log_enabled(ctx, TFL_LOG_WARNING))
             tfl__log(ctx, TFL_LOG_WARNING, "%s: Gradients do not exist for variable '%s:0' when "
