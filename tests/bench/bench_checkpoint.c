@@ -67,12 +67,20 @@ int main(int argc, char **argv)
     long extra_kb = 0;
     char *buf = malloc((size_t)ELEMS * 4);
     for (int r = 0; r < REPS; r++) {
-        /* raw: the same bytes, one write per variable, fsync */
+        /* raw: the same bytes, one write per variable, fsync. A variable on a GPU is copied
+         * to host memory first, as the save does; tfl_tensor_data_ptr is a device address
+         * there, never readable by write() */
         double t0 = now_ns();
         int fd = open(raw, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        for (int i = 0; i < nvars; i++)
-            if (write(fd, tfl_tensor_data_ptr(v[i]), (size_t)ELEMS * 4) != (ssize_t)ELEMS * 4)
+        for (int i = 0; i < nvars; i++) {
+            const void *src = tfl_tensor_data_ptr(v[i]);
+            if (strcmp(tfl_tensor_device(v[i]), "CPU:0") != 0) {
+                check_status(ctx, tfl_tensor_to_host(v[i], buf, (size_t)ELEMS * 4), "raw copy");
+                src = buf;
+            }
+            if (write(fd, src, (size_t)ELEMS * 4) != (ssize_t)ELEMS * 4)
                 die(ctx, "raw write", "short write");
+        }
         if (fsync(fd) != 0 || close(fd) != 0) die(ctx, "raw write", "fsync/close");
         t_raw_w[r] = now_ns() - t0;
         t0 = now_ns();
