@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -152,6 +153,7 @@ typedef struct run {
     tfl_model *model;
     tfl_optimizer *opt;
     tfl_config_datasets data;
+    char placement[640]; /* why training.device is not used ("" when it is) */
 } run;
 
 static void run_free(run *r)
@@ -161,6 +163,26 @@ static void run_free(run *r)
     tfl_optimizer_free(r->opt);
     tfl_config_free(r->cfg);
     tfl_ctx_free(r->ctx);
+}
+
+/* training.device names a device this machine lacks (GPU:0 without a GPU): soft placement
+ * trains on CPU:0; r->placement says so and why, for stderr and run.log. */
+static void placement_note(run *r, const char *dev)
+{
+    r->placement[0] = '\0';
+    if (!dev[0]) return;
+    /* "GPU:0", "gpu", "/device:GPU:0" -> "GPU:0" */
+    const char *p = strstr(dev, "device:") ? strstr(dev, "device:") + 7 : dev;
+    if (*p == '/') p++;
+    char canon[32];
+    snprintf(canon, sizeof canon, "%s%s", p, strchr(p, ':') ? "" : ":0");
+    for (char *c = canon; *c; c++) *c = (char)toupper((unsigned char)*c);
+    for (int i = 0; i < tfl_device_count(r->ctx); i++)
+        if (!strcmp(canon, tfl_device_name(r->ctx, i))) return;
+    char why[512];
+    if (tfl_device_note(r->ctx, why, sizeof why) <= 0) snprintf(why, sizeof why, "no such device");
+    snprintf(r->placement, sizeof r->placement, "training.device %s is not available (%s): "
+             "training on CPU:0", dev, why);
 }
 
 /* Builds everything the config describes; an error here is the config's (exit 2) unless it
@@ -185,6 +207,7 @@ static int build(run *r, const cli_args *a)
         cli_error("%s: training.device: %s", a->config, tfl_ctx_error(r->ctx).message);
         return CLI_USAGE;
     }
+    placement_note(r, dev);
     if (tfl_config_apply_context(r->cfg) == TFL_OK && (r->model = tfl_config_build_model(r->cfg)) &&
         (r->opt = tfl_config_build_optimizer(r->cfg)) &&
         tfl_config_compile(r->cfg, r->model, r->opt) == TFL_OK &&
@@ -389,6 +412,11 @@ int cli_train(int argc, char **argv)
         run_log(dir, &ch, "resumed from %s at step %lld", latest, (long long)state.step);
     } else {
         run_log(dir, &ch, "%s from %s", same_run ? "started again" : "started", a.config);
+    }
+    if (r.placement[0]) {
+        fprintf(stderr, "tapeflow: warning: %s\n", r.placement);
+        changes none = {0};
+        run_log(dir, &none, "warning: %s", r.placement);
     }
     int64_t n = tfl_dataset_size(r.data.train), bs = fo.batch_size ? fo.batch_size : 32;
     int64_t per_epoch = fo.drop_remainder ? n / bs : n / bs + (n % bs != 0);

@@ -274,7 +274,9 @@ static int cli_version(int argc, char **argv)
     }
     printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n"
            "NCCL (GPU all-reduce): %s\n",
-           TFL_VERSION_STRING, TFL_HAVE_CUDA ? "yes" : "no (CPU only)",
+           TFL_VERSION_STRING,
+           TFL_HAVE_CUDA ? "yes (libtapeflow_cuda.so, loaded when a GPU is looked for)"
+                         : "no (CPU only)",
            TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)",
            TFL_HAVE_NCCL ? "yes (libnccl loaded at the first GPU collective)"
                          : "no (TFL_NCCL=OFF, no CUDA backend, or no NCCL)");
@@ -291,6 +293,8 @@ static int cli_version(int argc, char **argv)
         tfl_device_describe(ctx, i, line, sizeof line);
         printf("  %s\n", line);
     }
+    char note[512]; /* why there is no GPU, when the build has a GPU backend */
+    if (tfl_device_note(ctx, note, sizeof note) > 0) printf("  (%s)\n", note);
     tfl_ctx_free(ctx);
     return CLI_OK;
 }

@@ -50,12 +50,14 @@ run 0 train "$xor" --set training.epochs=150 --run-dir r1 && has out.txt "accura
 has r1/metrics.csv "epoch,loss,accuracy"
 cmp -s <(tail -n +2 r1/config.yaml) <("$TAPEFLOW" config "$xor" --set training.epochs=150 | tail -n +2) ||
   fail "r1/config.yaml is not the resolved config"
-# training.device, deterministic and sync_every: accepted, and on the CPU the same figures
+# training.device, deterministic and sync_every: accepted, and on the CPU the same figures as
+# a plain run on the CPU (r1 ran where automatic placement put it: GPU:0 on a GPU machine)
+run 0 train "$xor" --set training.epochs=150 --set training.device=CPU:0 --run-dir rcpu --quiet
 run 0 train "$xor" --set training.epochs=150 --set training.device=CPU:0 \
   --set training.deterministic=true --set training.sync_every=3 --run-dir rdev &&
   has out.txt "accuracy: 1.0000" && has rdev/config.yaml "deterministic: true" &&
   has rdev/config.yaml "sync_every: 3"
-cmp -s <(cut -d, -f1-5 r1/metrics.csv) <(cut -d, -f1-5 rdev/metrics.csv) ||
+cmp -s <(cut -d, -f1-5 rcpu/metrics.csv) <(cut -d, -f1-5 rdev/metrics.csv) ||
   fail "training.device CPU:0, deterministic and sync_every changed the CPU's figures"
 run 0 train "$xor" --set training.epochs=150 --run-dir r1 --quiet
 [ ! -s out.txt ] || fail "--quiet printed: $(head -2 out.txt)"
@@ -88,6 +90,16 @@ run 0 train "$xor" --set training.epochs=2 --quiet
 # training.device: CPU:0, or GPU:0 falling back to the CPU where there is none (soft placement)
 run 0 train "$xor" --set training.epochs=2 --set training.device=CPU:0 --quiet --run-dir rd1
 run 0 train "$xor" --set training.epochs=2 --set training.device=GPU:0 --quiet --run-dir rd2
+# ... and says so, with why, on stderr and in run.log when there is no GPU:0
+if "$TAPEFLOW" version | grep -q '^  GPU:0'; then
+  ! grep -q "training.device GPU:0 is not available" err.txt rd2/run.log ||
+    fail "a warning that GPU:0 is not available on a machine that has it"
+else
+  has err.txt "tapeflow: warning: training.device GPU:0 is not available" &&
+    has err.txt "training on CPU:0" &&
+    has rd2/run.log "warning: training.device GPU:0 is not available"
+  [ "$(grep -c 'is not available' err.txt)" = 1 ] || fail "the warning is not one line"
+fi
 # logging.metrics_csv puts the metrics elsewhere (a relative path would be the config's folder)
 run 0 train "$xor" --set training.epochs=3 --set "logging.metrics_csv=$tmp/elsewhere.csv" \
   --quiet --run-dir rd3
