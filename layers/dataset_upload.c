@@ -126,7 +126,7 @@ void *tfl__ds_upload_begin(tfl_ctx *ctx, tfl__ds_upload **upp, tfl__device *dev,
         if (tfl__dev_event_sync(dev, s->copied) != TFL_OK) return NULL;
         s->copying = false;
     }
-    if (s->host_bytes < bytes) {
+    if (!s->host || s->host_bytes < bytes) { /* (an empty first batch still needs a buffer) */
         tfl__dev_host_free(dev, s->host, s->pinned);
         s->host_bytes = 0;
         if (!(s->host = tfl__dev_host_alloc(dev, bytes, &s->pinned))) return NULL;

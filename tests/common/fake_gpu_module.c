@@ -9,10 +9,13 @@
  * highest priority and optimizer kernels (variables go to GPU:0 and ops run there), its
  * memory is not the host's (flags 0: the framework reaches it only through the slots), its
  * memory and its pinned host buffers come from outside the context's allocation hooks (as
- * cudaMalloc and cudaHostAlloc do), and it has its own streams and events. The kernels are
- * the CPU backend's (its memory is host memory underneath), so results equal CPU:0's.
+ * cudaMalloc and cudaHostAlloc do), it has its own streams and events, and its optimizer
+ * table clips by norm on the device (sumsq_device, clip_scales_device), as CUDA's does. The
+ * kernels are the CPU backend's (its memory is host memory underneath), so results equal
+ * CPU:0's.
  */
 #include "backend_module.h"
+#include "opt_kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +196,27 @@ static const tfl__device_ops fake_ops = {
 /* The CPU backend: its device_new makes GPU:N's record (kernels, optimizer kernels, GEMM
  * state), which the fake renames and gives its own table. */
 static const tfl__backend *cpu_backend;
+static const tfl__opt_kernels *cpu_opt; /* its optimizer table, from the first device */
+
+/* The CPU's optimizer table plus clipping on the device: the sums stay in device memory
+ * (host memory here) and become scales there; the update kernels read them by gscale_at.
+ * Filled by the entry (the same values at every call). */
+static tfl__opt_kernels fake_opt;
+
+static tfl_status fake_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
+                                    const tfl__opt_tensor *t, double *sums)
+{
+    return cpu_opt->sumsq(ctx, dev, dtype, n, t, sums);
+}
+
+static tfl_status fake_clip_scales_device(tfl_ctx *ctx, tfl__device *dev, int n, double *sums,
+                                          const struct tfl__opt_clip *clip)
+{
+    (void)ctx;
+    (void)dev;
+    tfl__opt_clip_scales(clip, n, sums, sums);
+    return TFL_OK;
+}
 
 static int fake_count(tfl_ctx *ctx)
 {
@@ -205,6 +229,13 @@ static tfl__device *fake_new(tfl_ctx *ctx, int index)
     tfl__device *dev = cpu_backend->device_new(ctx, index);
     if (!dev) return NULL;
     dev->ops = &fake_ops;
+    if (dev->opt_kernels) {
+        cpu_opt = dev->opt_kernels;
+        fake_opt = *dev->opt_kernels;
+        fake_opt.sumsq_device = fake_sumsq_device;
+        fake_opt.clip_scales_device = fake_clip_scales_device;
+        dev->opt_kernels = &fake_opt;
+    }
     snprintf(dev->name, sizeof dev->name, "GPU:%d", index);
     return dev;
 }

@@ -169,10 +169,26 @@ static void test_local_rank(void **state)
     /* kept: the second call sends nothing */
     assert_int_equal(tfl_comm_local_rank(c, NULL, &ls), TFL_OK);
     assert_int_equal(f.calls, 1);
-    /* this machine has no GPU: every request but an explicit GPU:N is the CPU's or GPU:0 */
+    /* the context's GPUs decide "auto" (test_rule holds the rule for every count): none, the
+     * CPU's; fewer than the host's 3 ranks, refused naming both counts; else this rank's */
     char dev[32];
-    assert_int_equal(tfl_comm_device(c, "auto", dev, sizeof dev), TFL_OK);
-    assert_string_equal(dev, "CPU:0");
+    int gpus = 0;
+    for (int i = 0; i < tfl_device_count(ctx); i++)
+        gpus += strncmp(tfl_device_name(ctx, i), "GPU:", 4) == 0;
+    if (gpus == 0) {
+        assert_int_equal(tfl_comm_device(c, "auto", dev, sizeof dev), TFL_OK);
+        assert_string_equal(dev, "CPU:0");
+    } else if (gpus < 3) {
+        assert_int_equal(tfl_comm_device(c, "auto", dev, sizeof dev), TFL_FAILED_PRECONDITION);
+        char want[96];
+        snprintf(want, sizeof want, "3 ranks run on this host, which has %d GPU", gpus);
+        expect_error(ctx, TFL_FAILED_PRECONDITION, want);
+    } else {
+        assert_int_equal(tfl_comm_device(c, "auto", dev, sizeof dev), TFL_OK);
+        char want[16];
+        snprintf(want, sizeof want, "GPU:%d", 2 % gpus);
+        assert_string_equal(dev, want);
+    }
     assert_int_equal(tfl_comm_device(c, "GPU:0", dev, sizeof dev), TFL_FAILED_PRECONDITION);
     expect_error(ctx, TFL_FAILED_PRECONDITION,
                  "for the 3 ranks on this host (this is local rank 2)");

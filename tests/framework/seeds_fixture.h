@@ -156,6 +156,16 @@ static inline const char *tf_device(const char *s)
     return d ? d + strlen("device:") : (s[0] == '/' ? s + 1 : s);
 }
 
+/* Whether tapeflow's device `got` is the fixture's `want`. The fixtures were recorded on a
+ * machine without a GPU: where one says CPU:0, TensorFlow on a GPU machine places the same
+ * object on GPU:0, as tapeflow's automatic placement does (auto_dev: GPU:0 when the context
+ * has one, else CPU:0). */
+static inline bool device_is(const char *got, const char *want, const char *auto_dev)
+{
+    const char *w = tf_device(want);
+    return strcmp(got, w) == 0 || (strcmp(w, "CPU:0") == 0 && strcmp(got, auto_dev) == 0);
+}
+
 /* ---- making tensors and variables --------------------------------------------------------- */
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
@@ -400,7 +410,8 @@ static inline void expect_desc_(const tfl_tensor *t, const cJSON *desc, bool che
     }
     const cJSON *dev = jopt(desc, "device");
     if (cJSON_IsString(dev) && dev->valuestring[0]) {
-        if (strcmp(tfl_tensor_device(t), tf_device(dev->valuestring)) != 0) {
+        if (!device_is(tfl_tensor_device(t), dev->valuestring,
+                       auto_device(tfl_tensor_ctx(t)))) {
             print_error("line %d: device %s, the fixture has %s\n", line, tfl_tensor_device(t),
                         dev->valuestring);
             fail();
@@ -639,6 +650,7 @@ typedef struct placement_log {
     int n;
     char op[128][40];
     char dev[128][24];
+    char auto_dev[24]; /* the context's automatic device (auto_device) */
 } placement_log;
 
 static placement_log g_log;
@@ -665,7 +677,12 @@ static inline int setup_logged(void **state)
     o.log_fn = collect_placement;
     o.log_user = &g_log;
     o.log_level = TFL_LOG_INFO;
-    return setup_opts(state, &o);
+    int r = setup_opts(state, &o);
+    if (r == 0) {
+        snprintf(g_log.auto_dev, sizeof g_log.auto_dev, "%s", auto_device(((fixture *)*state)->ctx));
+        g_log.n = 0; /* only the test's own ops */
+    }
+    return r;
 }
 
 /* A context with soft placement off from the start. */
@@ -702,7 +719,7 @@ static inline void expect_placement_(const char *key, const char *const *ops, in
             fail();
         }
         const char *dev = tf_device(cJSON_GetArrayItem(row, 1)->valuestring);
-        if (strcmp(g_log.op[j], op) != 0 || strcmp(g_log.dev[j], dev) != 0) {
+        if (strcmp(g_log.op[j], op) != 0 || !device_is(g_log.dev[j], dev, g_log.auto_dev)) {
             print_error("line %d: tapeflow logged op %s on %s where TensorFlow logged %s on %s\n",
                         line, g_log.op[j], g_log.dev[j], op, dev);
             fail();

@@ -114,6 +114,27 @@ static inline int count_lines(const log_capture *c, const char *fragment)
     return count_lines_at(c, fragment, -1);
 }
 
+/* Where automatic placement puts ops and variables: GPU:0 when the context has one (a GPU
+ * machine, or the suite's fake GPU module), else CPU:0. Tests compare with it instead of
+ * assuming CPU:0. */
+static inline const char *auto_device(tfl_ctx *ctx)
+{
+    for (int i = 0; i < tfl_device_count(ctx); i++)
+        if (strcmp(tfl_device_name(ctx, i), "GPU:0") == 0) return "GPU:0";
+    return "CPU:0";
+}
+
+/* The placement log's line for op `name` on the automatic device: "op Add on GPU:0". Four
+ * buffers in turn, so a few may be used in one expression. */
+static inline const char *op_on(tfl_ctx *ctx, const char *name)
+{
+    static char bufs[4][96];
+    static int next;
+    char *b = bufs[next++ & 3];
+    snprintf(b, sizeof bufs[0], "op %s on %s", name, auto_device(ctx));
+    return b;
+}
+
 /* Checks the kept error's code and a fragment of its message (NULL: any), then clears it. */
 static inline void expect_kept_error(tfl_ctx *ctx, tfl_status code, const char *fragment)
 {
