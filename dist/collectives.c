@@ -103,22 +103,16 @@ static tfl_status run_buckets(tfl_comm *c, const char *who, item *items, int n, 
     return TFL_OK;
 }
 
-/* The GPU of a collective: host tensors go through the transport, GPU tensors through NCCL,
- * and one rank drives one GPU: *gpu is NULL until the first GPU tensor, then its device; a
- * tensor on another GPU is INVALID_ARGUMENT; GPU tensors need NCCL (FAILED_PRECONDITION in a
- * build without it). `what` is "tensor", "variable" or "gradient". */
+/* The GPU of a collective: host tensors go through the transport, GPU tensors through NCCL
+ * (in a build without NCCL: through host memory, run_staged), and one rank drives one GPU:
+ * *gpu is NULL until the first GPU tensor, then its device; a tensor on another GPU is
+ * INVALID_ARGUMENT. `what` is "tensor", "variable" or "gradient". */
 static tfl_status check_device(tfl_comm *c, const char *who, const char *what, int i,
                                const tfl_tensor *t, tfl__device **gpu)
 {
     tfl_ctx *ctx = c->ctx;
     tfl__device *d = tfl__tensor_device(t);
     if (d == tfl__cpu(ctx)) return TFL_OK;
-#if !TFL_HAVE_NCCL
-    TFL_CHECK(ctx, false, TFL_FAILED_PRECONDITION,
-              "%s: %s %d is on %s; this tapeflow has no NCCL (TFL_NCCL=OFF, no CUDA backend, or "
-              "no NCCL found), so collectives run on host tensors (CPU:0) only",
-              who, what, i, d->name);
-#endif
     if (!*gpu) *gpu = d;
     TFL_CHECK(ctx, d == *gpu, TFL_INVALID_ARGUMENT,
               "%s: %s %d is on %s, an earlier one on %s; the tensors of one collective are on "
@@ -140,6 +134,60 @@ static bool use_nccl(tfl_comm *c, const tfl__device *gpu)
 }
 
 static tfl_status broadcast_host(tfl_comm *comm, const char *who, item *it, int n, int root);
+
+/* An item's bytes (a broadcast's numel counts bytes already). */
+static size_t item_bytes(const item *it)
+{
+    return it->dtype == TFL_DTYPE_INVALID ? (size_t)it->numel
+                                          : (size_t)it->numel * tfl_dtype_size(it->dtype);
+}
+
+/* A collective whose GPU items go through host memory (a build without NCCL): each GPU
+ * item's device data is copied to a host buffer, the transport runs on the host items, and
+ * what was written is copied back to the device. An item's source is device memory when it
+ * is its destination too (broadcast, all-reduce in place); tfl_comm_allreduce_gradients
+ * gives a host copy of the gradient as the source. */
+static tfl_status run_staged(tfl_comm *c, const char *who, tfl__device *gpu, item *items, int n,
+                             double f, int root)
+{
+    tfl_ctx *ctx = c->ctx;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (items[i].gpu && __builtin_add_overflow(total, (item_bytes(&items[i]) + 63) / 64 * 64,
+                                                   &total))
+            return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "%s: the GPU tensors' bytes "
+                                  "overflow a size_t", who);
+    char *buf = tfl__host_alloc(ctx, total ? total : 1, 64);
+    void **dev_dst = buf ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *dev_dst) : NULL;
+    if (!dev_dst) {
+        tfl__host_free(ctx, buf);
+        return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "%s: out of host memory for %zu "
+                              "bytes of GPU tensors staged through the host", who, total);
+    }
+    tfl_status st = TFL_OK;
+    size_t off = 0;
+    for (int i = 0; i < n && st == TFL_OK; i++) {
+        if (!items[i].gpu) continue;
+        size_t b = item_bytes(&items[i]);
+        char *h = buf + off;
+        off += (b + 63) / 64 * 64;
+        if (items[i].src && items[i].src == items[i].dst) {
+            st = tfl__dev_copy_host(gpu, h, items[i].src, b, 1);
+            items[i].src = h;
+        }
+        dev_dst[i] = items[i].dst;
+        if (items[i].dst) items[i].dst = h;
+        items[i].gpu = false;
+    }
+    if (st == TFL_OK)
+        st = root < 0 ? run_buckets(c, who, items, n, f, root) : broadcast_host(c, who, items, n, root);
+    for (int i = 0; i < n && st == TFL_OK; i++)
+        if (dev_dst[i] && (root < 0 || c->t.rank != root))
+            st = tfl__dev_copy_host(gpu, dev_dst[i], items[i].dst, item_bytes(&items[i]), 0);
+    tfl__host_free(ctx, dev_dst);
+    tfl__host_free(ctx, buf);
+    return st;
+}
 
 /* Runs a collective (root < 0: all-reduce scaled by f; else broadcast from root): the host
  * items through the transport, then the GPU items through NCCL; every rank has the same
@@ -164,9 +212,8 @@ static tfl_status run_device(tfl_comm *c, const char *who, tfl__device *gpu, ite
         tfl__host_free(c->ctx, part);
         return st;
     }
-#else
-    (void)gpu;
 #endif
+    if (gpu) return run_staged(c, who, gpu, items, n, f, root);
     return root < 0 ? run_buckets(c, who, items, n, f, root)
                     : broadcast_host(c, who, items, n, root);
 }
@@ -339,7 +386,7 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
         if (!tensors[i]) continue;
         TFL_TRY(check_tensor(comm, who, tensors, i, true, &dev));
         tfl_dtype dt = tfl_tensor_dtype(tensors[i]);
-        bool gpu = is_gpu(comm, tensors[i]);
+        bool gpu = TFL_HAVE_NCCL && is_gpu(comm, tensors[i]); /* else staged on the host */
         if (gpu) {
             TFL_CHECK(ctx, !tfl__nccl_check_dtype(who, i, dt, msg, sizeof msg),
                       TFL_INVALID_ARGUMENT, "%s", msg);

@@ -23,6 +23,16 @@ for r in 0 1 common; do
   cp "$SRC/configs/data/xor.csv" rank$r/data/
 done
 cp "$SRC/tests/dist/rank_dir.sh" .
+# A host with a GPU but fewer than the 2 ranks started here (one GPU: a GPU machine, or the
+# suite's fake GPU): automatic placement refuses (one rank drives one GPU), so the runs below
+# ask for the CPU in the config, as a user would; the refusal itself is checked after mpi().
+gpus=$("$TAPEFLOW" version | grep -c '^  GPU:' || true)
+if [ "$gpus" = 1 ]; then
+  for r in 0 1 common; do
+    sed -i 's/^training:$/training:\n  device: CPU:0/' rank$r/config.yaml
+    grep -q '^  device: CPU:0$' rank$r/config.yaml || { echo "FAIL: no device in the config"; exit 1; }
+  done
+fi
 # mpi EXPECTED ARGS...: tapeflow under mpirun -np 2 in the rank folders (WRAP=) or, with
 # WRAP=shared, all in rankcommon
 mpi() {
@@ -40,6 +50,12 @@ mpi() {
   sed 's/^/  stderr: /' err.txt | head -20 >&2
   return 1
 }
+if [ "$gpus" = 1 ]; then
+  mpi fail train config.yaml --set training.device=auto --set training.epochs=1 --run-dir auto
+  grep -q "training.device: 2 ranks run on this host, which has 1 GPU; one rank drives one GPU" \
+    err.txt || fail "auto with 2 ranks and 1 GPU was not refused: $(cat err.txt)"
+  [ -e rank0/auto ] && fail "a refused device wrote a run directory"
+fi
 # 1. a plain run: rank 0 alone writes (rank1/run never appears), one report
 mpi 0 train config.yaml --set training.epochs=20 --run-dir run
 [ -f rank0/run/config.yaml ] && [ -f rank0/run/checkpoints/ckpt-00000020.safetensors ] ||
@@ -176,13 +192,16 @@ grep -q "^trained" out.txt && fail "a rank finished training"
 # 5. the non-finite guard decides on every rank's loss: rank 1 alone has a label of 1e30 (its
 # loss overflows, its gradient and the reduced one do not); with skip every rank skips that
 # step of each epoch and the run ends well, with halt every rank stops there
+nf_device=""
+[ "$gpus" = 1 ] && nf_device=", device: CPU:0" # (see the top)
 for r in 0 1; do
   mkdir -p nf/rank$r/data
   printf '%s\n' "data:" \
     "  train: {format: csv, path: data/line.csv, header: true, label_name: y, label_kind: value}" \
     "  shuffle: false" "model:" "  input_shape: [1]" "  layers:" "    - dense: {units: 1}" \
     "loss: mean_squared_error" "optimizer: {kind: sgd, learning_rate: 0.001}" \
-    "training: {epochs: 2, batch_size: 4, seed: 1, on_nonfinite: skip}" > nf/rank$r/config.yaml
+    "training: {epochs: 2, batch_size: 4, seed: 1, on_nonfinite: skip$nf_device}" \
+    > nf/rank$r/config.yaml
   # 2 global batches of 4 rows: rank 1 has rows 2 and 3 of each, the first of batch 2 bad
   bad=0.5; [ $r = 1 ] && bad=1e30
   { echo x,y; for _ in 1 2 3 4 5 6; do echo 1,0.5; done; echo "1,$bad"; echo 1,0.5; } \
