@@ -70,6 +70,7 @@ typedef struct net {
     tfl_ctx *ctx;
     tfl_tensor *v[NVARS]; /* w1 (4, 5), b1 (5,), w2 (5, 3), b2 (3,) */
     tfl_optimizer *opt;
+    char loss_device[16]; /* where the last step's loss was computed */
 } net;
 
 static const int64_t SHAPES[NVARS][2] = {{4, 5}, {5, 0}, {5, 3}, {3, 0}};
@@ -132,6 +133,7 @@ static tfl_status net_step(net *m, int step)
     tfl_tensor *loss =
         tfl_reduce_mean(ctx, tfl_sparse_softmax_cross_entropy(ctx, logits, y), 0, NULL, false);
     if (!loss) goto fail;
+    snprintf(m->loss_device, sizeof m->loss_device, "%s", tfl_tensor_device(loss));
     if (tfl_tape_end(tape) != TFL_OK) goto fail;
     tfl_tensor *g[NVARS];
     if (tfl_tape_gradient(tape, loss, NVARS, (const tfl_tensor *const *)m->v, g, 0) != TFL_OK)
@@ -149,6 +151,29 @@ fail:
 
 /* The variables' values, concatenated. */
 enum { NVALS = 20 + 5 + 15 + 3 };
+
+/* Where the reference run placed its variables and computed its loss: a run that completes
+ * after a refusal must have run where the reference did (with a GPU, a silent fall back to
+ * the CPU is a different result even where the values happen to agree). */
+static char g_ref_dev[NVARS + 1][16];
+
+static void record_devices(const net *m)
+{
+    for (int i = 0; i < NVARS; i++)
+        snprintf(g_ref_dev[i], sizeof g_ref_dev[i], "%s", tfl_tensor_device(m->v[i]));
+    snprintf(g_ref_dev[NVARS], sizeof g_ref_dev[NVARS], "%s", m->loss_device);
+}
+
+static void expect_devices(const net *m, const char *what, uint64_t n)
+{
+    for (int i = 0; i < NVARS; i++)
+        if (strcmp(tfl_tensor_device(m->v[i]), g_ref_dev[i]) != 0)
+            fail_msg("%s, N=%llu: variable %d on %s, the reference's on %s", what,
+                     (unsigned long long)n, i, tfl_tensor_device(m->v[i]), g_ref_dev[i]);
+    if (strcmp(m->loss_device, g_ref_dev[NVARS]) != 0)
+        fail_msg("%s, N=%llu: the loss computed on %s, the reference's on %s", what,
+                 (unsigned long long)n, m->loss_device, g_ref_dev[NVARS]);
+}
 
 static void net_values(net *m, float *out)
 {
@@ -179,6 +204,7 @@ static void reference(void **state)
     assert_int_equal(net_step(&m, 0), TFL_OK);
     g_first_calls = h.calls;
     net_values(&m, g_ref[1]);
+    record_devices(&m);
     assert_int_equal(net_step(&m, 1), TFL_OK);
     net_values(&m, g_ref[2]);
     uint64_t before = h.calls;
@@ -232,6 +258,7 @@ static void sweep_first(fail_mode mode)
             net_values(&m, v);
             if (memcmp(v, g_ref[1], sizeof v) != 0)
                 fail_msg("first step, N=%llu: no failure but other values", (unsigned long long)n);
+            expect_devices(&m, "first step, no failure", n);
             completed++;
         } else if (st == TFL_OK) {
             /* a refused allocation the library recovered from (a cache, a retry): the
@@ -241,6 +268,7 @@ static void sweep_first(fail_mode mode)
             if (memcmp(v, g_ref[1], sizeof v) != 0)
                 fail_msg("first step, N=%llu: completed after a refusal with other values",
                          (unsigned long long)n);
+            expect_devices(&m, "first step, completed after a refusal", n);
             completed++;
         } else {
             expect_exhausted(st, "first step", mode, n);
@@ -283,6 +311,7 @@ static void sweep_steady(fail_mode mode, bool cold_cache)
             net_values(&m, v);
             if (memcmp(v, g_ref[3], sizeof v) != 0)
                 fail_msg("steady step, N=%llu: completed with other values", (unsigned long long)n);
+            expect_devices(&m, "steady step, completed", n);
             completed++;
         } else {
             expect_exhausted(st, "steady step", mode, n);
