@@ -83,15 +83,19 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
 /** Destroys the device's cuDNN handle and algorithm cache (device teardown). */
 void tfl__cudnn_free(tfl__cuda_device *cu);
 /** The device's cuDNN handle (a cudnnHandle_t, bound to the device's stream), made on first
- * use; NULL when cuDNN is off (TFL_CUDNN=0, version mismatch, set-up failure: logged). */
-struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k);
+ * use; NULL when cuDNN is off (TFL_CUDNN=0, version mismatch, set-up failure: logged), or,
+ * with *failed true and RESOURCE_EXHAUSTED kept, when there was no host memory for its state:
+ * then the op fails (a refused allocation never silently changes the kernel that runs). */
+struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k, bool *failed);
 /** BatchNorm through cuDNN (cudnn_norm.c; in: x, mean, variance, offset, scale, contiguous on
  * the device): true when cuDNN took it (*st TFL_OK); false when cuDNN is off or refuses the
- * shape (logged): the caller runs tapeflow's kernel. */
+ * shape (logged): the caller runs tapeflow's kernel; true with *st RESOURCE_EXHAUSTED when there
+ * was no host memory for cuDNN's state (the op fails). */
 bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], tfl_status *st);
 /** Softmax / LogSoftmax (k->op) of contiguous x read as (outer, n, inner) through cuDNN
  * (cudnn_norm.c): true when cuDNN took it (*st TFL_OK); false when cuDNN is off, the shape is
- * one where tapeflow's kernel stays (inner > 1), or cuDNN refuses it: the caller runs its own. */
+ * one where tapeflow's kernel stays (inner > 1, float64), or cuDNN refuses it: the caller runs
+ * its own; true with *st RESOURCE_EXHAUSTED when there was no host memory for cuDNN's state. */
 bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer, int64_t n,
                         int64_t inner, tfl_status *st);
 #else

@@ -79,13 +79,25 @@ void tfl__cudnn_free(tfl__cuda_device *cu)
     cu->dnn = NULL;
 }
 
-/* the device's state, made on first use; NULL when there is no host memory for it */
+/* No host memory for the state: the op fails with RESOURCE_EXHAUSTED. It must never run
+ * another algorithm instead (tapeflow's kernels round otherwise than cuDNN's): a step that
+ * completes after a refused allocation gives the numbers it gives without one, or none. */
+static struct tfl__cudnn_state *no_memory(const tfl__kcall *k)
+{
+    tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s on %s: out of host memory for cuDNN's "
+                   "state (%zu bytes)", tfl__op_name(k->op), k->dev->name,
+                   sizeof(struct tfl__cudnn_state));
+    return NULL;
+}
+
+/* the device's state, made on first use; NULL with RESOURCE_EXHAUSTED kept when there is no
+ * host memory for it (no_memory) */
 static struct tfl__cudnn_state *state(const tfl__kcall *k)
 {
     tfl__cuda_device *cu = tfl__cuda(k->dev);
     if (cu->dnn) return cu->dnn;
     struct tfl__cudnn_state *s = tfl__host_alloc(k->ctx, sizeof *s, 64);
-    if (!s) return NULL;
+    if (!s) return no_memory(k);
     memset(s, 0, sizeof *s);
     cu->dnn = s;
     if (env_off()) {
@@ -118,7 +130,7 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
                  k->dev->name, cudnnGetErrorString(r));
         tfl__cudnn_free(cu);
         s = tfl__host_alloc(k->ctx, sizeof *s, 64);
-        if (!s) return NULL;
+        if (!s) return no_memory(k);
         memset(s, 0, sizeof *s);
         s->off = true;
         cu->dnn = s;
@@ -126,9 +138,10 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
     return s;
 }
 
-struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k)
+struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k, bool *failed)
 {
     struct tfl__cudnn_state *s = state(k);
+    *failed = !s;
     return s && !s->off ? s->h : NULL;
 }
 
@@ -360,7 +373,11 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
                      const void *b, void *out, tfl_status *st)
 {
     struct tfl__cudnn_state *s = state(k);
-    if (!s || s->off) return false;
+    if (!s) { /* the op fails (no_memory): never im2col instead */
+        *st = TFL_RESOURCE_EXHAUSTED;
+        return true;
+    }
+    if (s->off) return false;
     tfl_dtype dtype = (tfl_dtype)k->out->dtype;
     cudnnDataType_t dt;
     if (dtype == TFL_DTYPE_FLOAT32)

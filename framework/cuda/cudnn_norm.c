@@ -147,8 +147,13 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
     if (x->numel == 0 || !data_type(x, &dt)) return false;
     const unsigned off = NORM_OFF(dt == CUDNN_DATA_DOUBLE, x->rank == 4);
     if (cu->dnn_norm & off) return false;
-    cudnnHandle_t h = tfl__cudnn_handle(k);
-    if (!h) return false; /* cuDNN off (logged by cudnn_conv.c) or no host memory */
+    bool failed;
+    cudnnHandle_t h = tfl__cudnn_handle(k, &failed);
+    if (failed) { /* no host memory for cuDNN's state: the op fails, never another kernel */
+        *st = TFL_RESOURCE_EXHAUSTED;
+        return true;
+    }
+    if (!h) return false; /* cuDNN off (logged by cudnn_conv.c) */
     const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon;
     if (x->numel > INT_MAX) {
         refused(k, NORM_REFUSAL_LOGGED, x, too_big);
@@ -202,7 +207,12 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
         return false;
     const unsigned off = SOFTMAX_OFF(dt == CUDNN_DATA_DOUBLE);
     if (cu->dnn_norm & off) return false;
-    cudnnHandle_t h = tfl__cudnn_handle(k);
+    bool failed;
+    cudnnHandle_t h = tfl__cudnn_handle(k, &failed);
+    if (failed) { /* no host memory for cuDNN's state: the op fails, never another kernel */
+        *st = TFL_RESOURCE_EXHAUSTED;
+        return true;
+    }
     if (!h) return false;
     if (x->numel > INT_MAX) {
         refused(k, SOFTMAX_REFUSAL_LOGGED, x, too_big);

@@ -72,6 +72,11 @@ template <typename T> __device__ __forceinline__ T wneg(T x)
     typedef typename U_of<T>::type U;
     return (T)((U)0 - (U)x);
 }
+/* |x|: integers wrap as the CPU's (|INT_MIN| = INT_MIN); floats clear the sign bit, as the
+ * CPU's fabs does, so |-0.0| is +0.0 (x < 0 ? -x : x would keep -0.0) */
+template <typename T> __device__ __forceinline__ T wabs(T x) { return x < (T)0 ? wneg(x) : x; }
+template <> __device__ __forceinline__ float wabs<float>(float x) { return fabsf(x); }
+template <> __device__ __forceinline__ double wabs<double>(double x) { return fabs(x); }
 
 F_BIN(AddF, wadd(x, y))
 F_BIN(SubF, wsub(x, y))
@@ -92,7 +97,7 @@ F_CMP(AndF, x &&y)
 F_CMP(OrF, x || y)
 
 F_UN(NegF, wneg(x))
-F_UN(AbsF, (x < (T)0 ? wneg(x) : x))
+F_UN(AbsF, wabs(x))
 F_UN(ExpF, exp(x))
 F_UN(LogF, log(x))
 F_UN(SqrtF, sqrt(x))

@@ -21,6 +21,7 @@
 
 int64_t emu_gets, emu_puts, emu_largest_get;
 int emu_errors, emu_log_info, emu_log_warning, emu_host_allocs, emu_host_frees;
+int emu_refuse_host;
 char emu_last_log[1024];
 
 const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t, tfl_tensor **tmp)
@@ -60,6 +61,7 @@ void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
 void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align)
 {
     (void)ctx, (void)align;
+    if (emu_refuse_host > 0) return NULL;
     emu_host_allocs++;
     return malloc(bytes);
 }

@@ -17,6 +17,7 @@ extern int64_t emu_gets, emu_puts, emu_largest_get; /* workspace blocks of the a
 extern int emu_errors;                              /* tfl__set_error, failed checks */
 extern int emu_log_info, emu_log_warning;           /* tfl__log by level */
 extern int emu_host_allocs, emu_host_frees;         /* tfl__host_alloc / free */
+extern int emu_refuse_host;                         /* > 0: tfl__host_alloc gives NULL */
 extern char emu_last_log[1024];
 
 /* a tensor record over host memory, as the kernels see a device tensor */

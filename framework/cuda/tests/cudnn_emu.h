@@ -52,5 +52,6 @@ void test_bn_runtime_failure(void **state);
 void test_bn_env_off(void **state);
 void test_softmax(void **state);
 void test_softmax_runtime_failure(void **state);
+void test_softmax_no_host_memory(void **state);
 
 #endif /* TFL_CUDA_TESTS_CUDNN_EMU_H */

@@ -523,7 +523,7 @@ int main(void)
         cmocka_unit_test(test_env_off), cmocka_unit_test(test_bn_shapes),
         cmocka_unit_test(test_bn_refused), cmocka_unit_test(test_bn_runtime_failure),
         cmocka_unit_test(test_bn_env_off), cmocka_unit_test(test_softmax),
-        cmocka_unit_test(test_softmax_runtime_failure),
+        cmocka_unit_test(test_softmax_runtime_failure), cmocka_unit_test(test_softmax_no_host_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
