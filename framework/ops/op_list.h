@@ -1,9 +1,9 @@
 /*
  * framework/ops/op_list.h: the one list of ops. X(ID, "Name", arity, accepted dtypes, flags)
- * expands into the op enum, the op definition table (ops/op_defs.c) and every array indexed
- * by op id (CPU and CUDA kernels, tape rules). Name is TensorFlow's op name, used in
- * messages and placement logs. Arity -1: variadic. The dtype mask is what the op accepts
- * (the key input's dtype); devices may implement a subset.
+ * expands into the op enum, the op definition table (tfl__op_defs in ops/dispatch.c) and
+ * every array indexed by op id (CPU and CUDA kernels, tape rules). Name is TensorFlow's op
+ * name, used in messages and placement logs. Arity -1: variadic. The dtype mask is what the
+ * op accepts (the key input's dtype); devices may implement a subset.
  */
 #ifndef TFL_OP_LIST_H
 #define TFL_OP_LIST_H
