@@ -84,9 +84,8 @@ void tfl__cudnn_free(tfl__cuda_device *cu)
  * completes after a refused allocation gives the numbers it gives without one, or none. */
 static struct tfl__cudnn_state *no_memory(const tfl__kcall *k)
 {
-    tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s on %s: out of host memory for cuDNN's "
-                   "state (%zu bytes)", tfl__op_name(k->op), k->dev->name,
-                   sizeof(struct tfl__cudnn_state));
+    tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "cuDNN on %s: out of host memory for its "
+                   "state (%zu bytes)", k->dev->name, sizeof(struct tfl__cudnn_state));
     return NULL;
 }
 

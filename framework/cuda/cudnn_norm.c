@@ -147,9 +147,9 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
     if (x->numel == 0 || !data_type(x, &dt)) return false;
     const unsigned off = NORM_OFF(dt == CUDNN_DATA_DOUBLE, x->rank == 4);
     if (cu->dnn_norm & off) return false;
-    bool failed;
-    cudnnHandle_t h = tfl__cudnn_handle(k, &failed);
-    if (failed) { /* no host memory for cuDNN's state: the op fails, never another kernel */
+    bool no_mem;
+    cudnnHandle_t h = tfl__cudnn_handle(k, &no_mem);
+    if (no_mem) { /* no host memory for cuDNN's state: the op fails, never another kernel */
         *st = TFL_RESOURCE_EXHAUSTED;
         return true;
     }
@@ -207,9 +207,9 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
         return false;
     const unsigned off = SOFTMAX_OFF(dt == CUDNN_DATA_DOUBLE);
     if (cu->dnn_norm & off) return false;
-    bool failed;
-    cudnnHandle_t h = tfl__cudnn_handle(k, &failed);
-    if (failed) { /* no host memory for cuDNN's state: the op fails, never another kernel */
+    bool no_mem;
+    cudnnHandle_t h = tfl__cudnn_handle(k, &no_mem);
+    if (no_mem) { /* no host memory for cuDNN's state: the op fails, never another kernel */
         *st = TFL_RESOURCE_EXHAUSTED;
         return true;
     }
