@@ -108,6 +108,9 @@ typedef enum tfl_optimizer_kind {
     TFL_OPTIMIZER_ADAGRAD,
 } tfl_optimizer_kind;
 
+/** One past the last kind (not a kind): the kinds are 1 .. TFL_OPTIMIZER_KIND_COUNT - 1. */
+#define TFL_OPTIMIZER_KIND_COUNT ((int)TFL_OPTIMIZER_ADAGRAD + 1)
+
 typedef enum tfl_formula {
     TFL_FORMULA_DEFAULT = 0, /* the optimizer's own default (see above) */
     TFL_FORMULA_TENSORFLOW,
