@@ -6,6 +6,7 @@
  */
 #include "configs_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof(a)[0]))
@@ -214,6 +215,27 @@ static const key_def optimizer_keys[] = {
     {"schedule", VT_SEC, ALL_OPT, 0, "", 0, 0, 0, &schedule_sec, 0, 0,
      "multiplies the learning rate"},
 };
+#define FIELD(key, field, type) {key, offsetof(tfl_optimizer_opts, field), type}
+const opt_field tfl__optimizer_fields[] = {
+    FIELD("learning_rate", learning_rate, 'd'),
+    FIELD("weight_decay", weight_decay, 'd'),
+    FIELD("momentum", momentum, 'd'),
+    FIELD("dampening", dampening, 'd'),
+    FIELD("nesterov", nesterov, 'b'),
+    FIELD("beta_1", beta1, 'd'),
+    FIELD("beta_2", beta2, 'd'),
+    FIELD("epsilon", epsilon, 'd'),
+    FIELD("amsgrad", amsgrad, 'b'),
+    FIELD("rho", rho, 'd'),
+    FIELD("centered", centered, 'b'),
+    FIELD("initial_accumulator_value", initial_accumulator, 'd'),
+    FIELD("clipvalue", clip_value, 'n'),
+    FIELD("clipnorm", clip_norm, 'n'),
+    FIELD("global_clipnorm", global_clip_norm, 'n'),
+    {NULL, 0, 0},
+};
+#undef FIELD
+
 static const sec_def optimizer_sec = {"optimizer",          optimizer_keys, COUNT(optimizer_keys),
                                       &tfl__enum_optimizer, false,          "the optimizer"};
 
