@@ -51,8 +51,10 @@
  *                        p ← p_d − k2·r
  *   adagrad  [eps_inside] s ← s + g'²; p ← p_d − lr·g' / √(s + eps) (eps_inside) or
  *                        lr·g' / (√s + eps)
+ *   nadam    []          m ← m + c1·(g' − m); v ← v + c2·(g'² − v);
+ *                        p ← p_d − (cg·g' + cm·m) / (b·√v + eps)
  */
-#define TFL__OPT_KERNELS(X) X(sgd, 1) X(adam, 1) X(rmsprop, 3) X(adagrad, 1)
+#define TFL__OPT_KERNELS(X) X(sgd, 1) X(adam, 1) X(rmsprop, 3) X(adagrad, 1) X(nadam, 0)
 
 /* Each kernel's constants: APPLY, the same for every tensor of an apply (tfl__opt_hyper.c.NAME),
  * and TENSOR, per tensor (tfl__opt_tensor.k[TFL__OPK_NAME_field]: what depends on the
@@ -65,6 +67,8 @@
 #define TFL__OPK_rmsprop_TENSOR(C, n)
 #define TFL__OPK_adagrad_APPLY(C, n) C(n, eps)
 #define TFL__OPK_adagrad_TENSOR(C, n)
+#define TFL__OPK_nadam_APPLY(C, n) C(n, c1) C(n, c2) C(n, eps)
+#define TFL__OPK_nadam_TENSOR(C, n) C(n, cg) C(n, cm) C(n, b)
 
 /* ---- generated: kernel ids, per-tensor constant indices, the shared structs --------------- */
 
@@ -219,6 +223,17 @@ TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(adagrad)(TFL__OPK_ARGS(adagrad))
     s0[i] = s;
     return pd - TFL_OPT_DIV(k->lr * g, (f & 1u) ? TFL_OPT_SQRT(s + k->eps) /* eps_inside */
                                                 : TFL_OPT_SQRT(s) + k->eps);
+}
+
+TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(nadam)(TFL__OPK_ARGS(nadam))
+{
+    (void)s2, (void)f;
+    const TFL_OPT_T mo = s0[i], vo = s1[i];
+    TFL_OPT_T m = mo + k->c1 * (g - mo);
+    TFL_OPT_T v = vo + k->c2 * (g * g - vo);
+    s0[i] = m;
+    s1[i] = v;
+    return pd - TFL_OPT_DIV(k->cg * g + k->cm * m, k->b * TFL_OPT_SQRT(v) + k->eps);
 }
 
 /* element i of a tensor: g', p_d, then the kernel */

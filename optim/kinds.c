@@ -23,6 +23,7 @@ enum {
     TFL__OPTION_RHO = 1u << 7,
     TFL__OPTION_CENTERED = 1u << 8,
     TFL__OPTION_INITIAL_ACCUMULATOR = 1u << 9,
+    TFL__OPTION_MOMENTUM_DECAY = 1u << 10,
 };
 
 #define OPT(f) offsetof(tfl_optimizer_opts, f)
@@ -42,6 +43,8 @@ const tfl__opt_option tfl__opt_options[] = {
     {"centered", OPT(centered), true, TFL__OPTION_CENTERED, 0, false, NULL},
     {"initial_accumulator", OPT(initial_accumulator), false, TFL__OPTION_INITIAL_ACCUMULATOR,
      INFINITY, false, ">= 0"},
+    {"momentum_decay", OPT(momentum_decay), false, TFL__OPTION_MOMENTUM_DECAY, INFINITY, false,
+     ">= 0"},
     {"clip_value", OPT(clip_value), false, 0, INFINITY, false, ">= 0 (0: off)"},
     {"clip_norm", OPT(clip_norm), false, 0, INFINITY, false, ">= 0 (0: off)"},
     {"global_clip_norm", OPT(global_clip_norm), false, 0, INFINITY, false, ">= 0 (0: off)"},
@@ -173,6 +176,68 @@ static void adagrad_hyper(const tfl_optimizer_opts *o, tfl__opt_hyper *h)
     h->c.adagrad.eps = o->epsilon;
 }
 
+/* ---- NAdam ---------------------------------------------------------------------------------- */
+
+static void nadam_defaults(tfl_optimizer_opts *o, bool tf)
+{
+    o->learning_rate = tf ? 1e-3 : 2e-3;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->epsilon = tf ? 1e-7 : 1e-8;
+    o->momentum_decay = tf ? 1.0 : 0.004; /* Keras: 0.96^t, torch: 0.96^(0.004 t) */
+}
+
+static void nadam_slots(const tfl_optimizer_opts *o, const char **names, double *init)
+{
+    (void)o, (void)init;
+    names[0] = "m";
+    names[1] = "v";
+}
+
+static void nadam_hyper(const tfl_optimizer_opts *o, tfl__opt_hyper *h)
+{
+    h->c.nadam.c1 = 1.0 - o->beta1;
+    h->c.nadam.c2 = 1.0 - o->beta2;
+    h->c.nadam.eps = o->epsilon;
+}
+
+/* the momentum schedule μ_t = β1·(1 − 0.5·0.96^(t·ψ)) */
+static double nadam_mu(const tfl_optimizer_opts *o, double t)
+{
+    return o->beta1 * (1.0 - 0.5 * pow(0.96, t * o->momentum_decay));
+}
+
+/* Π_t = μ_1·…·μ_t, multiplied in that order, carried on from memo = {t, Π_t} of the last call:
+ * the next step costs one product, another step (a restored optimizer, a variable with its own
+ * count) a product per step from the start until Π underflows to 0, so that a resumed run
+ * computes the same Π bit for bit */
+static double nadam_product(const tfl_optimizer_opts *o, int64_t t, double *memo)
+{
+    int64_t tau = 0;
+    double prod = 1.0;
+    if (memo[0] >= 1 && memo[0] <= (double)t) {
+        tau = (int64_t)memo[0];
+        prod = memo[1];
+    }
+    for (; tau < t && prod != 0; tau++)
+        prod *= nadam_mu(o, (double)(tau + 1));
+    memo[0] = (double)t;
+    memo[1] = prod;
+    return prod;
+}
+
+/* cg = lr·(1 − μ_t)/(1 − Π_t), cm = lr·μ_{t+1}/(1 − Π_t·μ_{t+1}), b = 1/√(1 − β2^t) */
+static void nadam_tensor(const tfl_optimizer_opts *o, const tfl__opt_hyper *h, int64_t step,
+                         double *memo, double *k)
+{
+    double t = (double)step + 1.0;
+    double mu = nadam_mu(o, t), mu_next = nadam_mu(o, t + 1.0);
+    double prod = nadam_product(o, step + 1, memo);
+    k[TFL__OPK_nadam_cg] = h->lr * (1.0 - mu) / (1.0 - prod);
+    k[TFL__OPK_nadam_cm] = h->lr * mu_next / (1.0 - prod * mu_next);
+    k[TFL__OPK_nadam_b] = 1.0 / sqrt(1.0 - pow(o->beta2, t));
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define ADAM_OPTIONS                                                                               \
@@ -193,4 +258,8 @@ const tfl__opt_kind tfl__opt_kinds[TFL_OPTIMIZER_KIND_COUNT] = {
     [TFL_OPTIMIZER_ADAGRAD] = {"Adagrad", TFL__OPK_adagrad, TFL_FORMULA_PYTORCH, false,
                                TFL__OPTION_INITIAL_ACCUMULATOR | TFL__OPTION_EPSILON, 0,
                                adagrad_defaults, adagrad_slots, adagrad_hyper, NULL},
+    [TFL_OPTIMIZER_NADAM] = {"NAdam", TFL__OPK_nadam, TFL_FORMULA_PYTORCH, false,
+                             TFL__OPTION_BETA1 | TFL__OPTION_BETA2 | TFL__OPTION_EPSILON |
+                                 TFL__OPTION_MOMENTUM_DECAY,
+                             0, nadam_defaults, nadam_slots, nadam_hyper, nadam_tensor},
 };

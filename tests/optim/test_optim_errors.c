@@ -137,6 +137,15 @@ static void test_new_option_errors(void **state)
     RESET(ADAM, TORCH);
     o.initial_accumulator = 0.1;
     expect_new_fails(ctx, &o, "Adam has no option 'initial_accumulator'", "0.1");
+    RESET(ADAM, TF);
+    o.momentum_decay = 0.004;
+    expect_new_fails(ctx, &o, "Adam has no option 'momentum_decay'", "0.004");
+    RESET(TFL_OPTIMIZER_NADAM, TORCH);
+    o.momentum_decay = -1;
+    expect_new_fails(ctx, &o, "NAdam: invalid momentum_decay -1; expected >= 0");
+    RESET(TFL_OPTIMIZER_NADAM, TF);
+    o.momentum = 0.9;
+    expect_new_fails(ctx, &o, "NAdam has no option 'momentum'", "0.9");
     RESET(RMSPROP, TORCH);
     o.rho = 1.5;
     expect_new_fails(ctx, &o, "rho 1.5");

@@ -42,7 +42,8 @@ static double num(const cJSON *it)
 
 /* The option fields by their C names, as the fixture writes them. */
 #define DOUBLE_OPTIONS(X) X(learning_rate) X(weight_decay) X(momentum) X(dampening) X(beta1) \
-    X(beta2) X(epsilon) X(rho) X(initial_accumulator) X(clip_value) X(clip_norm) X(global_clip_norm)
+    X(beta2) X(epsilon) X(rho) X(initial_accumulator) X(clip_value) X(clip_norm) X(global_clip_norm) \
+    X(momentum_decay)
 #define BOOL_OPTIONS(X) X(nesterov) X(amsgrad) X(centered)
 
 static void set_options(tfl_optimizer_opts *o, const cJSON *obj)
