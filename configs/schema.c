@@ -19,7 +19,8 @@
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu");
-ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam");
+ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
+     "adamax");
 ENUM(tfl__enum_formula, "formula", "default", "tensorflow", "pytorch");
 ENUM(tfl__enum_loss, "loss", "sparse_categorical_crossentropy", "categorical_crossentropy",
      "binary_crossentropy", "mean_squared_error");
@@ -34,7 +35,7 @@ ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
 enum { L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB };
-enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_COUNT };
+enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
 enum { I_ZEROS, I_ONES, I_CONST, I_RU, I_RN, I_TN, I_GU, I_GN, I_HU, I_HN };
 
@@ -180,10 +181,10 @@ static const sec_def schedule_sec = {
 
 #define ALL_OPT 0
 #define ADAMS (B(O_ADAM) | B(O_ADAMW))
-#define BETAS (ADAMS | B(O_NADAM))
+#define BETAS (ADAMS | B(O_NADAM) | B(O_ADAMAX))
 static const key_def optimizer_keys[] = {
     {"kind", VT_ENUM, 0, K_DISCRIM, "rmsprop", 0, 0, &tfl__enum_optimizer, 0, 0, 0,
-     "sgd, adam, adamw, rmsprop (Keras's default), adagrad or nadam"},
+     "sgd, adam, adamw, rmsprop (Keras's default), adagrad, nadam or adamax"},
     {"formula", VT_ENUM, 0, 0, "default", 0, 0, &tfl__enum_formula, 0, 0, 0,
      "tensorflow or pytorch; default: the optimizer's own (see optim.h)"},
     {"name", VT_STR, 0, NUL, NULL, 0, 0, 0, 0, 0, 0, "null: the kind's name"},

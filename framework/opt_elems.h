@@ -53,8 +53,9 @@
  *                        lr·g' / (√s + eps)
  *   nadam    []          m ← m + c1·(g' − m); v ← v + c2·(g'² − v);
  *                        p ← p_d − (cg·g' + cm·m) / (b·√v + eps)
+ *   adamax   []          m ← m + c1·(g' − m); u ← max(b2·u, |g'| + ei); p ← p_d − a·m / (u + eo)
  */
-#define TFL__OPT_KERNELS(X) X(sgd, 1) X(adam, 1) X(rmsprop, 3) X(adagrad, 1) X(nadam, 0)
+#define TFL__OPT_KERNELS(X) X(sgd, 1) X(adam, 1) X(rmsprop, 3) X(adagrad, 1) X(nadam, 0) X(adamax, 0)
 
 /* Each kernel's constants: APPLY, the same for every tensor of an apply (tfl__opt_hyper.c.NAME),
  * and TENSOR, per tensor (tfl__opt_tensor.k[TFL__OPK_NAME_field]: what depends on the
@@ -69,6 +70,8 @@
 #define TFL__OPK_adagrad_TENSOR(C, n)
 #define TFL__OPK_nadam_APPLY(C, n) C(n, c1) C(n, c2) C(n, eps)
 #define TFL__OPK_nadam_TENSOR(C, n) C(n, cg) C(n, cm) C(n, b)
+#define TFL__OPK_adamax_APPLY(C, n) C(n, c1) C(n, b2) C(n, ei) C(n, eo)
+#define TFL__OPK_adamax_TENSOR(C, n) C(n, a)
 
 /* ---- generated: kernel ids, per-tensor constant indices, the shared structs --------------- */
 
@@ -234,6 +237,17 @@ TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(nadam)(TFL__OPK_ARGS(nadam))
     s0[i] = m;
     s1[i] = v;
     return pd - TFL_OPT_DIV(k->cg * g + k->cm * m, k->b * TFL_OPT_SQRT(v) + k->eps);
+}
+
+TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(adamax)(TFL__OPK_ARGS(adamax))
+{
+    (void)s2, (void)f;
+    const TFL_OPT_T mo = s0[i], uo = k->b2 * s1[i], ga = (g < 0 ? -g : g) + k->ei;
+    TFL_OPT_T m = mo + k->c1 * (g - mo);
+    TFL_OPT_T u = uo > ga ? uo : ga;
+    s0[i] = m;
+    s1[i] = u;
+    return pd - TFL_OPT_DIV(k->a * m, u + k->eo);
 }
 
 /* element i of a tensor: g', p_d, then the kernel */

@@ -238,6 +238,40 @@ static void nadam_tensor(const tfl_optimizer_opts *o, const tfl__opt_hyper *h, i
     k[TFL__OPK_nadam_b] = 1.0 / sqrt(1.0 - pow(o->beta2, t));
 }
 
+/* ---- Adamax --------------------------------------------------------------------------------- */
+
+static void adamax_defaults(tfl_optimizer_opts *o, bool tf)
+{
+    o->learning_rate = tf ? 1e-3 : 2e-3;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->epsilon = tf ? 1e-7 : 1e-8;
+}
+
+static void adamax_slots(const tfl_optimizer_opts *o, const char **names, double *init)
+{
+    (void)o, (void)init;
+    names[0] = "m";
+    names[1] = "u";
+}
+
+/* ε inside the max (torch) or added to u in the denominator (Keras) */
+static void adamax_hyper(const tfl_optimizer_opts *o, tfl__opt_hyper *h)
+{
+    h->c.adamax.c1 = 1.0 - o->beta1;
+    h->c.adamax.b2 = o->beta2;
+    h->c.adamax.ei = is_tf(o) ? 0.0 : o->epsilon;
+    h->c.adamax.eo = is_tf(o) ? o->epsilon : 0.0;
+}
+
+/* a = lr / (1 − β1^t) */
+static void adamax_tensor(const tfl_optimizer_opts *o, const tfl__opt_hyper *h, int64_t step,
+                          double *memo, double *k)
+{
+    (void)memo;
+    k[TFL__OPK_adamax_a] = h->lr / (1.0 - pow(o->beta1, (double)step + 1.0));
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define ADAM_OPTIONS                                                                               \
@@ -262,4 +296,7 @@ const tfl__opt_kind tfl__opt_kinds[TFL_OPTIMIZER_KIND_COUNT] = {
                              TFL__OPTION_BETA1 | TFL__OPTION_BETA2 | TFL__OPTION_EPSILON |
                                  TFL__OPTION_MOMENTUM_DECAY,
                              0, nadam_defaults, nadam_slots, nadam_hyper, nadam_tensor},
+    [TFL_OPTIMIZER_ADAMAX] = {"Adamax", TFL__OPK_adamax, TFL_FORMULA_PYTORCH, false,
+                              TFL__OPTION_BETA1 | TFL__OPTION_BETA2 | TFL__OPTION_EPSILON, 0,
+                              adamax_defaults, adamax_slots, adamax_hyper, adamax_tensor},
 };

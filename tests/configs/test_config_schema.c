@@ -148,7 +148,8 @@ static void test_unknown_keys_and_names_suggest(void **state)
     expect_diag(ctx, BASE_YAML "optimizer: {kind: adamm}\n", 9, 19,
                 "optimizer.kind: unknown optimizer 'adamm'; did you mean 'adam', 'adamw' or 'nadam'?");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: lion}\n", 9, 19,
-                "unknown optimizer 'lion'; expected one of: sgd, adam, adamw, rmsprop, adagrad, nadam");
+                "unknown optimizer 'lion'; expected one of: sgd, adam, adamw, rmsprop, adagrad, nadam, "
+                "adamax");
     expect_diag(ctx, BASE_YAML "metrics: [acuracy]\n", 9, 11,
                 "metrics[0]: unknown metric 'acuracy'; did you mean 'accuracy'?");
     expect_diag(ctx, BASE_YAML "optimizer: {schedule: {kind: cosin, decay_steps: 5}}\n", 9, 30,
@@ -258,6 +259,23 @@ static void test_nadam_adamax(void **state)
                 "option of nadam only)");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: nadam, momentum_decay: -1}\n", 9, 42,
                 "optimizer.momentum_decay");
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: adamax, formula: tensorflow, beta_1: 0.8}\n");
+    expect_get(cfg, "optimizer.learning_rate", "0.001");
+    expect_get(cfg, "optimizer.epsilon", "1e-07");
+    opt = tfl_config_build_optimizer(cfg);
+    assert_non_null(opt);
+    o = tfl_optimizer_options(opt);
+    assert_int_equal(o->kind, TFL_OPTIMIZER_ADAMAX);
+    assert_true(o->beta1 == 0.8 && o->beta2 == 0.999 && o->epsilon == 1e-7);
+    assert_string_equal(tfl_optimizer_name(opt), "Adamax");
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: adamax}\n");
+    expect_get(cfg, "optimizer.formula", "pytorch");
+    expect_get(cfg, "optimizer.learning_rate", "0.002");
+    tfl_config_free(cfg);
+    expect_diag(ctx, BASE_YAML "optimizer: {kind: adamax, momentum_decay: 0.1}\n", 9, 27,
+                "optimizer 'adamax' does not read 'momentum_decay' (an option of nadam only)");
 }
 
 static void test_data_section(void **state)

@@ -163,6 +163,8 @@ static inline const char *ref_slot_name(const tfl_optimizer_opts *o, int s)
         return s == 0 ? "accumulator" : NULL;
     case TFL_OPTIMIZER_NADAM:
         return s == 0 ? "m" : s == 1 ? "v" : NULL;
+    case TFL_OPTIMIZER_ADAMAX:
+        return s == 0 ? "m" : s == 1 ? "u" : NULL;
     }
     return NULL;
 }
@@ -260,6 +262,11 @@ static inline void ref_apply(ref_opt *r, double lr, const double *gin, double gs
                  (sqrt(*s1) / sqrt(bc2) + o->epsilon);
             break;
         }
+        case TFL_OPTIMIZER_ADAMAX: /* torch: ε inside the max; Keras: added to u */
+            *s0 = *s0 + (1 - o->beta1) * (g - *s0);
+            *s1 = fmax(o->beta2 * *s1, fabs(g) + (tf ? 0 : o->epsilon));
+            p -= lr / (1 - pow(o->beta1, t)) * *s0 / (*s1 + (tf ? o->epsilon : 0));
+            break;
         }
         r->p[i] = p;
     }

@@ -146,6 +146,12 @@ static void test_new_option_errors(void **state)
     RESET(TFL_OPTIMIZER_NADAM, TF);
     o.momentum = 0.9;
     expect_new_fails(ctx, &o, "NAdam has no option 'momentum'", "0.9");
+    RESET(TFL_OPTIMIZER_ADAMAX, TORCH);
+    o.amsgrad = true;
+    expect_new_fails(ctx, &o, "Adamax has no option 'amsgrad'");
+    RESET(TFL_OPTIMIZER_ADAMAX, TF);
+    o.beta2 = 1;
+    expect_new_fails(ctx, &o, "Adamax: invalid beta2 1; expected 0 <= beta2 < 1");
     RESET(RMSPROP, TORCH);
     o.rho = 1.5;
     expect_new_fails(ctx, &o, "rho 1.5");

@@ -52,6 +52,10 @@ static void test_defaults(void **state)
     expect_defaults(TFL_OPTIMIZER_NADAM, TF, TF, 1e-3, 0.9, 0.999, 1e-7, 0, 0, 0);
     expect_defaults(TFL_OPTIMIZER_NADAM, TFL_FORMULA_DEFAULT, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0,
                     0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TORCH, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TF, TF, 1e-3, 0.9, 0.999, 1e-7, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TFL_FORMULA_DEFAULT, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0,
+                    0);
     /* NAdam's momentum schedule: torch's ψ, and Keras's 0.96^t (ψ = 1) */
     assert_true(tfl_optimizer_defaults(TFL_OPTIMIZER_NADAM, TORCH).momentum_decay == 0.004);
     assert_true(tfl_optimizer_defaults(TFL_OPTIMIZER_NADAM, TF).momentum_decay == 1.0);
@@ -86,6 +90,7 @@ static void test_defaults(void **state)
     assert_string_equal(tfl_optimizer_kind_name(RMSPROP), "RMSprop");
     assert_string_equal(tfl_optimizer_kind_name(ADAGRAD), "Adagrad");
     assert_string_equal(tfl_optimizer_kind_name(TFL_OPTIMIZER_NADAM), "NAdam");
+    assert_string_equal(tfl_optimizer_kind_name(TFL_OPTIMIZER_ADAMAX), "Adamax");
     assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)0), "unknown");
     assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)TFL_OPTIMIZER_KIND_COUNT), "unknown");
     assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)-3), "unknown");
@@ -150,6 +155,11 @@ static const step_case step_cases[] = {
     {"NAdam tf", TFL_OPTIMIZER_NADAM, TF, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
     {"NAdam torch L2", TFL_OPTIMIZER_NADAM, TORCH, 0.1, 0.2, 0, 0, false, false, false, 0.5, -1, 0},
     {"NAdam tf decay", TFL_OPTIMIZER_NADAM, TF, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0.35},
+    {"Adamax torch", TFL_OPTIMIZER_ADAMAX, TORCH, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"Adamax tf", TFL_OPTIMIZER_ADAMAX, TF, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"Adamax torch L2", TFL_OPTIMIZER_ADAMAX, TORCH, 0.1, 0.2, 0, 0, false, false, false, 0.5, -1,
+     0},
+    {"Adamax tf decay", TFL_OPTIMIZER_ADAMAX, TF, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0.35},
 };
 
 static tfl_optimizer_opts case_opts(const step_case *c)

@@ -10,7 +10,7 @@ rms, mg, accumulator) and the learning rate the framework used at each step. It 
 tests/reference/fixtures/optim_ref.json with:
 
   - "defaults": the constructor defaults of torch.optim.X and keras.optimizers.X for SGD,
-    Adam, AdamW, RMSprop, Adagrad and NAdam (Keras: Nadam), read with inspect.signature and
+    Adam, AdamW, RMSprop, Adagrad, NAdam (Keras: Nadam) and Adamax, read with inspect.signature and
     mapped to the C option names of tfl_optimizer_opts (Keras's weight_decay=None is 0; an
     option Keras does not have but fixes in its formula, NAdam's momentum_decay 1, is
     written with that value and a note);
@@ -76,7 +76,7 @@ SIZES = [12, 5]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_OUT = os.path.join(REPO, "tests", "reference", "fixtures", "optim_ref.json")
 
-OPTIMIZERS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam"]
+OPTIMIZERS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "Adamax"]
 # Keras's class where its name differs from tapeflow's (and torch's)
 KERAS_CLASS = {"NAdam": "Nadam"}
 # Options Keras has no argument for but fixes in its formula: the value optim.h gives them
@@ -92,6 +92,7 @@ OPTION_NAMES = {
     "RMSprop": ["learning_rate", "weight_decay", "rho", "momentum", "epsilon", "centered"],
     "Adagrad": ["learning_rate", "weight_decay", "initial_accumulator", "epsilon"],
     "NAdam": ["learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "momentum_decay"],
+    "Adamax": ["learning_rate", "weight_decay", "beta1", "beta2", "epsilon"],
 }
 
 
@@ -397,6 +398,9 @@ def run_torch(optimizer, o, sched, dtype="float32"):
         opt = torch.optim.RMSprop(params, lr=lr, alpha=o["rho"], eps=o["epsilon"],
                                   weight_decay=o["weight_decay"], momentum=o["momentum"],
                                   centered=o["centered"], foreach=False)
+    elif optimizer == "Adamax":
+        opt = torch.optim.Adamax(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["epsilon"],
+                                 weight_decay=o["weight_decay"], foreach=False)
     elif optimizer == "NAdam":
         opt = torch.optim.NAdam(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["epsilon"],
                                 weight_decay=o["weight_decay"],
@@ -425,7 +429,7 @@ def run_torch(optimizer, o, sched, dtype="float32"):
         values.append(np.concatenate([p.detach().numpy().reshape(-1) for p in params]))
     names = {"momentum_buffer": "momentum", "exp_avg": "m", "exp_avg_sq": "v",
              "max_exp_avg_sq": "vhat", "square_avg": "rms", "grad_avg": "mg",
-             "sum": "accumulator"}
+             "sum": "accumulator", "exp_inf": "u"}
     slots = {}
     for tname, cname in names.items():
         if tname == "momentum_buffer" and optimizer == "RMSprop" and not o["momentum"]:
@@ -478,6 +482,8 @@ def _run_keras(K, optimizer, o, sched, dtype):
     elif optimizer == "Adagrad":
         opt = K.Adagrad(initial_accumulator_value=o["initial_accumulator"],
                         epsilon=o["epsilon"], **common)
+    elif optimizer == "Adamax":
+        opt = K.Adamax(beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["epsilon"], **common)
     elif optimizer == "NAdam":
         assert o["momentum_decay"] == 1.0, "Keras's Nadam has psi = 1 only"
         opt = K.Nadam(beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["epsilon"], **common)
@@ -495,7 +501,8 @@ def _run_keras(K, optimizer, o, sched, dtype):
              "RMSprop": {"rms": "_velocities", "mg": "_average_gradients",
                          "momentum": "_momentums"},
              "Adagrad": {"accumulator": "_accumulators"},
-             "NAdam": {"m": "_momentums", "v": "_velocities"}}
+             "NAdam": {"m": "_momentums", "v": "_velocities"},
+             "Adamax": {"m": "_m", "u": "_u"}}
     lists["AdamW"] = lists["Adam"]
     slots = {}
     for cname, attr in lists[optimizer].items():
@@ -710,6 +717,18 @@ def ref_run(optimizer, formula, o, sched, keras_casts=False, f32_decay_factor=Fa
                 pi = pi - lr * ((1.0 - mu) / (1.0 - prod) * gi +
                                 mu_next / (1.0 - prod * mu_next) * m) / \
                     (np.sqrt(v) / math.sqrt(1.0 - b2 ** t) + eps)
+            elif optimizer == "Adamax":
+                b1, b2, eps = o["beta1"], o["beta2"], o["epsilon"]
+                b1t = (r32(b1) if keras_casts else b1) ** t
+                m = s.get("m", 0.0)
+                m = m + (1.0 - b1) * (gi - m)
+                if pt:  # ε inside the max
+                    u = np.maximum(b2 * s.get("u", 0.0), np.abs(gi) + eps)
+                    pi = pi - lr / (1.0 - b1t) * m / u
+                else:  # ε added to u
+                    u = np.maximum(b2 * s.get("u", 0.0), np.abs(gi))
+                    pi = pi - lr / (1.0 - b1t) * m / (u + eps)
+                s["m"], s["u"] = m, u
             elif optimizer == "Adagrad":
                 eps = o["epsilon"]
                 acc = s.get("accumulator", o["initial_accumulator"]) + gi * gi
@@ -797,6 +816,11 @@ CASE_SPECS = [
     ("nadam_weight_decay", "NAdam", BOTH, {"learning_rate": 0.01, "weight_decay": 0.05}, None,
      {}),
     ("nadam_exponential", "NAdam", BOTH, {"learning_rate": 0.01}, EXP, {}),
+    ("adamax", "Adamax", BOTH, {"learning_rate": 0.01}, None, {}),
+    ("adamax_weight_decay", "Adamax", BOTH, {"learning_rate": 0.01, "weight_decay": 0.05}, None,
+     {}),
+    ("adamax_epsilon_1e-3", "Adamax", BOTH, {"learning_rate": 0.01, "epsilon": 1e-3}, None, {}),
+    ("adamax_clip_norm", "Adamax", BOTH, {"learning_rate": 0.01, "clip_norm": 1.5}, None, {}),
     # torch with Keras's schedule (psi 1) and epsilon: the same formula as Keras's nadam case
     ("nadam_psi_1", "NAdam", ("pytorch",),
      {"learning_rate": 0.01, "momentum_decay": 1.0, "epsilon": 1e-7}, None, {}),
@@ -1042,12 +1066,14 @@ def checks(arrays, schedules):
     print("   (the part optim.h's formulas do not explain)")
     agree = ["sgd", "sgd_momentum", "sgd_nesterov", "adam_epsilon_tiny"]
     near = ["adam", "adam_amsgrad", "adam_clip_norm", "adam_clip_value",
-            "adam_global_clip_norm", "adam_cosine_warmup", "adagrad_initial_accumulator"]
+            "adam_global_clip_norm", "adam_cosine_warmup", "adagrad_initial_accumulator",
+            "adamax", "adamax_clip_norm"]
     differ = ["sgd_momentum_weight_decay", "sgd_momentum_exponential", "sgd_momentum_step",
               "adam_epsilon_1e-3", "adam_weight_decay", "adamw", "adamw_amsgrad", "rmsprop",
               "rmsprop_momentum", "rmsprop_centered", "rmsprop_centered_momentum",
               "rmsprop_weight_decay", "adagrad", "adagrad_weight_decay", "nadam",
-              "nadam_weight_decay", "nadam_exponential"]
+              "nadam_weight_decay", "nadam_exponential", "adamax_weight_decay",
+              "adamax_epsilon_1e-3"]
     for label, names in (("should agree (same options, equal formulas)", agree),
                          ("close: only the default epsilon differs (1e-8 vs 1e-7); Adagrad "
                           "a0 0.5 >> epsilon", near),
@@ -1137,7 +1163,7 @@ def main():
                   "param_groups[0]['lr'] before optimizer.step(); Keras optimizer."
                   "learning_rate before apply (the schedule at iterations k)",
             "slots": "final slots after step 100, named as in optim.h (momentum, m, v, vhat, "
-                     "rms, mg, accumulator)",
+                     "rms, mg, accumulator, u)",
             "schedule": "tfl_schedule fields; absent for a constant learning rate",
         },
         "defaults_notes": DEFAULT_NOTES,

@@ -1,5 +1,5 @@
 /*
- * tapeflow/optim.h: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, NAdam), learning-rate
+ * tapeflow/optim.h: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, Adamax), learning-rate
  * schedules and gradient clipping.
  *
  * An optimizer updates variables in place: one fused kernel per optimizer and device reads
@@ -39,7 +39,7 @@
  * optimizer has stepped before (a variable whose gradient came late, one added later), and
  * that count is the variable's "step" slot (an int64 scalar on CPU:0).
  *
- *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for SGD, Adam, RMSprop, Adagrad, NAdam;
+ *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for every optimizer but AdamW;
  *  decoupled for AdamW. TENSORFLOW (Keras 3): decoupled for every optimizer. Decoupled is
  *  p ← p − lr·wd·p before the update (torch writes p·(1 − lr·wd), the same but for
  *  torch's rounding of 1 − lr·wd to float32, which costs lr·wd up to 1e-3 of its value).
@@ -79,9 +79,15 @@
  *    default, torch's, the paper's), TENSORFLOW ψ = 1 by default (Keras's Nadam has no such
  *    option and uses 0.96^t). Slots: "m", "v" (Π_t is recomputed from t, not stored).
  *
+ *  Adamax (β1, β2, ε; Kingma & Ba 2014, Algorithm 2).  m ← m + (1 − β1)·(g − m).
+ *    PYTORCH (ε inside the max):   u ← max(β2·u, |g| + ε);  p ← p − lr/(1 − β1^t) · m / u.
+ *    TENSORFLOW (ε added to u):    u ← max(β2·u, |g|);      p ← p − lr/(1 − β1^t) · m / (u + ε).
+ *    Slots: "m", "u".
+ *
  * Default formula (TFL_FORMULA_DEFAULT), chosen per optimizer to follow its paper:
- * SGD, Adam, AdamW, Adagrad and NAdam use PYTORCH (Adam's Algorithm 1 adds ε after bias
- * correction; Dozat's NAdam decays the momentum schedule with ψ = 0.004;
+ * SGD, Adam, AdamW, Adagrad, NAdam and Adamax use PYTORCH (Adam's Algorithm 1 adds ε after
+ * bias correction; Dozat's NAdam decays the momentum schedule with ψ = 0.004; Algorithm 2's
+ * Adamax has no ε, and torch's, inside the max, leaves every u above ε as the paper's;
  * Duchi et al.'s Adagrad starts from zero and adds δ outside the root; SGD keeps the buffer
  * in gradient units so a schedule's change applies at once); RMSprop uses TENSORFLOW
  * (Graves 2013, the source of centered RMSprop with momentum, puts ε inside the root and the
@@ -116,10 +122,11 @@ typedef enum tfl_optimizer_kind {
     TFL_OPTIMIZER_RMSPROP,
     TFL_OPTIMIZER_ADAGRAD,
     TFL_OPTIMIZER_NADAM,
+    TFL_OPTIMIZER_ADAMAX,
 } tfl_optimizer_kind;
 
 /** One past the last kind (not a kind): the kinds are 1 .. TFL_OPTIMIZER_KIND_COUNT - 1. */
-#define TFL_OPTIMIZER_KIND_COUNT ((int)TFL_OPTIMIZER_NADAM + 1)
+#define TFL_OPTIMIZER_KIND_COUNT ((int)TFL_OPTIMIZER_ADAMAX + 1)
 
 typedef enum tfl_formula {
     TFL_FORMULA_DEFAULT = 0, /* the optimizer's own default (see above) */
@@ -177,8 +184,8 @@ typedef struct tfl_optimizer_opts {
     double momentum;           /* SGD, RMSprop: μ >= 0 */
     double dampening;          /* SGD, PYTORCH only: τ */
     bool nesterov;             /* SGD: needs momentum > 0 (and dampening 0) */
-    double beta1, beta2;       /* Adam, AdamW, NAdam: in [0, 1) */
-    double epsilon;            /* Adam, AdamW, RMSprop, Adagrad, NAdam: ε >= 0 */
+    double beta1, beta2;       /* Adam, AdamW, NAdam, Adamax: in [0, 1) */
+    double epsilon;            /* every optimizer but SGD: ε >= 0 */
     bool amsgrad;              /* Adam, AdamW */
     double rho;                /* RMSprop: ρ in [0, 1] (torch's alpha) */
     bool centered;             /* RMSprop */
@@ -198,6 +205,7 @@ typedef struct tfl_optimizer_opts {
  *   RMSprop  PYTORCH lr 1e-2, ρ 0.99, ε 1e-8 | TENSORFLOW lr 1e-3, ρ 0.9, ε 1e-7; momentum 0
  *   Adagrad  PYTORCH lr 1e-2, a0 0, ε 1e-10 | TENSORFLOW lr 1e-3, a0 0.1, ε 1e-7
  *   NAdam    β1 0.9, β2 0.999; PYTORCH lr 2e-3, ε 1e-8, ψ 0.004 | TENSORFLOW lr 1e-3, ε 1e-7, ψ 1
+ *   Adamax   β1 0.9, β2 0.999; PYTORCH lr 2e-3, ε 1e-8 | TENSORFLOW lr 1e-3, ε 1e-7
  * An unknown kind or formula gives options with kind 0, which tfl_optimizer_new refuses.
  */
 TFL_API tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_formula formula);
