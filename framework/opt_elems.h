@@ -55,7 +55,13 @@
  *                        p ← p_d − (cg·g' + cm·m) / (b·√v + eps)
  *   adamax   []          m ← m + c1·(g' − m); u ← max(b2·u, |g'| + ei); p ← p_d − a·m / (u + eo)
  */
-#define TFL__OPT_KERNELS(X) X(sgd, 1) X(adam, 1) X(rmsprop, 3) X(adagrad, 1) X(nadam, 0) X(adamax, 0)
+#define TFL__OPT_KERNELS(X)                                                                        \
+    X(sgd, 1)                                                                                      \
+    X(adam, 1)                                                                                     \
+    X(rmsprop, 3)                                                                                  \
+    X(adagrad, 1)                                                                                  \
+    X(nadam, 0)                                                                                    \
+    X(adamax, 0)
 
 /* Each kernel's constants: APPLY, the same for every tensor of an apply (tfl__opt_hyper.c.NAME),
  * and TENSOR, per tensor (tfl__opt_tensor.k[TFL__OPK_NAME_field]: what depends on the
@@ -107,21 +113,22 @@ typedef struct tfl__opt_tensor {
  * the step (optim/kinds.c); the kernels only do elementwise arithmetic with them.
  */
 typedef struct tfl__opt_hyper {
-    int kernel;         /* TFL__OPK_* */
-    unsigned flags;     /* the kernel's switches */
+    int kernel;     /* TFL__OPK_* */
+    unsigned flags; /* the kernel's switches */
     double lr, decay, l2, clip;
     union {
         TFL__OPT_KERNELS(TFL__OPK_APPLY_MEMBER)
-    } c;                /* the kernel's APPLY constants */
+    } c; /* the kernel's APPLY constants */
 } tfl__opt_hyper;
 
 #undef TFL__OPK_APPLY_MEMBER
 #undef TFL__OPK_DFIELD
 
 #define TFL__OPK_CHECK(n, nf)                                                                      \
-    typedef char tfl__opk_##n##_fits[(TFL__OPK_##n##__tensor_consts <= TFL_OPT_TENSOR_CONSTS &&    \
-                                      (nf) <= 3) ? 1 : -1];
-TFL__OPT_KERNELS(TFL__OPK_CHECK) /* at most TFL_OPT_TENSOR_CONSTS per-tensor constants, 3 switches */
+    typedef char tfl__opk_##n##_fits                                                               \
+        [(TFL__OPK_##n##__tensor_consts <= TFL_OPT_TENSOR_CONSTS && (nf) <= 3) ? 1 : -1];
+/* at most TFL_OPT_TENSOR_CONSTS per-tensor constants and 3 switches per kernel */
+TFL__OPT_KERNELS(TFL__OPK_CHECK)
 #undef TFL__OPK_CHECK
 
 /* names of the template part: tfl__opk_<kernel>_<what>_<sfx> */
@@ -155,7 +162,7 @@ TFL__OPT_KERNELS(TFL__OPK_KSTRUCT)
 #define TFL__OPK_LOAD_T(n, f) k->f = (TFL_OPT_T)t->k[TFL__OPK_##n##_##f];
 #define TFL__OPK_LOAD(n, nf)                                                                       \
     TFL_OPT_HD void TFL__OPK_FN(n##_load)(struct TFL__OPK_FN(n##_k) * k, const tfl__opt_hyper *h,  \
-                                          const tfl__opt_tensor *t)                               \
+                                          const tfl__opt_tensor *t)                                \
     {                                                                                              \
         k->gs = (TFL_OPT_T)(t->gscale_at ? *t->gscale_at : t->gscale);                             \
         k->clip = (TFL_OPT_T)h->clip;                                                              \
@@ -173,7 +180,7 @@ TFL__OPT_KERNELS(TFL__OPK_LOAD)
  * slots (unused ones may be NULL and are not read), f the switches. */
 #define TFL__OPK_ARGS(n)                                                                           \
     TFL_OPT_T pd, TFL_OPT_T g, TFL_OPT_T *TFL__OPK_RESTRICT s0, TFL_OPT_T *TFL__OPK_RESTRICT s1,   \
-        TFL_OPT_T *TFL__OPK_RESTRICT s2, int64_t i, const struct TFL__OPK_FN(n##_k) *k,             \
+        TFL_OPT_T *TFL__OPK_RESTRICT s2, int64_t i, const struct TFL__OPK_FN(n##_k) *k,            \
         const unsigned f
 
 TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(sgd)(TFL__OPK_ARGS(sgd))
@@ -255,7 +262,7 @@ TFL_OPT_HD TFL_OPT_T TFL__OPK_FN(adamax)(TFL__OPK_ARGS(adamax))
     TFL_OPT_HD void TFL__OPK_FN(n##_elem)(                                                         \
         TFL_OPT_T *TFL__OPK_RESTRICT p, const TFL_OPT_T *TFL__OPK_RESTRICT gr,                     \
         TFL_OPT_T *TFL__OPK_RESTRICT s0, TFL_OPT_T *TFL__OPK_RESTRICT s1,                          \
-        TFL_OPT_T *TFL__OPK_RESTRICT s2, int64_t i, const struct TFL__OPK_FN(n##_k) *k,             \
+        TFL_OPT_T *TFL__OPK_RESTRICT s2, int64_t i, const struct TFL__OPK_FN(n##_k) *k,            \
         const unsigned f)                                                                          \
     {                                                                                              \
         TFL_OPT_T g = gr[i] * k->gs;                                                               \

@@ -51,11 +51,17 @@ const tfl__opt_option tfl__opt_options[] = {
     {NULL, 0, false, 0, 0, false, NULL},
 };
 
-static bool is_tf(const tfl_optimizer_opts *o) { return o->formula == TFL_FORMULA_TENSORFLOW; }
+static bool is_tf(const tfl_optimizer_opts *o)
+{
+    return o->formula == TFL_FORMULA_TENSORFLOW;
+}
 
 /* ---- SGD ------------------------------------------------------------------------------------ */
 
-static void sgd_defaults(tfl_optimizer_opts *o, bool tf) { o->learning_rate = tf ? 0.01 : 1e-3; }
+static void sgd_defaults(tfl_optimizer_opts *o, bool tf)
+{
+    o->learning_rate = tf ? 0.01 : 1e-3;
+}
 
 static void sgd_slots(const tfl_optimizer_opts *o, const char **names, double *init)
 {

@@ -112,8 +112,7 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
 {
     (void)dev;
     chunk_fn fn = pick(h->kernel, dtype);
-    if (!fn)
-        return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel %d", h->kernel);
+    if (!fn) return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel %d", h->kernel);
     int64_t total = 0;
     for (int i = 0; i < n; i++)
         total += t[i].n;

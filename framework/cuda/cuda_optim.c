@@ -89,9 +89,9 @@ static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype 
     if (!partial) return ctx->err_code;
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
         int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
-        TFL_TRY(tfl__cuda_check(dev,
-                                tflcu_opt_sumsq((int)dtype, m, t + done, partial, sums + done, stream),
-                                "the sum of squares kernel"));
+        TFL_TRY(tfl__cuda_check(
+            dev, tflcu_opt_sumsq((int)dtype, m, t + done, partial, sums + done, stream),
+            "the sum of squares kernel"));
     }
     return TFL_OK;
 }

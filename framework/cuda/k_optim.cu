@@ -77,8 +77,8 @@ __device__ __forceinline__ int tensor_of(const chunk &c, int b)
         tfl__opk_##N##_load_##SFX(&k, &h, &t);                                                     \
         T *p = (T *)t.p, *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];                  \
         const T *g = (const T *)t.g;                                                               \
-        for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x;          \
-             i < t.n; i += nb * OPT_THREADS)                                                       \
+        for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x; i < t.n; \
+             i += nb * OPT_THREADS)                                                                \
             tfl__opk_##N##_elem_##SFX(p, g, s0, s1, s2, i, &k, h.flags);                           \
     }
 #define OPT_KERNELS(N, NF) OPT_KERNEL(N, float, f32) OPT_KERNEL(N, double, f64)
@@ -156,8 +156,7 @@ void fill_chunk(chunk *c, int n, const tfl__opt_tensor *t, int64_t cap)
     }
 }
 
-int apply_chunks(bool f32, int n, const tfl__opt_tensor *t, const tfl__opt_hyper *h,
-                 cudaStream_t s)
+int apply_chunks(bool f32, int n, const tfl__opt_tensor *t, const tfl__opt_hyper *h, cudaStream_t s)
 {
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
         chunk c;
@@ -189,8 +188,8 @@ int apply_chunks(bool f32, int n, const tfl__opt_tensor *t, const tfl__opt_hyper
 static_assert(sizeof(chunk) + sizeof(tfl__opt_hyper) < 4000,
               "the optimizer kernels' parameters fit the 4 KiB limit");
 
-extern "C" int tflcu_opt_apply(int dtype, int n, const tfl__opt_tensor *t,
-                               const tfl__opt_hyper *h, void *stream)
+extern "C" int tflcu_opt_apply(int dtype, int n, const tfl__opt_tensor *t, const tfl__opt_hyper *h,
+                               void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     if (h->kernel <= TFL__OPK_NONE || h->kernel >= TFL__OPK_COUNT) return -1;

@@ -177,7 +177,7 @@ TFL_API double tfl_schedule_value(const tfl_schedule *schedule, double learning_
 typedef struct tfl_optimizer_opts {
     tfl_optimizer_kind kind;
     tfl_formula formula;       /* the family of formulas (see above); defaults resolve it */
-    const char *name;          /* NULL: the kind's name ("SGD", "Adam", ..., tfl_optimizer_kind_name) */
+    const char *name;          /* NULL: the kind's name (tfl_optimizer_kind_name: "Adam", ...) */
     double learning_rate;      /* the base rate; the schedule multiplies it */
     tfl_schedule schedule;     /* all-zero: constant */
     double weight_decay;       /* coupled or decoupled by formula and kind (see above) */
