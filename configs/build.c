@@ -226,21 +226,15 @@ tfl_optimizer *tfl_config_build_optimizer(tfl_config *cfg)
     tfl_optimizer_opts opts = tfl__optim_defaults(o->kind, (int)GETV(o, "formula")->i);
     const rval *v;
     if ((v = GETV(o, "name")) && v->set) opts.name = v->s;
-    opts.learning_rate = GETV(o, "learning_rate")->f;
-    opts.weight_decay = GETV(o, "weight_decay")->f;
-    if ((v = GETV(o, "momentum"))) opts.momentum = v->f;
-    if ((v = GETV(o, "dampening"))) opts.dampening = v->f;
-    if ((v = GETV(o, "nesterov"))) opts.nesterov = v->i;
-    if ((v = GETV(o, "beta_1"))) opts.beta1 = v->f;
-    if ((v = GETV(o, "beta_2"))) opts.beta2 = v->f;
-    if ((v = GETV(o, "epsilon"))) opts.epsilon = v->f;
-    if ((v = GETV(o, "amsgrad"))) opts.amsgrad = v->i;
-    if ((v = GETV(o, "rho"))) opts.rho = v->f;
-    if ((v = GETV(o, "centered"))) opts.centered = v->i;
-    if ((v = GETV(o, "initial_accumulator_value"))) opts.initial_accumulator = v->f;
-    if ((v = GETV(o, "clipvalue")) && v->set) opts.clip_value = v->f;
-    if ((v = GETV(o, "clipnorm")) && v->set) opts.clip_norm = v->f;
-    if ((v = GETV(o, "global_clipnorm")) && v->set) opts.global_clip_norm = v->f;
+    for (const opt_field *f = tfl__optimizer_fields; f->key; f++) {
+        /* skipped: a key the kind does not read, a null clip */
+        if (!(v = GETV(o, f->key)) || (f->type == 'n' && !v->set)) continue;
+        char *field = (char *)&opts + f->offset;
+        if (f->type == 'b')
+            *(bool *)field = v->i;
+        else
+            *(double *)field = v->f;
+    }
     const rsec *s = SEC(o, "schedule");
     opts.schedule.kind = (tfl_schedule_kind)s->kind;
     if ((v = GETV(s, "decay_steps"))) opts.schedule.decay_steps = v->i;

@@ -221,4 +221,14 @@ void tfl__fmt_scalar(const key_def *k, const rval *v, char *buf, size_t size);
 /** The default options of an optimizer kind/formula index (schema indices). */
 tfl_optimizer_opts tfl__optim_defaults(int kind, int formula);
 
+/** An optimizer key that sets a field of tfl_optimizer_opts (schema.c's list, which ends with a
+ * NULL key): build.c copies each into the options, rules.c fills the K_OPTDEF ones with the
+ * kind's defaults. */
+typedef struct opt_field {
+    const char *key;
+    size_t offset; /* offsetof(tfl_optimizer_opts, field) */
+    char type;     /* 'd' a double, 'b' a bool, 'n' a double that null leaves 0 (off) */
+} opt_field;
+extern const opt_field tfl__optimizer_fields[];
+
 #endif /* TFL_CONFIGS_INTERNAL_H */

@@ -228,8 +228,24 @@ int tfl_config_get(const tfl_config *cfg, const char *path, char *buf, size_t si
 
 /* ---- the schema as Markdown ------------------------------------------------------------------ */
 
-/** An example value of a key: the table below, or a value of its kind. */
-static const char *example_of(const sec_def *s, const key_def *k)
+/** An optimizer key's default for the first kind that reads it (its default formula), into buf;
+ * NULL for a key that is not a number of tfl__optimizer_fields. */
+static const char *optimizer_default(const key_def *k, char *buf, size_t size)
+{
+    for (const opt_field *f = tfl__optimizer_fields; f->key; f++) {
+        if (strcmp(f->key, k->name) || f->type != 'd') continue;
+        int kind = 0;
+        while (k->kinds && !(k->kinds >> kind & 1u)) kind++;
+        tfl_optimizer_opts d = tfl__optim_defaults(kind, 0);
+        snprintf(buf, size, "%g", *(const double *)((const char *)&d + f->offset));
+        return buf;
+    }
+    return NULL;
+}
+
+/** An example value of a key: the table below, or a value of its kind (in buf, of size 32, when
+ * made up). */
+static const char *example_of(const sec_def *s, const key_def *k, char *buf)
 {
     static const char *const examples[][3] = {
         {"config", "data", "{train: {format: idx, images: x.gz, labels: y.gz}}"},
@@ -291,6 +307,7 @@ static const char *example_of(const sec_def *s, const key_def *k)
             return examples[i][2];
     if (k->def && k->def[0]) return k->def;
     if (k->type == VT_SEC) return "{}";
+    if ((k->flags & K_OPTDEF) && optimizer_default(k, buf, 32)) return buf;
     return "null";
 }
 
@@ -347,8 +364,9 @@ static void md_section(tfl__buf *b, const sec_def *s, const char *path)
                                       k->en->names[j]);
         }
         if (k->kinds) tfl__kinds_list(s, k->kinds, kinds, sizeof kinds);
+        char example[32];
         tfl__buf_printf(b, "| `%s` | %s | %s | %s | %s | %s | `%s: %s` |\n", k->name, type, def,
-                        rng, kinds, k->doc, k->name, example_of(s, k));
+                        rng, kinds, k->doc, k->name, example_of(s, k, example));
     }
     for (int i = 0; i < s->n_keys; i++) {
         const key_def *k = &s->keys[i];

@@ -45,24 +45,10 @@ static void check_optimizer(tfl_config *cfg, rsec *o)
     if (d.kind == 0) return;
     formula->i = d.formula;
     formula->set = true;
-    struct {
-        const char *name;
-        double value;
-    } defs[] = {
-        {"learning_rate", d.learning_rate},
-        {"weight_decay", d.weight_decay},
-        {"momentum", d.momentum},
-        {"dampening", d.dampening},
-        {"beta_1", d.beta1},
-        {"beta_2", d.beta2},
-        {"epsilon", d.epsilon},
-        {"rho", d.rho},
-        {"initial_accumulator_value", d.initial_accumulator},
-    };
-    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
-        rval *v = rget_mut(o, defs[i].name);
+    for (const opt_field *f = tfl__optimizer_fields; f->key; f++) {
+        rval *v = f->type == 'd' ? rget_mut(o, f->key) : NULL;
         if (v && !v->set && !v->node) {
-            v->f = defs[i].value;
+            v->f = *(const double *)((const char *)&d + f->offset);
             v->set = true;
         }
     }

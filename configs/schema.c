@@ -6,6 +6,7 @@
  */
 #include "configs_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof(a)[0]))
@@ -18,7 +19,8 @@
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu");
-ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad");
+ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
+     "adamax");
 ENUM(tfl__enum_formula, "formula", "default", "tensorflow", "pytorch");
 ENUM(tfl__enum_loss, "loss", "sparse_categorical_crossentropy", "categorical_crossentropy",
      "binary_crossentropy", "mean_squared_error");
@@ -33,7 +35,7 @@ ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
 enum { L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB };
-enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD };
+enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
 enum { I_ZEROS, I_ONES, I_CONST, I_RU, I_RN, I_TN, I_GU, I_GN, I_HU, I_HN };
 
@@ -179,9 +181,10 @@ static const sec_def schedule_sec = {
 
 #define ALL_OPT 0
 #define ADAMS (B(O_ADAM) | B(O_ADAMW))
+#define BETAS (ADAMS | B(O_NADAM) | B(O_ADAMAX))
 static const key_def optimizer_keys[] = {
     {"kind", VT_ENUM, 0, K_DISCRIM, "rmsprop", 0, 0, &tfl__enum_optimizer, 0, 0, 0,
-     "sgd, adam, adamw, rmsprop (Keras's default) or adagrad"},
+     "sgd, adam, adamw, rmsprop (Keras's default), adagrad, nadam or adamax"},
     {"formula", VT_ENUM, 0, 0, "default", 0, 0, &tfl__enum_formula, 0, 0, 0,
      "tensorflow or pytorch; default: the optimizer's own (see optim.h)"},
     {"name", VT_STR, 0, NUL, NULL, 0, 0, 0, 0, 0, 0, "null: the kind's name"},
@@ -193,11 +196,11 @@ static const key_def optimizer_keys[] = {
     {"dampening", VT_FLOAT, B(O_SGD), K_OPTDEF | RNG, NULL, 0, 1, 0, 0, 0, 0,
      "pytorch formula only"},
     {"nesterov", VT_BOOL, B(O_SGD), 0, "false", 0, 0, 0, 0, 0, 0, "needs momentum > 0"},
-    {"beta_1", VT_FLOAT, ADAMS, K_OPTDEF | RNG | K_MAX_EXCL, NULL, 0, 1, 0, 0, 0, 0,
+    {"beta_1", VT_FLOAT, BETAS, K_OPTDEF | RNG | K_MAX_EXCL, NULL, 0, 1, 0, 0, 0, 0,
      "first moment decay"},
-    {"beta_2", VT_FLOAT, ADAMS, K_OPTDEF | RNG | K_MAX_EXCL, NULL, 0, 1, 0, 0, 0, 0,
+    {"beta_2", VT_FLOAT, BETAS, K_OPTDEF | RNG | K_MAX_EXCL, NULL, 0, 1, 0, 0, 0, 0,
      "second moment decay"},
-    {"epsilon", VT_FLOAT, ~B(O_SGD) & 0x1Fu, K_OPTDEF | RNG, NULL, 0, INF, 0, 0, 0, 0,
+    {"epsilon", VT_FLOAT, ~B(O_SGD) & (B(O_COUNT) - 1), K_OPTDEF | RNG, NULL, 0, INF, 0, 0, 0, 0,
      "numerical stability"},
     {"amsgrad", VT_BOOL, ADAMS, 0, "false", 0, 0, 0, 0, 0, 0, "keep the maximum of v"},
     {"rho", VT_FLOAT, B(O_RMSPROP), K_OPTDEF | RNG, NULL, 0, 1, 0, 0, 0, 0,
@@ -205,6 +208,8 @@ static const key_def optimizer_keys[] = {
     {"centered", VT_BOOL, B(O_RMSPROP), 0, "false", 0, 0, 0, 0, 0, 0, "normalise by the variance"},
     {"initial_accumulator_value", VT_FLOAT, B(O_ADAGRAD), K_OPTDEF | RNG, NULL, 0, INF, 0, 0, 0, 0,
      "the accumulator's start"},
+    {"momentum_decay", VT_FLOAT, B(O_NADAM), K_OPTDEF | RNG, NULL, 0, INF, 0, 0, 0, 0,
+     "nadam's momentum schedule decay psi (torch's momentum_decay; Keras: 1)"},
     {"clipvalue", VT_FLOAT, ALL_OPT, NUL | RNG | K_MIN_EXCL, NULL, 0, INF, 0, 0, 0, 0,
      "clip every gradient element to [-c, c]; null: off"},
     {"clipnorm", VT_FLOAT, ALL_OPT, NUL | RNG | K_MIN_EXCL, NULL, 0, INF, 0, 0, 0, 0,
@@ -214,6 +219,28 @@ static const key_def optimizer_keys[] = {
     {"schedule", VT_SEC, ALL_OPT, 0, "", 0, 0, 0, &schedule_sec, 0, 0,
      "multiplies the learning rate"},
 };
+#define FIELD(key, field, type) {key, offsetof(tfl_optimizer_opts, field), type}
+const opt_field tfl__optimizer_fields[] = {
+    FIELD("learning_rate", learning_rate, 'd'),
+    FIELD("weight_decay", weight_decay, 'd'),
+    FIELD("momentum", momentum, 'd'),
+    FIELD("dampening", dampening, 'd'),
+    FIELD("nesterov", nesterov, 'b'),
+    FIELD("beta_1", beta1, 'd'),
+    FIELD("beta_2", beta2, 'd'),
+    FIELD("epsilon", epsilon, 'd'),
+    FIELD("amsgrad", amsgrad, 'b'),
+    FIELD("rho", rho, 'd'),
+    FIELD("centered", centered, 'b'),
+    FIELD("initial_accumulator_value", initial_accumulator, 'd'),
+    FIELD("momentum_decay", momentum_decay, 'd'),
+    FIELD("clipvalue", clip_value, 'n'),
+    FIELD("clipnorm", clip_norm, 'n'),
+    FIELD("global_clipnorm", global_clip_norm, 'n'),
+    {NULL, 0, 0},
+};
+#undef FIELD
+
 static const sec_def optimizer_sec = {"optimizer",          optimizer_keys, COUNT(optimizer_keys),
                                       &tfl__enum_optimizer, false,          "the optimizer"};
 

@@ -1,7 +1,8 @@
 /*
  * optim/apply.c: one optimizer step. Checks every variable and gradient first, makes the
  * slots of variables seen for the first time, turns the options, the schedule and the step
- * into the scalars of tfl__opt_hyper, computes clipping norms, and hands each group of
+ * into the scalars of tfl__opt_hyper and each tensor's constants (kinds.c), computes clipping
+ * norms, and hands each group of
  * tensors sharing a device and dtype to that device's fused kernel, which updates the
  * variables and slots in place. After the first apply nothing here allocates.
  */
@@ -42,15 +43,6 @@ static tfl_status reserve(tfl_optimizer *opt, int n)
     opt->cap_list = (int)cap;
     return TFL_OK;
 }
-
-/* ---- kernels per device ----------------------------------------------------------------------- */
-
-/* The kernels' kinds (framework/opt_kernels.h) are the public ones. */
-_Static_assert(TFL__OPT_SGD == (int)TFL_OPTIMIZER_SGD && TFL__OPT_ADAM == (int)TFL_OPTIMIZER_ADAM &&
-                   TFL__OPT_ADAMW == (int)TFL_OPTIMIZER_ADAMW &&
-                   TFL__OPT_RMSPROP == (int)TFL_OPTIMIZER_RMSPROP &&
-                   TFL__OPT_ADAGRAD == (int)TFL_OPTIMIZER_ADAGRAD,
-               "tfl_optimizer_kind and TFL__OPT_* differ");
 
 /* ---- checks ----------------------------------------------------------------------------------- */
 
@@ -154,61 +146,14 @@ static tfl_status make_slots(tfl_optimizer *opt, const tfl_tensor *v, tfl__opt_e
 static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h)
 {
     const tfl_optimizer_opts *o = &opt->opts;
-    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
+    const tfl__opt_kind *k = tfl__opt_kind_of(o->kind);
     double lr = tfl_schedule_value(&o->schedule, o->learning_rate, step);
-    bool decoupled = tf || o->kind == TFL_OPTIMIZER_ADAMW;
-    *h = (tfl__opt_hyper){.kind = o->kind, .lr = lr};
+    bool decoupled = o->formula == TFL_FORMULA_TENSORFLOW || k->decoupled;
+    *h = (tfl__opt_hyper){.kernel = k->kernel, .lr = lr};
     h->clip = o->clip_value > 0 ? o->clip_value : INFINITY;
     h->decay = decoupled ? lr * o->weight_decay : 0.0;
     h->l2 = decoupled ? 0.0 : o->weight_decay;
-    h->eps = o->epsilon;
-    h->eps_inside = tf;
-    switch (o->kind) {
-    case TFL_OPTIMIZER_SGD:
-        h->momentum = o->momentum > 0;
-        h->mu = o->momentum;
-        if (tf) { /* m <- mu m - lr g; p += m, or mu m - lr g */
-            h->cg = -lr;
-            h->mu_first = o->momentum;
-            h->cg_first = -lr;
-            h->sb = o->nesterov ? o->momentum : 1.0;
-        } else { /* b <- mu b + (1 - dampening) g (first: g); p -= lr b, or lr (g + mu b) */
-            h->cg = 1.0 - o->dampening;
-            h->mu_first = 0.0;
-            h->cg_first = 1.0;
-            h->sb = o->nesterov ? -lr * o->momentum : -lr;
-        }
-        h->sg = o->nesterov ? -lr : 0.0;
-        break;
-    case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW: /* a and b depend on each variable's step: adam_scales */
-        h->amsgrad = o->amsgrad;
-        h->c1 = 1.0 - o->beta1;
-        h->c2 = 1.0 - o->beta2;
-        break;
-    case TFL_OPTIMIZER_RMSPROP:
-        h->rho = o->rho;
-        h->c2 = 1.0 - o->rho;
-        h->centered = o->centered;
-        h->momentum = o->momentum > 0;
-        h->mu = o->momentum;
-        h->k1 = tf ? lr : 1.0;
-        h->k2 = tf ? 1.0 : lr;
-        break;
-    case TFL_OPTIMIZER_ADAGRAD:
-        break;
-    }
-}
-
-/* Adam's step factor a and root scale b at 0-based step `step` (t = step + 1): the bias
- * corrections, with β^t in double. */
-static void adam_scales(const tfl_optimizer_opts *o, double lr, int64_t step, double *a, double *b)
-{
-    double t = (double)step + 1.0;
-    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
-    bool tf = o->formula == TFL_FORMULA_TENSORFLOW;
-    *a = tf ? lr * sqrt(bc2) / bc1 : lr / bc1;
-    *b = tf ? 1.0 : 1.0 / sqrt(bc2);
+    k->hyper(o, h);
 }
 
 /* Gradient scales for clip_norm / global_clip_norm, from the kernels' sums of squares. */
@@ -295,9 +240,9 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
                           int *live)
 {
     tfl_ctx *ctx = opt->ctx;
-    bool adam = h->kind == TFL_OPTIMIZER_ADAM || h->kind == TFL_OPTIMIZER_ADAMW;
-    int64_t last = -1; /* the step of the last scales computed (steps are usually all equal) */
-    double a = 0, b = 0;
+    const tfl__opt_kind *kind = tfl__opt_kind_of(opt->opts.kind);
+    int64_t last = -1; /* the step of the last constants computed (steps are usually all equal) */
+    double k[TFL_OPT_TENSOR_CONSTS] = {0};
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (opt->which[i] == SKIPPED) continue;
@@ -330,13 +275,13 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
             TFL_TRY(tfl__variable_own(e->step));
             step = *(const int64_t *)tfl__data(e->step);
         }
-        if (adam && step != last) {
-            adam_scales(&opt->opts, h->lr, step, &a, &b);
+        if (kind->tensor && step != last) {
+            kind->tensor(&opt->opts, h, step, opt->memo, k);
             last = step;
         }
         tfl__opt_tensor *t = &opt->list[m];
-        *t = (tfl__opt_tensor){.p = tfl__data(v), .g = tfl__data(g), .n = v->numel,
-                               .gscale = 1.0, .a = a, .b = b, .first = e->step && step == 0};
+        *t = (tfl__opt_tensor){.p = tfl__data(v), .g = tfl__data(g), .n = v->numel, .gscale = 1.0};
+        memcpy(t->k, k, sizeof k);
         for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
             if (!e->slots[s]) continue;
             TFL_TRY(tfl__variable_own(e->slots[s]));

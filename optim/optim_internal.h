@@ -17,6 +17,54 @@ static inline const tfl__opt_kernels *tfl__opt_kernels_for(const tfl__device *de
     return dev->opt_kernels;
 }
 
+/* ---- the kinds (kinds.c) ------------------------------------------------------------------- */
+
+/** One numeric or boolean field of tfl_optimizer_opts and what tfl_optimizer_new accepts. */
+typedef struct tfl__opt_option {
+    const char *name;     /* the field's name, as messages give it */
+    size_t offset;        /* offsetof(tfl_optimizer_opts, field) */
+    bool is_bool;         /* a bool field (only the "has no option" check) */
+    uint32_t bit;         /* its bit in tfl__opt_kind.options (kinds.c); 0: every kind reads it */
+    double hi;            /* a double must be finite, >= 0 and <= hi (< hi when hi_open) */
+    bool hi_open;
+    const char *expected; /* the range, for the message */
+} tfl__opt_option;
+
+/** The option table, in the order tfl_optimizer_new checks them (ends with a NULL name). */
+extern const tfl__opt_option tfl__opt_options[];
+
+/** What optim/ knows of one optimizer kind: one row of tfl__opt_kinds. */
+typedef struct tfl__opt_kind {
+    const char *name;      /* "Adam": the default optimizer name */
+    int kernel;            /* the update kernel (framework/opt_elems.h's TFL__OPK_*) */
+    tfl_formula formula;   /* what TFL_FORMULA_DEFAULT means for it */
+    bool decoupled;        /* weight decay decoupled under PYTORCH too (AdamW) */
+    uint32_t options;      /* the tfl__opt_option bits it reads */
+    uint32_t torch_only;   /* ... of which only under PYTORCH */
+    /* its defaults into o (learning_rate and its own options), tf: the TENSORFLOW ones */
+    void (*defaults)(tfl_optimizer_opts *o, bool tf);
+    /* its slot names at the kernel's fixed positions (NULL: unused) and their initial values
+     * (zero-filled arrays of TFL_OPT_MAX_SLOTS) */
+    void (*slots)(const tfl_optimizer_opts *o, const char **names, double *init);
+    /* the kernel's switches and APPLY constants; h->lr, decay, l2 and clip are set */
+    void (*hyper)(const tfl_optimizer_opts *o, tfl__opt_hyper *h);
+    /* NULL, or the TENSOR constants k of a tensor at 0-based step `step` (t = step + 1);
+     * memo: TFL_OPT_MEMO doubles the kind keeps between calls (zero at first) */
+    void (*tensor)(const tfl_optimizer_opts *o, const tfl__opt_hyper *h, int64_t step,
+                   double *memo, double *k);
+} tfl__opt_kind;
+
+#define TFL_OPT_MEMO 4
+
+/** The kinds, indexed by tfl_optimizer_kind (row 0 is empty). */
+extern const tfl__opt_kind tfl__opt_kinds[TFL_OPTIMIZER_KIND_COUNT];
+
+/** The kind's row, or NULL for an unknown kind. */
+static inline const tfl__opt_kind *tfl__opt_kind_of(int kind)
+{
+    return kind > 0 && kind < TFL_OPTIMIZER_KIND_COUNT ? &tfl__opt_kinds[kind] : NULL;
+}
+
 /* ---- the optimizer --------------------------------------------------------------------------- */
 
 /** What the optimizer keeps per variable it has updated. */
@@ -42,6 +90,7 @@ struct tfl_optimizer {
     uint32_t *map;               /* open addressing on var_id: entry index + 1, 0 = empty */
     size_t map_cap;              /* power of two */
     uint64_t applies;            /* calls that got past validation (duplicate stamps) */
+    double memo[TFL_OPT_MEMO];   /* the kind's own (tfl__opt_kind.tensor) */
 
     /* scratch of apply, grown to the largest n seen, never shrunk */
     tfl__opt_tensor *list;

@@ -1,18 +1,17 @@
 /*
- * optim/optimizer.c: optimizer records: defaults per kind and formula, option checks,
- * unique names, the step counter, the per-variable slot table, and what the optimizer
- * lists for checkpoints. The update itself is in apply.c.
+ * optim/optimizer.c: optimizer records: defaults per kind and formula and the option checks
+ * (from kinds.c's tables), unique names, the step counter, the per-variable slot table, and
+ * what the optimizer lists for checkpoints. The update itself is in apply.c.
  */
 #include "optim_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
-static const char *const kind_names[] = {"unknown", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"};
-
 const char *tfl_optimizer_kind_name(tfl_optimizer_kind kind)
 {
-    return kind >= TFL_OPTIMIZER_SGD && kind <= TFL_OPTIMIZER_ADAGRAD ? kind_names[kind] : "unknown";
+    const tfl__opt_kind *k = tfl__opt_kind_of(kind);
+    return k ? k->name : "unknown";
 }
 
 const char *tfl_formula_name(tfl_formula formula)
@@ -30,36 +29,13 @@ const char *tfl_formula_name(tfl_formula formula)
 tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_formula formula)
 {
     tfl_optimizer_opts o = {0};
-    if (kind < TFL_OPTIMIZER_SGD || kind > TFL_OPTIMIZER_ADAGRAD) return o;
-    if (formula == TFL_FORMULA_DEFAULT)
-        formula = kind == TFL_OPTIMIZER_RMSPROP ? TFL_FORMULA_TENSORFLOW : TFL_FORMULA_PYTORCH;
+    const tfl__opt_kind *k = tfl__opt_kind_of(kind);
+    if (!k) return o;
+    if (formula == TFL_FORMULA_DEFAULT) formula = k->formula;
     if (formula != TFL_FORMULA_TENSORFLOW && formula != TFL_FORMULA_PYTORCH) return o;
-    bool tf = formula == TFL_FORMULA_TENSORFLOW;
     o.kind = kind;
     o.formula = formula;
-    switch (kind) {
-    case TFL_OPTIMIZER_SGD:
-        o.learning_rate = tf ? 0.01 : 1e-3;
-        break;
-    case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW:
-        o.learning_rate = 1e-3;
-        o.beta1 = 0.9;
-        o.beta2 = 0.999;
-        o.epsilon = tf ? 1e-7 : 1e-8;
-        if (kind == TFL_OPTIMIZER_ADAMW) o.weight_decay = tf ? 0.004 : 0.01;
-        break;
-    case TFL_OPTIMIZER_RMSPROP:
-        o.learning_rate = tf ? 1e-3 : 1e-2;
-        o.rho = tf ? 0.9 : 0.99;
-        o.epsilon = tf ? 1e-7 : 1e-8;
-        break;
-    case TFL_OPTIMIZER_ADAGRAD:
-        o.learning_rate = tf ? 1e-3 : 1e-2;
-        o.initial_accumulator = tf ? 0.1 : 0.0;
-        o.epsilon = tf ? 1e-7 : 1e-10;
-        break;
-    }
+    k->defaults(&o, formula == TFL_FORMULA_TENSORFLOW);
     return o;
 }
 
@@ -104,45 +80,31 @@ static bool check_schedule(tfl_ctx *ctx, const char *who, const tfl_schedule *s)
 
 static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
 {
-    TFL_CHECK_RET(ctx, o->kind >= TFL_OPTIMIZER_SGD && o->kind <= TFL_OPTIMIZER_ADAGRAD, false,
-                  TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown optimizer kind %d (start from "
-                  "tfl_optimizer_defaults)", (int)o->kind);
+    const tfl__opt_kind *kind = tfl__opt_kind_of(o->kind);
+    TFL_CHECK_RET(ctx, kind, false, TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown optimizer "
+                  "kind %d (start from tfl_optimizer_defaults)", (int)o->kind);
     TFL_CHECK_RET(ctx, o->formula == TFL_FORMULA_TENSORFLOW || o->formula == TFL_FORMULA_PYTORCH,
                   false, TFL_INVALID_ARGUMENT, "tfl_optimizer_new: unknown formula %d (expected "
                   "TFL_FORMULA_TENSORFLOW, TFL_FORMULA_PYTORCH or TFL_FORMULA_DEFAULT)",
                   (int)o->formula);
-    const char *who = kind_names[o->kind];
-    tfl_optimizer_kind k = o->kind;
-    bool sgd = k == TFL_OPTIMIZER_SGD, adam = k == TFL_OPTIMIZER_ADAM || k == TFL_OPTIMIZER_ADAMW;
-    bool rms = k == TFL_OPTIMIZER_RMSPROP, ada = k == TFL_OPTIMIZER_ADAGRAD;
+    const char *who = kind->name;
     bool torch = o->formula == TFL_FORMULA_PYTORCH;
-    if (!check_range(ctx, who, "learning_rate", o->learning_rate, finite_ge0(o->learning_rate), ">= 0") ||
-        !check_range(ctx, who, "weight_decay", o->weight_decay, finite_ge0(o->weight_decay), ">= 0") ||
-        !check_unused(ctx, who, "momentum", o->momentum, sgd || rms) ||
-        !check_range(ctx, who, "momentum", o->momentum, finite_ge0(o->momentum), ">= 0") ||
-        !check_unused(ctx, who, "nesterov", o->nesterov, sgd) ||
-        !check_unused(ctx, sgd && !torch ? "SGD (tensorflow formula)" : who, "dampening",
-                      o->dampening, sgd && torch) ||
-        !check_range(ctx, who, "dampening", o->dampening, finite_ge0(o->dampening) && o->dampening <= 1,
-                     "0 <= dampening <= 1") ||
-        !check_unused(ctx, who, "beta1", o->beta1, adam) ||
-        !check_unused(ctx, who, "beta2", o->beta2, adam) ||
-        !check_unused(ctx, who, "amsgrad", o->amsgrad, adam) ||
-        !check_range(ctx, who, "beta1", o->beta1, finite_ge0(o->beta1) && o->beta1 < 1, "0 <= beta1 < 1") ||
-        !check_range(ctx, who, "beta2", o->beta2, finite_ge0(o->beta2) && o->beta2 < 1, "0 <= beta2 < 1") ||
-        !check_unused(ctx, who, "epsilon", o->epsilon, !sgd) ||
-        !check_range(ctx, who, "epsilon", o->epsilon, finite_ge0(o->epsilon), ">= 0") ||
-        !check_unused(ctx, who, "rho", o->rho, rms) || !check_unused(ctx, who, "centered", o->centered, rms) ||
-        !check_range(ctx, who, "rho", o->rho, finite_ge0(o->rho) && o->rho <= 1, "0 <= rho <= 1") ||
-        !check_unused(ctx, who, "initial_accumulator", o->initial_accumulator, ada) ||
-        !check_range(ctx, who, "initial_accumulator", o->initial_accumulator,
-                     finite_ge0(o->initial_accumulator), ">= 0") ||
-        !check_range(ctx, who, "clip_value", o->clip_value, finite_ge0(o->clip_value), ">= 0 (0: off)") ||
-        !check_range(ctx, who, "clip_norm", o->clip_norm, finite_ge0(o->clip_norm), ">= 0 (0: off)") ||
-        !check_range(ctx, who, "global_clip_norm", o->global_clip_norm,
-                     finite_ge0(o->global_clip_norm), ">= 0 (0: off)") ||
-        !check_schedule(ctx, who, &o->schedule))
-        return false;
+    char who_tf[64];
+    snprintf(who_tf, sizeof who_tf, "%s (tensorflow formula)", who);
+    for (const tfl__opt_option *f = tfl__opt_options; f->name; f++) {
+        const char *field = (const char *)o + f->offset;
+        double value = f->is_bool ? (double)*(const bool *)field : *(const double *)field;
+        bool used = !f->bit || ((kind->options & f->bit) && (torch || !(kind->torch_only & f->bit)));
+        bool only_torch = (kind->options & f->bit) && (kind->torch_only & f->bit);
+        if (!check_unused(ctx, only_torch && !torch ? who_tf : who, f->name, value, used))
+            return false;
+        if (!f->is_bool &&
+            !check_range(ctx, who, f->name, value,
+                         finite_ge0(value) && (f->hi_open ? value < f->hi : value <= f->hi),
+                         f->expected))
+            return false;
+    }
+    if (!check_schedule(ctx, who, &o->schedule)) return false;
     TFL_CHECK_RET(ctx, !o->nesterov || (o->momentum > 0 && o->dampening == 0), false,
                   TFL_INVALID_ARGUMENT, "%s: nesterov momentum requires a momentum > 0 and zero "
                   "dampening (momentum %g, dampening %g)", who, o->momentum, o->dampening);
@@ -169,34 +131,6 @@ static bool name_taken(tfl_ctx *ctx, const char *name)
         if (o->free == free_obj && opt->name && !strcmp(opt->name, name)) return true;
     }
     return false;
-}
-
-/* ---- slots of each kind --------------------------------------------------------------------- */
-
-static void set_slots(tfl_optimizer *opt)
-{
-    const tfl_optimizer_opts *o = &opt->opts;
-    int n = 0; /* fixed positions: the kernels index slots by them */
-    switch (o->kind) {
-    case TFL_OPTIMIZER_SGD:
-        if (o->momentum > 0) opt->slot_names[n++] = "momentum";
-        break;
-    case TFL_OPTIMIZER_ADAM:
-    case TFL_OPTIMIZER_ADAMW:
-        opt->slot_names[n++] = "m";
-        opt->slot_names[n++] = "v";
-        if (o->amsgrad) opt->slot_names[n++] = "vhat";
-        break;
-    case TFL_OPTIMIZER_RMSPROP: /* the kernel's order: rms, then mg and momentum when used */
-        opt->slot_names[n++] = "rms";
-        opt->slot_names[n++] = o->centered ? "mg" : NULL;
-        opt->slot_names[n++] = o->momentum > 0 ? "momentum" : NULL;
-        break;
-    case TFL_OPTIMIZER_ADAGRAD:
-        opt->slot_init[n] = o->initial_accumulator;
-        opt->slot_names[n++] = "accumulator";
-        break;
-    }
 }
 
 /* An int64 scalar counter variable on CPU:0, zero, owned by opt (iterations, a step slot). */
@@ -231,13 +165,13 @@ tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
     opt->ctx = ctx;
     opt->opts = o;
 
-    const char *base = o.name ? o.name : kind_names[o.kind];
+    const char *base = o.name ? o.name : tfl__opt_kind_of(o.kind)->name;
     char name[160];
     snprintf(name, sizeof name, "%s", base);
     for (int i = 1; name_taken(ctx, name); i++) snprintf(name, sizeof name, "%s_%d", base, i);
     opt->name = tfl__strdup(ctx, name);
     opt->opts.name = opt->name;
-    set_slots(opt);
+    tfl__opt_kind_of(o.kind)->slots(&opt->opts, opt->slot_names, opt->slot_init);
 
     char counter[192];
     snprintf(counter, sizeof counter, "%s/iterations", name);

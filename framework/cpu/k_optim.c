@@ -1,5 +1,6 @@
 /*
- * framework/cpu/k_optim.c: the CPU's fused optimizer updates (opt_kernels.h's table). One pass per tensor reads the
+ * framework/cpu/k_optim.c: the CPU's fused optimizer updates (opt_kernels.h's table): loops over
+ * framework/opt_elems.h's element functions, which the GPU shares. One pass per tensor reads the
  * gradient once and writes the variable and its slots in place: no temporaries, no
  * allocation. A list of tensors is one flat range of elements split evenly over the
  * context's threads (OpenMP), so one tensor of 1e7 and a hundred of 1e5 both use every
@@ -24,198 +25,75 @@
 /** Updates elements [lo, hi) of one tensor. */
 typedef void (*chunk_fn)(const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h);
 
-/* g' = clamp(g·gscale, −clip, clip) + l2·p: the gradient every kind starts from. */
-#define GRAD(T, i)                                                                                 \
-    T gi = g[i] * gs;                                                                              \
-    gi = gi > clip ? clip : gi < -clip ? -clip : gi;                                               \
-    gi += l2 * p[i]
+/* The element functions of every kernel (opt_elems.h), once per dtype. */
+#define TFL_OPT_HD static inline __attribute__((always_inline))
+#define TFL_OPT_DIV(a, b) ((a) / (b))
 
-#define COMMON(T)                                                                                  \
-    T *restrict p = (T *)t->p;                                                                     \
-    const T *restrict g = (const T *)t->g;                                                         \
-    const T gs = (T)(t->gscale_at ? *t->gscale_at : t->gscale), clip = (T)h->clip,             \
-            l2 = (T)h->l2, decay = (T)h->decay
+#define TFL_OPT_T float
+#define TFL_OPT_SFX f32
+#define TFL_OPT_SQRT(x) __builtin_sqrtf(x)
+#include "opt_elems.h"
+#undef TFL_OPT_T
+#undef TFL_OPT_SFX
+#undef TFL_OPT_SQRT
 
-/* ---- SGD ------------------------------------------------------------------------------------ */
+#define TFL_OPT_T double
+#define TFL_OPT_SFX f64
+#define TFL_OPT_SQRT(x) __builtin_sqrt(x)
+#include "opt_elems.h"
+#undef TFL_OPT_T
+#undef TFL_OPT_SFX
+#undef TFL_OPT_SQRT
 
-#define DEFINE_SGD(NAME, T)                                                                        \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
-                                const tfl__opt_hyper *h)                                           \
-    {                                                                                              \
-        COMMON(T);                                                                                 \
-        if (!h->momentum) {                                                                        \
-            const T lr = (T)h->lr;                                                                 \
-            for (int64_t i = lo; i < hi; i++) {                                                    \
-                GRAD(T, i);                                                                        \
-                p[i] = (p[i] - decay * p[i]) - lr * gi;                                            \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        T *restrict b = (T *)t->s[0];                                                              \
-        const T mu = (T)(t->first ? h->mu_first : h->mu),                                          \
-                cg = (T)(t->first ? h->cg_first : h->cg);                                          \
-        const T sb = (T)h->sb, sg = (T)h->sg;                                                      \
-        for (int64_t i = lo; i < hi; i++) {                                                        \
-            GRAD(T, i);                                                                            \
-            T bi = mu * b[i] + cg * gi;                                                            \
-            b[i] = bi;                                                                             \
-            p[i] = (p[i] - decay * p[i]) + (sb * bi + sg * gi);                                    \
-        }                                                                                          \
-    }
-
-DEFINE_SGD(sgd_f32, float)
-DEFINE_SGD(sgd_f64, double)
-
-/* ---- Adam, AdamW --------------------------------------------------------------------------------
- */
-
-#define DEFINE_ADAM(NAME, T, SQRT)                                                                 \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
-                                const tfl__opt_hyper *h)                                           \
-    {                                                                                              \
-        COMMON(T);                                                                                 \
-        T *restrict m = (T *)t->s[0], *restrict v = (T *)t->s[1], *restrict vh = (T *)t->s[2];     \
-        const T c1 = (T)h->c1, c2 = (T)h->c2, a = (T)t->a, b = (T)t->b, eps = (T)h->eps;           \
-        if (!h->amsgrad) {                                                                         \
-            for (int64_t i = lo; i < hi; i++) {                                                    \
-                GRAD(T, i);                                                                        \
-                T mi = m[i] + c1 * (gi - m[i]);                                                    \
-                T vi = v[i] + c2 * (gi * gi - v[i]);                                               \
-                m[i] = mi;                                                                         \
-                v[i] = vi;                                                                         \
-                p[i] = (p[i] - decay * p[i]) - a * mi / (b * SQRT(vi) + eps);                      \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        for (int64_t i = lo; i < hi; i++) {                                                        \
-            GRAD(T, i);                                                                            \
-            T mi = m[i] + c1 * (gi - m[i]);                                                        \
-            T vi = v[i] + c2 * (gi * gi - v[i]);                                                   \
-            T hi_ = vh[i] > vi ? vh[i] : vi;                                                       \
-            m[i] = mi;                                                                             \
-            v[i] = vi;                                                                             \
-            vh[i] = hi_;                                                                           \
-            p[i] = (p[i] - decay * p[i]) - a * mi / (b * SQRT(hi_) + eps);                         \
-        }                                                                                          \
-    }
-
-DEFINE_ADAM(adam_f32, float, __builtin_sqrtf)
-DEFINE_ADAM(adam_f64, double, __builtin_sqrt)
-
-/* ---- RMSprop
- * ------------------------------------------------------------------------------------- */
-
-/* The loop, inlined once per combination of its three switches so that each copy is
+/* The loop of kernel N over [lo, hi), inlined once per combination of its switches (the
+ * switch below, whose cases past 2^switches - 1 the compiler drops) so that each copy is
  * branch-free and vectorizes. */
-#define DEFINE_RMSPROP(NAME, T, SQRT)                                                              \
-    static inline __attribute__((always_inline)) void NAME##_loop(                                 \
+#define CASE(N, SFX, F)                                                                            \
+    case F:                                                                                        \
+        N##_##SFX##_loop(t, lo, hi, h, F);                                                         \
+        break;
+#define DEFINE_LOOP(N, NF, T, SFX)                                                                 \
+    static inline __attribute__((always_inline)) void N##_##SFX##_loop(                            \
         const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,                 \
-        const bool centered, const bool inside, const bool mom)                                    \
+        const unsigned f)                                                                          \
     {                                                                                              \
-        COMMON(T);                                                                                 \
-        T *restrict v = (T *)t->s[0], *restrict mg = (T *)t->s[1], *restrict b = (T *)t->s[2];     \
-        const T rho = (T)h->rho, c2 = (T)h->c2, eps = (T)h->eps, k1 = (T)h->k1, k2 = (T)h->k2;     \
-        const T mu = (T)h->mu;                                                                     \
-        for (int64_t i = lo; i < hi; i++) {                                                        \
-            GRAD(T, i);                                                                            \
-            T vi = rho * v[i] + c2 * (gi * gi);                                                    \
-            v[i] = vi;                                                                             \
-            T d = vi;                                                                              \
-            if (centered) {                                                                        \
-                T ai = rho * mg[i] + c2 * gi;                                                      \
-                mg[i] = ai;                                                                        \
-                d = vi - ai * ai;                                                                  \
-            }                                                                                      \
-            T r = inside ? k1 * gi / SQRT(d + eps) : k1 * gi / (SQRT(d) + eps);                    \
-            if (mom) {                                                                             \
-                r = mu * b[i] + r;                                                                 \
-                b[i] = r;                                                                          \
-            }                                                                                      \
-            p[i] = (p[i] - decay * p[i]) - k2 * r;                                                 \
-        }                                                                                          \
+        struct tfl__opk_##N##_k_##SFX k;                                                           \
+        tfl__opk_##N##_load_##SFX(&k, h, t);                                                       \
+        T *restrict p = (T *)t->p, *restrict s0 = (T *)t->s[0], *restrict s1 = (T *)t->s[1],       \
+                    *restrict s2 = (T *)t->s[2];                                                   \
+        const T *restrict g = (const T *)t->g;                                                     \
+        for (int64_t i = lo; i < hi; i++)                                                          \
+            tfl__opk_##N##_elem_##SFX(p, g, s0, s1, s2, i, &k, f);                                 \
     }                                                                                              \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
-                                const tfl__opt_hyper *h)                                           \
+    TFL_CLONES static void N##_##SFX(const tfl__opt_tensor *t, int64_t lo, int64_t hi,             \
+                                     const tfl__opt_hyper *h)                                      \
     {                                                                                              \
-        switch ((h->centered ? 4 : 0) | (h->eps_inside ? 2 : 0) | (h->momentum ? 1 : 0)) {         \
-        case 0:                                                                                    \
-            NAME##_loop(t, lo, hi, h, false, false, false);                                        \
-            break;                                                                                 \
-        case 1:                                                                                    \
-            NAME##_loop(t, lo, hi, h, false, false, true);                                         \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            NAME##_loop(t, lo, hi, h, false, true, false);                                         \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            NAME##_loop(t, lo, hi, h, false, true, true);                                          \
-            break;                                                                                 \
-        case 4:                                                                                    \
-            NAME##_loop(t, lo, hi, h, true, false, false);                                         \
-            break;                                                                                 \
-        case 5:                                                                                    \
-            NAME##_loop(t, lo, hi, h, true, false, true);                                          \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            NAME##_loop(t, lo, hi, h, true, true, false);                                          \
-            break;                                                                                 \
-        default:                                                                                   \
-            NAME##_loop(t, lo, hi, h, true, true, true);                                           \
-            break;                                                                                 \
+        switch (h->flags & ((1u << (NF)) - 1u)) {                                                  \
+            CASE(N, SFX, 0)                                                                        \
+            CASE(N, SFX, 1)                                                                        \
+            CASE(N, SFX, 2)                                                                        \
+            CASE(N, SFX, 3)                                                                        \
+            CASE(N, SFX, 4)                                                                        \
+            CASE(N, SFX, 5)                                                                        \
+            CASE(N, SFX, 6)                                                                        \
+            CASE(N, SFX, 7)                                                                        \
         }                                                                                          \
     }
-
-DEFINE_RMSPROP(rmsprop_f32, float, __builtin_sqrtf)
-DEFINE_RMSPROP(rmsprop_f64, double, __builtin_sqrt)
-
-/* ---- Adagrad
- * ------------------------------------------------------------------------------------- */
-
-#define DEFINE_ADAGRAD(NAME, T, SQRT)                                                              \
-    static inline __attribute__((always_inline)) void NAME##_loop(                                 \
-        const tfl__opt_tensor *t, int64_t lo, int64_t hi, const tfl__opt_hyper *h,                 \
-        const bool inside)                                                                         \
-    {                                                                                              \
-        COMMON(T);                                                                                 \
-        T *restrict s = (T *)t->s[0];                                                              \
-        const T lr = (T)h->lr, eps = (T)h->eps;                                                    \
-        for (int64_t i = lo; i < hi; i++) {                                                        \
-            GRAD(T, i);                                                                            \
-            T si = s[i] + gi * gi;                                                                 \
-            s[i] = si;                                                                             \
-            p[i] = (p[i] - decay * p[i]) - lr * gi / (inside ? SQRT(si + eps) : SQRT(si) + eps);   \
-        }                                                                                          \
-    }                                                                                              \
-    TFL_CLONES static void NAME(const tfl__opt_tensor *t, int64_t lo, int64_t hi,                  \
-                                const tfl__opt_hyper *h)                                           \
-    {                                                                                              \
-        if (h->eps_inside)                                                                         \
-            NAME##_loop(t, lo, hi, h, true);                                                       \
-        else                                                                                       \
-            NAME##_loop(t, lo, hi, h, false);                                                      \
-    }
-
-DEFINE_ADAGRAD(adagrad_f32, float, __builtin_sqrtf)
-DEFINE_ADAGRAD(adagrad_f64, double, __builtin_sqrt)
+#define DEFINE_LOOPS(N, NF)                                                                        \
+    DEFINE_LOOP(N, NF, float, f32)                                                                 \
+    DEFINE_LOOP(N, NF, double, f64)
+TFL__OPT_KERNELS(DEFINE_LOOPS)
 
 /* ---- the list: one flat range split over the threads -------------------------------------------
  */
 
-static chunk_fn pick(int kind, tfl_dtype dtype)
+#define TABLE_ENTRY(N, NF) [TFL__OPK_##N] = {N##_f32, N##_f64},
+static const chunk_fn kernels[TFL__OPK_COUNT][2] = {TFL__OPT_KERNELS(TABLE_ENTRY)};
+
+static chunk_fn pick(int kernel, tfl_dtype dtype)
 {
-    bool f32 = dtype == TFL_DTYPE_FLOAT32;
-    switch (kind) {
-    case TFL__OPT_SGD:
-        return f32 ? sgd_f32 : sgd_f64;
-    case TFL__OPT_ADAM:
-    case TFL__OPT_ADAMW:
-        return f32 ? adam_f32 : adam_f64;
-    case TFL__OPT_RMSPROP:
-        return f32 ? rmsprop_f32 : rmsprop_f64;
-    case TFL__OPT_ADAGRAD:
-        return f32 ? adagrad_f32 : adagrad_f64;
-    }
-    return NULL;
+    if (kernel <= TFL__OPK_NONE || kernel >= TFL__OPK_COUNT) return NULL;
+    return kernels[kernel][dtype == TFL_DTYPE_FLOAT32 ? 0 : 1];
 }
 
 /* Calls fn on the part of the flat range [lo, hi) that falls in each tensor. */
@@ -233,9 +111,8 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
                             const tfl__opt_tensor *t, const tfl__opt_hyper *h)
 {
     (void)dev;
-    chunk_fn fn = pick(h->kind, dtype);
-    if (!fn)
-        return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel for optimizer %d", h->kind);
+    chunk_fn fn = pick(h->kernel, dtype);
+    if (!fn) return tfl__set_error(ctx, TFL_INTERNAL, "no CPU update kernel %d", h->kernel);
     int64_t total = 0;
     for (int i = 0; i < n; i++)
         total += t[i].n;

@@ -100,26 +100,10 @@ int tflcu_batch_norm(int dtype, const void *x, const void *mean, const void *var
 int tflcu_dropout(int dtype, const void *x, void *y, int64_t n, uint32_t key0, uint32_t key1,
                   uint32_t threshold, double keep, void *stream);
 
-/* fused optimizer updates (k_optim.cu; the host side is cuda_optim.c). One tensor of an
- * apply, contiguous, with the per-tensor scalars resolved on the host: mu and cg are SGD's
- * momentum and gradient factors for this tensor (its first update's under PYTORCH) or
- * RMSprop's momentum in mu; a, b: Adam's step factor and root scale. */
-typedef struct tflcu_opt_tensor {
-    void *p;
-    const void *g;
-    void *s[3];
-    int64_t n;
-    double gscale, a, b, mu, cg;
-    const double *gscale_at; /* non-NULL: the scale is this device double (clipping on the
-                                device: tflcu_opt_clip_scales), gscale unused */
-} tflcu_opt_tensor;
-
-/* the scalars of one apply (framework/opt_kernels.h's tfl__opt_hyper, flattened) */
-typedef struct tflcu_opt_hyper {
-    int kind; /* TFL__OPT_*: 1 SGD, 2 Adam, 3 AdamW, 4 RMSprop, 5 Adagrad */
-    int momentum, amsgrad, centered, eps_inside;
-    double lr, decay, l2, clip, sb, sg, c1, c2, eps, rho, k1, k2;
-} tflcu_opt_hyper;
+/* fused optimizer updates (k_optim.cu; the host side is cuda_optim.c): the tensors and the
+ * scalars of an apply are framework/opt_elems.h's structs, passed as they are */
+struct tfl__opt_tensor;
+struct tfl__opt_hyper;
 
 /* tensors per launch: the chunk (tensor table and block offsets) is passed by value in the
  * kernel parameters, about 3 KiB, inside the 4 KiB limit */
@@ -129,14 +113,14 @@ typedef struct tflcu_opt_hyper {
 #define TFLCU_OPT_SUMSQ_BLOCKS 256
 
 /* Updates the n tensors (dtype float32 or float64) in place, TFLCU_OPT_CHUNK per launch.
- * Returns -1 for another dtype or kind. */
-int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t, const tflcu_opt_hyper *h,
-                    void *stream);
+ * Returns -1 for another dtype or kernel. */
+int tflcu_opt_apply(int dtype, int n, const struct tfl__opt_tensor *t,
+                    const struct tfl__opt_hyper *h, void *stream);
 /* out[i] (device memory) = sum of g^2 of t[i] in double, for n <= TFLCU_OPT_CHUNK tensors;
  * partial: device scratch of TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS doubles. Deterministic
  * (a fixed tree per tensor, no atomics). */
-int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial, double *out,
-                    void *stream);
+int tflcu_opt_sumsq(int dtype, int n, const struct tfl__opt_tensor *t, double *partial,
+                    double *out, void *stream);
 /* In place on the device, sums[0..n) (sums of squares) become the gradient scales of
  * framework/opt_kernels.h's tfl__opt_clip_scales: total = the sum of sums[] in index order,
  * norm = sqrt(per_variable ? sums[i] : total), s = tf ? c / max(norm, c) : c / (norm + 1e-6),

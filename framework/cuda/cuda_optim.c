@@ -1,8 +1,9 @@
 /*
  * framework/cuda/cuda_optim.c: the GPU devices' optimizer kernel table (opt_kernels.h),
- * the host side of k_optim.cu. apply enqueues multi-tensor launches on the device's stream
- * and returns at once (no sync, no allocation, no copy: the tensor table travels in the
- * kernel parameters). sumsq, whose interface gives the sums to the host in double, reduces
+ * the host side of k_optim.cu. apply hands the apply's tensors and scalars (opt_elems.h's
+ * structs, as optim/ made them) to the multi-tensor launches on the device's stream and returns
+ * at once (no sync, no allocation, no copy: the tensor table travels in the kernel
+ * parameters). sumsq, whose interface gives the sums to the host in double, reduces
  * on the device into a small device buffer (partial sums per block, then one sum per
  * tensor in a fixed tree) and copies back TFLCU_OPT_SUMSQ_OUT sums at a time: one
  * synchronisation per call for up to that many tensors (tfl_global_norm, and optim/apply.c
@@ -21,58 +22,14 @@ static void *opt_stream(tfl__device *dev)
     return (void *)cu->stream;
 }
 
-static void to_cu(tflcu_opt_tensor *o, const tfl__opt_tensor *t, const tfl__opt_hyper *h)
-{
-    o->p = t->p;
-    o->g = t->g;
-    for (int s = 0; s < 3; s++)
-        o->s[s] = t->s[s];
-    o->n = t->n;
-    o->gscale = t->gscale;
-    o->gscale_at = t->gscale_at;
-    o->a = t->a;
-    o->b = t->b;
-    bool first = h->kind == TFL__OPT_SGD && t->first;
-    o->mu = first ? h->mu_first : h->mu;
-    o->cg = first ? h->cg_first : h->cg;
-}
-
 static tfl_status cu_opt_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
                                const tfl__opt_tensor *t, const tfl__opt_hyper *h)
 {
     TFL_CHECK(ctx, dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, TFL_INTERNAL,
               "no %s update kernel on %s for dtype %s", "optimizer", dev->name,
               tfl_dtype_name(dtype));
-    tflcu_opt_hyper ch = {
-        .kind = h->kind,
-        .momentum = h->momentum,
-        .amsgrad = h->amsgrad,
-        .centered = h->centered,
-        .eps_inside = h->eps_inside,
-        .lr = h->lr,
-        .decay = h->decay,
-        .l2 = h->l2,
-        .clip = h->clip,
-        .sb = h->sb,
-        .sg = h->sg,
-        .c1 = h->c1,
-        .c2 = h->c2,
-        .eps = h->eps,
-        .rho = h->rho,
-        .k1 = h->k1,
-        .k2 = h->k2,
-    };
-    void *stream = opt_stream(dev);
-    /* the launch function takes any n; convert a chunk's worth at a time */
-    for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
-        tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
-        int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
-        for (int i = 0; i < m; i++)
-            to_cu(&ct[i], &t[done + i], h);
-        TFL_TRY(tfl__cuda_check(dev, tflcu_opt_apply((int)dtype, m, ct, &ch, stream),
-                                "the optimizer update kernel"));
-    }
-    return TFL_OK;
+    return tfl__cuda_check(dev, tflcu_opt_apply((int)dtype, n, t, h, opt_stream(dev)),
+                           "the optimizer update kernel");
 }
 
 /* the device scratch of sumsq: partial sums, then the per-tensor sums (made on first use) */
@@ -103,17 +60,13 @@ static tfl_status cu_opt_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, 
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
     double *sums = partial + (size_t)TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS;
-    tfl__opt_hyper none = {0};
     for (int base = 0; base < n; base += TFLCU_OPT_SUMSQ_OUT) {
         int batch = n - base < TFLCU_OPT_SUMSQ_OUT ? n - base : TFLCU_OPT_SUMSQ_OUT;
         for (int done = 0; done < batch; done += TFLCU_OPT_CHUNK) {
-            tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
             int m = batch - done < TFLCU_OPT_CHUNK ? batch - done : TFLCU_OPT_CHUNK;
-            for (int i = 0; i < m; i++)
-                to_cu(&ct[i], &t[base + done + i], &none);
             /* the partials are reused by the next chunk in stream order */
             TFL_TRY(tfl__cuda_check(
-                dev, tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
+                dev, tflcu_opt_sumsq((int)dtype, m, t + base + done, partial, sums + done, stream),
                 "the sum of squares kernel"));
         }
         /* the one synchronisation: the sums to the host */
@@ -134,15 +87,11 @@ static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype 
     void *stream = opt_stream(dev);
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
-    tfl__opt_hyper none = {0};
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
-        tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
         int m = n - done < TFLCU_OPT_CHUNK ? n - done : TFLCU_OPT_CHUNK;
-        for (int i = 0; i < m; i++)
-            to_cu(&ct[i], &t[done + i], &none);
-        TFL_TRY(tfl__cuda_check(dev,
-                                tflcu_opt_sumsq((int)dtype, m, ct, partial, sums + done, stream),
-                                "the sum of squares kernel"));
+        TFL_TRY(tfl__cuda_check(
+            dev, tflcu_opt_sumsq((int)dtype, m, t + done, partial, sums + done, stream),
+            "the sum of squares kernel"));
     }
     return TFL_OK;
 }

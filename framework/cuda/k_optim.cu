@@ -1,13 +1,14 @@
 /*
  * framework/cuda/k_optim.cu: the fused optimizer updates on the GPU (the CUDA side of
- * framework/opt_kernels.h; the host side is cuda_optim.c). A multi-tensor launch: up to
- * TFLCU_OPT_CHUNK tensors per kernel, their table passed by value in the kernel parameters
- * (no host-to-device copy, no allocation). Each tensor gets a run of blocks (start[i] ..
+ * framework/opt_kernels.h; the host side is cuda_optim.c): one kernel per update kernel of
+ * framework/opt_elems.h and dtype, each looping over its element function. A multi-tensor
+ * launch: up to TFLCU_OPT_CHUNK tensors per kernel, their table passed by value in the kernel
+ * parameters (no host-to-device copy, no allocation). Each tensor gets a run of blocks (start[i] ..
  * start[i+1]) that stride over its elements; every element reads its gradient once and
  * writes the variable and its slots in place, as framework/cpu/k_optim.c does.
  *
- * Arithmetic: the same operations in the same order as the CPU kernels, in the variable's
- * dtype, with IEEE square roots and divisions (__fsqrt_rn, __fdiv_rn, sqrt, /), and this file
+ * Arithmetic: the CPU's element functions (opt_elems.h), in the variable's dtype, with IEEE
+ * square roots and divisions (__fsqrt_rn, __fdiv_rn, __dsqrt_rn, __ddiv_rn), and this file
  * is compiled with --fmad=false (framework/cuda/CMakeLists.txt) so that no multiply-add is
  * contracted into an FMA (the CPU build, -std=c11, does not contract either). The updates are
  * therefore expected to match the CPU bit for bit given the same gscale; the one difference
@@ -18,11 +19,33 @@
  * contraction should a toolchain apply it anyway.
  */
 #include "cu_common.cuh"
+#include "opt_elems.h"
+
+/* The element functions of every kernel (opt_elems.h), once per dtype, for the device. */
+#define TFL_OPT_HD static __device__ __forceinline__
+
+#define TFL_OPT_T float
+#define TFL_OPT_SFX f32
+#define TFL_OPT_SQRT(x) __fsqrt_rn(x)
+#define TFL_OPT_DIV(a, b) __fdiv_rn(a, b)
+#include "opt_elems.h"
+#undef TFL_OPT_T
+#undef TFL_OPT_SFX
+#undef TFL_OPT_SQRT
+#undef TFL_OPT_DIV
+
+#define TFL_OPT_T double
+#define TFL_OPT_SFX f64
+#define TFL_OPT_SQRT(x) __dsqrt_rn(x)
+#define TFL_OPT_DIV(a, b) __ddiv_rn(a, b)
+#include "opt_elems.h"
+#undef TFL_OPT_T
+#undef TFL_OPT_SFX
+#undef TFL_OPT_SQRT
+#undef TFL_OPT_DIV
 
 namespace
 {
-
-enum { SGD = 1, ADAM = 2, ADAMW = 3, RMSPROP = 4, ADAGRAD = 5 };
 
 #define OPT_THREADS 256
 #define OPT_MAX_BLOCKS 4096 /* per tensor; beyond, the blocks stride */
@@ -30,25 +53,8 @@ enum { SGD = 1, ADAM = 2, ADAMW = 3, RMSPROP = 4, ADAGRAD = 5 };
 struct chunk {
     int n;
     int start[TFLCU_OPT_CHUNK + 1]; /* first block of each tensor; start[n]: the grid */
-    tflcu_opt_tensor t[TFLCU_OPT_CHUNK];
+    tfl__opt_tensor t[TFLCU_OPT_CHUNK];
 };
-
-__device__ __forceinline__ float rsq(float x)
-{
-    return __fsqrt_rn(x);
-}
-__device__ __forceinline__ double rsq(double x)
-{
-    return __dsqrt_rn(x);
-}
-__device__ __forceinline__ float rdiv(float a, float b)
-{
-    return __fdiv_rn(a, b);
-}
-__device__ __forceinline__ double rdiv(double a, double b)
-{
-    return __ddiv_rn(a, b);
-}
 
 /* the tensor of this block (at most TFLCU_OPT_CHUNK steps, uniform over the block) */
 __device__ __forceinline__ int tensor_of(const chunk &c, int b)
@@ -59,69 +65,24 @@ __device__ __forceinline__ int tensor_of(const chunk &c, int b)
     return i;
 }
 
-template <typename T, int KIND> __global__ void opt_apply(const chunk c, const tflcu_opt_hyper h)
-{
-    const int ti = tensor_of(c, (int)blockIdx.x);
-    const tflcu_opt_tensor &t = c.t[ti];
-    const int64_t nb = c.start[ti + 1] - c.start[ti];
-    T *p = (T *)t.p;
-    const T *g = (const T *)t.g;
-    T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
-    const T gs = (T)(t.gscale_at ? *t.gscale_at : t.gscale), clip = (T)h.clip, l2 = (T)h.l2,
-            decay = (T)h.decay;
-    const T lr = (T)h.lr, mu = (T)t.mu, cg = (T)t.cg, sb = (T)h.sb, sg = (T)h.sg;
-    const T c1 = (T)h.c1, c2 = (T)h.c2, a = (T)t.a, bb = (T)t.b, eps = (T)h.eps;
-    const T rho = (T)h.rho, k1 = (T)h.k1, k2 = (T)h.k2;
-    for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x; i < t.n;
-         i += nb * OPT_THREADS) {
-        /* g' = clamp(g·gscale, −clip, clip) + l2·p, as the CPU's GRAD */
-        T gi = g[i] * gs;
-        gi = gi > clip ? clip : gi < -clip ? -clip : gi;
-        const T pi = p[i];
-        gi += l2 * pi;
-        const T pd = pi - decay * pi;
-        if (KIND == SGD) {
-            if (!h.momentum) {
-                p[i] = pd - lr * gi;
-            } else {
-                T bi = mu * s0[i] + cg * gi;
-                s0[i] = bi;
-                p[i] = pd + (sb * bi + sg * gi);
-            }
-        } else if (KIND == ADAM) {
-            const T mo = s0[i], vo = s1[i];
-            T mi = mo + c1 * (gi - mo);
-            T vi = vo + c2 * (gi * gi - vo);
-            s0[i] = mi;
-            s1[i] = vi;
-            if (h.amsgrad) {
-                const T ho = s2[i];
-                vi = ho > vi ? ho : vi;
-                s2[i] = vi;
-            }
-            p[i] = pd - rdiv(a * mi, bb * rsq(vi) + eps);
-        } else if (KIND == RMSPROP) {
-            T vi = rho * s0[i] + c2 * (gi * gi);
-            s0[i] = vi;
-            T d = vi;
-            if (h.centered) {
-                T ai = rho * s1[i] + c2 * gi;
-                s1[i] = ai;
-                d = vi - ai * ai;
-            }
-            T r = h.eps_inside ? rdiv(k1 * gi, rsq(d + eps)) : rdiv(k1 * gi, rsq(d) + eps);
-            if (h.momentum) {
-                r = mu * s2[i] + r;
-                s2[i] = r;
-            }
-            p[i] = pd - k2 * r;
-        } else { /* ADAGRAD */
-            T si = s0[i] + gi * gi;
-            s0[i] = si;
-            p[i] = pd - rdiv(lr * gi, h.eps_inside ? rsq(si + eps) : rsq(si) + eps);
-        }
+/* one kernel per update kernel and dtype: each tensor's run of blocks strides over its
+ * elements, every element updated by opt_elems.h's function */
+#define OPT_KERNEL(N, T, SFX)                                                                      \
+    __global__ void apply_##N##_##SFX(const chunk c, const tfl__opt_hyper h)                       \
+    {                                                                                              \
+        const int ti = tensor_of(c, (int)blockIdx.x);                                              \
+        const tfl__opt_tensor &t = c.t[ti];                                                        \
+        const int64_t nb = c.start[ti + 1] - c.start[ti];                                          \
+        struct tfl__opk_##N##_k_##SFX k;                                                           \
+        tfl__opk_##N##_load_##SFX(&k, &h, &t);                                                     \
+        T *p = (T *)t.p, *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];                  \
+        const T *g = (const T *)t.g;                                                               \
+        for (int64_t i = (int64_t)(blockIdx.x - c.start[ti]) * OPT_THREADS + threadIdx.x; i < t.n; \
+             i += nb * OPT_THREADS)                                                                \
+            tfl__opk_##N##_elem_##SFX(p, g, s0, s1, s2, i, &k, h.flags);                           \
     }
-}
+#define OPT_KERNELS(N, NF) OPT_KERNEL(N, float, f32) OPT_KERNEL(N, double, f64)
+TFL__OPT_KERNELS(OPT_KERNELS)
 
 /* block sum in a fixed tree (deterministic) */
 __device__ __forceinline__ double block_sum(double v)
@@ -139,7 +100,7 @@ __device__ __forceinline__ double block_sum(double v)
 template <typename T> __global__ void sumsq_partial(const chunk c, double *partial)
 {
     const int ti = tensor_of(c, (int)blockIdx.x);
-    const tflcu_opt_tensor &t = c.t[ti];
+    const tfl__opt_tensor &t = c.t[ti];
     const int64_t nb = c.start[ti + 1] - c.start[ti];
     const T *g = (const T *)t.g;
     double acc = 0;
@@ -184,7 +145,7 @@ __global__ void clip_scales_k(int n, double *s, double c, int per_variable, int 
 }
 
 /* the chunk of t[0 .. n) (n <= TFLCU_OPT_CHUNK): blocks per tensor for n elements, at most cap */
-void fill_chunk(chunk *c, int n, const tflcu_opt_tensor *t, int64_t cap)
+void fill_chunk(chunk *c, int n, const tfl__opt_tensor *t, int64_t cap)
 {
     c->n = n;
     c->start[0] = 0;
@@ -195,8 +156,7 @@ void fill_chunk(chunk *c, int n, const tflcu_opt_tensor *t, int64_t cap)
     }
 }
 
-template <typename T>
-int apply_t(int n, const tflcu_opt_tensor *t, const tflcu_opt_hyper *h, cudaStream_t s)
+int apply_chunks(bool f32, int n, const tfl__opt_tensor *t, const tfl__opt_hyper *h, cudaStream_t s)
 {
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
         chunk c;
@@ -204,20 +164,16 @@ int apply_t(int n, const tflcu_opt_tensor *t, const tflcu_opt_hyper *h, cudaStre
         fill_chunk(&c, m, t + done, OPT_MAX_BLOCKS);
         if (c.start[m] == 0) continue; /* only empty tensors */
         dim3 grid((unsigned)c.start[m]);
-        switch (h->kind) {
-        case SGD:
-            opt_apply<T, SGD><<<grid, OPT_THREADS, 0, s>>>(c, *h);
-            break;
-        case ADAM:
-        case ADAMW:
-            opt_apply<T, ADAM><<<grid, OPT_THREADS, 0, s>>>(c, *h);
-            break;
-        case RMSPROP:
-            opt_apply<T, RMSPROP><<<grid, OPT_THREADS, 0, s>>>(c, *h);
-            break;
-        case ADAGRAD:
-            opt_apply<T, ADAGRAD><<<grid, OPT_THREADS, 0, s>>>(c, *h);
-            break;
+        switch (h->kernel) {
+#define OPT_CASE(N, NF)                                                                            \
+    case TFL__OPK_##N:                                                                             \
+        if (f32)                                                                                   \
+            apply_##N##_f32<<<grid, OPT_THREADS, 0, s>>>(c, *h);                                   \
+        else                                                                                       \
+            apply_##N##_f64<<<grid, OPT_THREADS, 0, s>>>(c, *h);                                   \
+        break;
+            TFL__OPT_KERNELS(OPT_CASE)
+#undef OPT_CASE
         default:
             return -1;
         }
@@ -229,20 +185,19 @@ int apply_t(int n, const tflcu_opt_tensor *t, const tflcu_opt_hyper *h, cudaStre
 
 } // namespace
 
-static_assert(sizeof(chunk) + sizeof(tflcu_opt_hyper) < 4000,
+static_assert(sizeof(chunk) + sizeof(tfl__opt_hyper) < 4000,
               "the optimizer kernels' parameters fit the 4 KiB limit");
 
-extern "C" int tflcu_opt_apply(int dtype, int n, const tflcu_opt_tensor *t,
-                               const tflcu_opt_hyper *h, void *stream)
+extern "C" int tflcu_opt_apply(int dtype, int n, const tfl__opt_tensor *t, const tfl__opt_hyper *h,
+                               void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
-    if (h->kind < SGD || h->kind > ADAGRAD) return -1;
-    if (dtype == TFL_DTYPE_FLOAT32) return apply_t<float>(n, t, h, s);
-    if (dtype == TFL_DTYPE_FLOAT64) return apply_t<double>(n, t, h, s);
-    return -1;
+    if (h->kernel <= TFL__OPK_NONE || h->kernel >= TFL__OPK_COUNT) return -1;
+    if (dtype != TFL_DTYPE_FLOAT32 && dtype != TFL_DTYPE_FLOAT64) return -1;
+    return apply_chunks(dtype == TFL_DTYPE_FLOAT32, n, t, h, s);
 }
 
-extern "C" int tflcu_opt_sumsq(int dtype, int n, const tflcu_opt_tensor *t, double *partial,
+extern "C" int tflcu_opt_sumsq(int dtype, int n, const tfl__opt_tensor *t, double *partial,
                                double *out, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;

@@ -1,7 +1,8 @@
 /*
  * tests/backend/test_backend_optim.c: the optimizer trajectories of the cross-backend harness.
  * Every optimizer kind and variant (SGD plain, momentum with weight decay, Nesterov; Adam,
- * Adam with amsgrad, AdamW; RMSprop plain, centered with momentum; Adagrad) under both
+ * Adam with amsgrad, AdamW; RMSprop plain, centered with momentum; Adagrad; NAdam; Adamax)
+ * under both
  * formula families (TENSORFLOW, PYTORCH), without clipping, with global-norm clipping
  * (active: the gradients' norm is well above the bound) and with per-variable norm clipping
  * (clip_norm: active on two variables of four), in float32 (and a float64 subset),
@@ -56,6 +57,8 @@ static const variant variants[] = {
     {"RMSprop", TFL_OPTIMIZER_RMSPROP, 0, 0, false, false, false},
     {"RMSprop/centered+momentum", TFL_OPTIMIZER_RMSPROP, 0.5, 0, false, false, true},
     {"Adagrad", TFL_OPTIMIZER_ADAGRAD, 0, 0.01, false, false, false},
+    {"NAdam", TFL_OPTIMIZER_NADAM, 0, 0.01, false, false, false},
+    {"Adamax", TFL_OPTIMIZER_ADAMAX, 0, 0.01, false, false, false},
 };
 #define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 

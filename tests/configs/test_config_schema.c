@@ -146,9 +146,10 @@ static void test_unknown_keys_and_names_suggest(void **state)
                 "logging.zzz: unknown key 'zzz'; expected one of: metrics_csv, log_interval, "
                 "tensorboard, every_steps, histograms, flush_seconds");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: adamm}\n", 9, 19,
-                "optimizer.kind: unknown optimizer 'adamm'; did you mean 'adam' or 'adamw'?");
+                "optimizer.kind: unknown optimizer 'adamm'; did you mean 'adam', 'adamw' or 'nadam'?");
     expect_diag(ctx, BASE_YAML "optimizer: {kind: lion}\n", 9, 19,
-                "unknown optimizer 'lion'; expected one of: sgd, adam, adamw, rmsprop, adagrad");
+                "unknown optimizer 'lion'; expected one of: sgd, adam, adamw, rmsprop, adagrad, nadam, "
+                "adamax");
     expect_diag(ctx, BASE_YAML "metrics: [acuracy]\n", 9, 11,
                 "metrics[0]: unknown metric 'acuracy'; did you mean 'accuracy'?");
     expect_diag(ctx, BASE_YAML "optimizer: {schedule: {kind: cosin, decay_steps: 5}}\n", 9, 30,
@@ -221,6 +222,60 @@ static void test_optimizer_kinds_and_defaults(void **state)
                 "optimizer.schedule.decay_rate: missing required key 'decay_rate'");
     expect_diag(ctx, BASE_YAML "optimizer: {schedule: {kind: constant, alpha: 0.1}}\n", 9, 40,
                 "schedule 'constant' does not read 'alpha' (an option of cosine only)");
+}
+
+/* NAdam and Adamax: their names, defaults by formula, and the options the built optimizer gets */
+static void test_nadam_adamax(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    tfl_config *cfg = valid(ctx, BASE_YAML "optimizer: {kind: nadam}\n");
+    expect_get(cfg, "optimizer.formula", "pytorch");
+    expect_get(cfg, "optimizer.learning_rate", "0.002");
+    expect_get(cfg, "optimizer.momentum_decay", "0.004");
+    expect_get(cfg, "optimizer.epsilon", "1e-08");
+    tfl_config_free(cfg);
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: nadam, formula: tensorflow, beta_2: 0.99}\n");
+    expect_get(cfg, "optimizer.momentum_decay", "1");
+    expect_get(cfg, "optimizer.learning_rate", "0.001");
+    tfl_optimizer *opt = tfl_config_build_optimizer(cfg);
+    assert_non_null(opt);
+    const tfl_optimizer_opts *o = tfl_optimizer_options(opt);
+    assert_int_equal(o->kind, TFL_OPTIMIZER_NADAM);
+    assert_int_equal(o->formula, TFL_FORMULA_TENSORFLOW);
+    assert_true(o->momentum_decay == 1.0 && o->beta2 == 0.99 && o->beta1 == 0.9);
+    assert_string_equal(tfl_optimizer_name(opt), "NAdam");
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: nadam, momentum_decay: 0.01, epsilon: 1e-6}\n");
+    opt = tfl_config_build_optimizer(cfg);
+    assert_non_null(opt);
+    o = tfl_optimizer_options(opt);
+    assert_true(o->momentum_decay == 0.01 && o->epsilon == 1e-6 && o->learning_rate == 2e-3);
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
+    expect_diag(ctx, BASE_YAML "optimizer: {kind: adam, momentum_decay: 0.1}\n", 9, 25,
+                "optimizer.momentum_decay: optimizer 'adam' does not read 'momentum_decay' (an "
+                "option of nadam only)");
+    expect_diag(ctx, BASE_YAML "optimizer: {kind: nadam, momentum_decay: -1}\n", 9, 42,
+                "optimizer.momentum_decay");
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: adamax, formula: tensorflow, beta_1: 0.8}\n");
+    expect_get(cfg, "optimizer.learning_rate", "0.001");
+    expect_get(cfg, "optimizer.epsilon", "1e-07");
+    opt = tfl_config_build_optimizer(cfg);
+    assert_non_null(opt);
+    o = tfl_optimizer_options(opt);
+    assert_int_equal(o->kind, TFL_OPTIMIZER_ADAMAX);
+    assert_true(o->beta1 == 0.8 && o->beta2 == 0.999 && o->epsilon == 1e-7);
+    assert_string_equal(tfl_optimizer_name(opt), "Adamax");
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
+    cfg = valid(ctx, BASE_YAML "optimizer: {kind: adamax}\n");
+    expect_get(cfg, "optimizer.formula", "pytorch");
+    expect_get(cfg, "optimizer.learning_rate", "0.002");
+    tfl_config_free(cfg);
+    expect_diag(ctx, BASE_YAML "optimizer: {kind: adamax, momentum_decay: 0.1}\n", 9, 27,
+                "optimizer 'adamax' does not read 'momentum_decay' (an option of nadam only)");
 }
 
 static void test_data_section(void **state)
@@ -365,6 +420,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_keys_and_names_suggest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layer_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_optimizer_kinds_and_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nadam_adamax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_section, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diagnostics_sorted_formatted_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_configs_manifest, setup, teardown),

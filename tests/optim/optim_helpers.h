@@ -161,6 +161,10 @@ static inline const char *ref_slot_name(const tfl_optimizer_opts *o, int s)
                         : (o->momentum > 0 ? "momentum" : NULL);
     case ADAGRAD:
         return s == 0 ? "accumulator" : NULL;
+    case TFL_OPTIMIZER_NADAM:
+        return s == 0 ? "m" : s == 1 ? "v" : NULL;
+    case TFL_OPTIMIZER_ADAMAX:
+        return s == 0 ? "m" : s == 1 ? "u" : NULL;
     }
     return NULL;
 }
@@ -242,6 +246,26 @@ static inline void ref_apply(ref_opt *r, double lr, const double *gin, double gs
         case ADAGRAD:
             *s0 += g * g;
             p -= tf ? lr * g / sqrt(*s0 + o->epsilon) : lr * g / (sqrt(*s0) + o->epsilon);
+            break;
+        case TFL_OPTIMIZER_NADAM: { /* μ_τ = β1 (1 − 0.5·0.96^(τψ)), Π_t = μ_1 ⋯ μ_t */
+            double prod = 1, mu = 0, mu_next = 0;
+            for (int tau = 1; tau <= (int)t + 1; tau++) {
+                double m_tau = o->beta1 * (1 - 0.5 * pow(0.96, tau * o->momentum_decay));
+                if (tau <= (int)t) prod *= m_tau;
+                if (tau == (int)t) mu = m_tau;
+                if (tau == (int)t + 1) mu_next = m_tau;
+            }
+            *s0 = *s0 + (1 - o->beta1) * (g - *s0);
+            *s1 = *s1 + (1 - o->beta2) * (g * g - *s1);
+            double bc2 = 1 - pow(o->beta2, t);
+            p -= lr * ((1 - mu) / (1 - prod) * g + mu_next / (1 - prod * mu_next) * *s0) /
+                 (sqrt(*s1) / sqrt(bc2) + o->epsilon);
+            break;
+        }
+        case TFL_OPTIMIZER_ADAMAX: /* torch: ε inside the max; Keras: added to u */
+            *s0 = *s0 + (1 - o->beta1) * (g - *s0);
+            *s1 = fmax(o->beta2 * *s1, fabs(g) + (tf ? 0 : o->epsilon));
+            p -= lr / (1 - pow(o->beta1, t)) * *s0 / (*s1 + (tf ? o->epsilon : 0));
             break;
         }
         r->p[i] = p;

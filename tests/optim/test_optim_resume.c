@@ -79,6 +79,8 @@ static const resume_case resume_cases[] = {
     {ADAM, TORCH, 0, 0, true, false},     {ADAM, TF, 0, 0, false, false},
     {SGD, TORCH, 0.9, 0.3, false, false}, {SGD, TF, 0.9, 0, false, false},
     {RMSPROP, TF, 0.5, 0, false, true},   {ADAGRAD, TORCH, 0, 0, false, false},
+    {TFL_OPTIMIZER_NADAM, TORCH, 0, 0, false, false}, {TFL_OPTIMIZER_NADAM, TF, 0, 0, false, false},
+    {TFL_OPTIMIZER_ADAMAX, TORCH, 0, 0, false, false}, {TFL_OPTIMIZER_ADAMAX, TF, 0, 0, false, false},
 };
 
 /* An optimizer built and restored from another's listed variables continues exactly as the

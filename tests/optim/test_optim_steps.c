@@ -48,14 +48,25 @@ static void test_defaults(void **state)
     expect_defaults(ADAGRAD, TORCH, TORCH, 1e-2, 0, 0, 1e-10, 0, 0, 0);
     expect_defaults(ADAGRAD, TF, TF, 1e-3, 0, 0, 1e-7, 0, 0, 0.1);
     expect_defaults(ADAGRAD, TFL_FORMULA_DEFAULT, TORCH, 1e-2, 0, 0, 1e-10, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_NADAM, TORCH, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_NADAM, TF, TF, 1e-3, 0.9, 0.999, 1e-7, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_NADAM, TFL_FORMULA_DEFAULT, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0,
+                    0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TORCH, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TF, TF, 1e-3, 0.9, 0.999, 1e-7, 0, 0, 0);
+    expect_defaults(TFL_OPTIMIZER_ADAMAX, TFL_FORMULA_DEFAULT, TORCH, 2e-3, 0.9, 0.999, 1e-8, 0, 0,
+                    0);
+    /* NAdam's momentum schedule: torch's ψ, and Keras's 0.96^t (ψ = 1) */
+    assert_true(tfl_optimizer_defaults(TFL_OPTIMIZER_NADAM, TORCH).momentum_decay == 0.004);
+    assert_true(tfl_optimizer_defaults(TFL_OPTIMIZER_NADAM, TF).momentum_decay == 1.0);
     /* unknown kind or formula: kind 0 */
     assert_int_equal(tfl_optimizer_defaults((tfl_optimizer_kind)0, TORCH).kind, 0);
-    assert_int_equal(tfl_optimizer_defaults((tfl_optimizer_kind)6, TORCH).kind, 0);
+    assert_int_equal(tfl_optimizer_defaults((tfl_optimizer_kind)TFL_OPTIMIZER_KIND_COUNT, TORCH).kind, 0);
     assert_int_equal(tfl_optimizer_defaults((tfl_optimizer_kind)-1, TF).kind, 0);
     assert_int_equal(tfl_optimizer_defaults(ADAM, (tfl_formula)3).kind, 0);
     assert_int_equal(tfl_optimizer_defaults(ADAM, (tfl_formula)-1).kind, 0);
     /* every default is accepted, and the options come back resolved */
-    for (int k = SGD; k <= ADAGRAD; k++)
+    for (int k = SGD; k < TFL_OPTIMIZER_KIND_COUNT; k++)
         for (int f = TFL_FORMULA_DEFAULT; f <= TORCH; f++) {
             tfl_optimizer_opts o = tfl_optimizer_defaults((tfl_optimizer_kind)k, (tfl_formula)f);
             tfl_optimizer *opt = new_opt(ctx, &o);
@@ -78,8 +89,10 @@ static void test_defaults(void **state)
     assert_string_equal(tfl_optimizer_kind_name(ADAMW), "AdamW");
     assert_string_equal(tfl_optimizer_kind_name(RMSPROP), "RMSprop");
     assert_string_equal(tfl_optimizer_kind_name(ADAGRAD), "Adagrad");
+    assert_string_equal(tfl_optimizer_kind_name(TFL_OPTIMIZER_NADAM), "NAdam");
+    assert_string_equal(tfl_optimizer_kind_name(TFL_OPTIMIZER_ADAMAX), "Adamax");
     assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)0), "unknown");
-    assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)6), "unknown");
+    assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)TFL_OPTIMIZER_KIND_COUNT), "unknown");
     assert_string_equal(tfl_optimizer_kind_name((tfl_optimizer_kind)-3), "unknown");
     assert_string_equal(tfl_formula_name(TFL_FORMULA_DEFAULT), "default");
     assert_string_equal(tfl_formula_name(TF), "tensorflow");
@@ -138,6 +151,15 @@ static const step_case step_cases[] = {
     {"Adagrad torch a0", ADAGRAD, TORCH, 0.1, 0, 0, 0, false, false, false, 0, 0.5, 0},
     {"Adagrad torch L2", ADAGRAD, TORCH, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0},
     {"Adagrad tf decay", ADAGRAD, TF, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0},
+    {"NAdam torch", TFL_OPTIMIZER_NADAM, TORCH, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"NAdam tf", TFL_OPTIMIZER_NADAM, TF, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"NAdam torch L2", TFL_OPTIMIZER_NADAM, TORCH, 0.1, 0.2, 0, 0, false, false, false, 0.5, -1, 0},
+    {"NAdam tf decay", TFL_OPTIMIZER_NADAM, TF, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0.35},
+    {"Adamax torch", TFL_OPTIMIZER_ADAMAX, TORCH, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"Adamax tf", TFL_OPTIMIZER_ADAMAX, TF, 0.1, 0, 0, 0, false, false, false, 0, -1, 0},
+    {"Adamax torch L2", TFL_OPTIMIZER_ADAMAX, TORCH, 0.1, 0.2, 0, 0, false, false, false, 0.5, -1,
+     0},
+    {"Adamax tf decay", TFL_OPTIMIZER_ADAMAX, TF, 0.1, 0.2, 0, 0, false, false, false, 0, -1, 0.35},
 };
 
 static tfl_optimizer_opts case_opts(const step_case *c)

@@ -10,8 +10,10 @@ rms, mg, accumulator) and the learning rate the framework used at each step. It 
 tests/reference/fixtures/optim_ref.json with:
 
   - "defaults": the constructor defaults of torch.optim.X and keras.optimizers.X for SGD,
-    Adam, AdamW, RMSprop and Adagrad, read with inspect.signature and mapped to the C option
-    names of tfl_optimizer_opts (Keras's weight_decay=None is 0);
+    Adam, AdamW, RMSprop, Adagrad, NAdam (Keras: Nadam) and Adamax, read with inspect.signature and
+    mapped to the C option names of tfl_optimizer_opts (Keras's weight_decay=None is 0; an
+    option Keras does not have but fixes in its formula, NAdam's momentum_decay 1, is
+    written with that value and a note);
   - "cases": one entry per (optimizer, options, formula, source), the source being
     "torch.optim.X" (formula "pytorch"), "keras.optimizers.X" (formula "tensorflow") or
     "tf.raw_ops.ResourceApplyX" (filed under the formula of optim.h it implements);
@@ -74,7 +76,12 @@ SIZES = [12, 5]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_OUT = os.path.join(REPO, "tests", "reference", "fixtures", "optim_ref.json")
 
-OPTIMIZERS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+OPTIMIZERS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "Adamax"]
+# Keras's class where its name differs from tapeflow's (and torch's)
+KERAS_CLASS = {"NAdam": "Nadam"}
+# Options Keras has no argument for but fixes in its formula: the value optim.h gives them
+KERAS_IMPLIED = {"NAdam": {"momentum_decay": (1.0, "Keras's Nadam has no momentum_decay; its "
+                                                   "schedule 0.96^t is psi = 1")}}
 FORMULAS = ["pytorch", "tensorflow"]
 CLIPS = ["clip_value", "clip_norm", "global_clip_norm"]
 # The options of tfl_optimizer_opts each kind has (all kinds also have the three clips).
@@ -84,6 +91,8 @@ OPTION_NAMES = {
     "AdamW": ["learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "amsgrad"],
     "RMSprop": ["learning_rate", "weight_decay", "rho", "momentum", "epsilon", "centered"],
     "Adagrad": ["learning_rate", "weight_decay", "initial_accumulator", "epsilon"],
+    "NAdam": ["learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "momentum_decay"],
+    "Adamax": ["learning_rate", "weight_decay", "beta1", "beta2", "epsilon"],
 }
 
 
@@ -214,7 +223,8 @@ def _sig(cls):
 TORCH_NAMES = {"lr": "learning_rate", "weight_decay": "weight_decay", "momentum": "momentum",
                "dampening": "dampening", "nesterov": "nesterov", "eps": "epsilon",
                "amsgrad": "amsgrad", "alpha": "rho", "centered": "centered",
-               "initial_accumulator_value": "initial_accumulator"}
+               "initial_accumulator_value": "initial_accumulator",
+               "momentum_decay": "momentum_decay"}
 KERAS_NAMES = {"learning_rate": "learning_rate", "weight_decay": "weight_decay",
                "momentum": "momentum", "nesterov": "nesterov", "beta_1": "beta1",
                "beta_2": "beta2", "epsilon": "epsilon", "amsgrad": "amsgrad", "rho": "rho",
@@ -233,7 +243,7 @@ def read_defaults():
                 sig = _sig(getattr(torch.optim, name))
                 names = TORCH_NAMES
             else:
-                sig = _sig(getattr(keras.optimizers, name))
+                sig = _sig(getattr(keras.optimizers, KERAS_CLASS.get(name, name)))
                 names = KERAS_NAMES
             got, unmapped = {}, []
             for k, v in sig.items():
@@ -249,7 +259,10 @@ def read_defaults():
                 if v is None:
                     v = False if opt in ("nesterov", "amsgrad", "centered") else 0.0
                 d[opt] = v if isinstance(v, bool) else float(v)
-            missing = [o for o in OPTION_NAMES[name] if o not in got]
+            implied = KERAS_IMPLIED.get(name, {}) if formula == "tensorflow" else {}
+            for opt, (v, _) in implied.items():
+                d[opt] = v
+            missing = [o for o in OPTION_NAMES[name] if o not in got and o not in implied]
             if formula == "pytorch":
                 missing += CLIPS  # torch clips with torch.nn.utils, not in the optimizer
             defaults[key] = d
@@ -257,6 +270,8 @@ def read_defaults():
                           "framework_only": sorted(unmapped)}
             if formula == "tensorflow" and sig.get("weight_decay", 0) is None:
                 notes[key]["weight_decay"] = "None in Keras (no decay), written as 0"
+            for opt, (_, note) in implied.items():
+                notes[key][opt] = note
     return defaults, notes
 
 
@@ -383,6 +398,13 @@ def run_torch(optimizer, o, sched, dtype="float32"):
         opt = torch.optim.RMSprop(params, lr=lr, alpha=o["rho"], eps=o["epsilon"],
                                   weight_decay=o["weight_decay"], momentum=o["momentum"],
                                   centered=o["centered"], foreach=False)
+    elif optimizer == "Adamax":
+        opt = torch.optim.Adamax(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["epsilon"],
+                                 weight_decay=o["weight_decay"], foreach=False)
+    elif optimizer == "NAdam":
+        opt = torch.optim.NAdam(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["epsilon"],
+                                weight_decay=o["weight_decay"],
+                                momentum_decay=o["momentum_decay"], foreach=False)
     elif optimizer == "Adagrad":
         opt = torch.optim.Adagrad(params, lr=lr, lr_decay=0.0,
                                   weight_decay=o["weight_decay"],
@@ -407,7 +429,7 @@ def run_torch(optimizer, o, sched, dtype="float32"):
         values.append(np.concatenate([p.detach().numpy().reshape(-1) for p in params]))
     names = {"momentum_buffer": "momentum", "exp_avg": "m", "exp_avg_sq": "v",
              "max_exp_avg_sq": "vhat", "square_avg": "rms", "grad_avg": "mg",
-             "sum": "accumulator"}
+             "sum": "accumulator", "exp_inf": "u"}
     slots = {}
     for tname, cname in names.items():
         if tname == "momentum_buffer" and optimizer == "RMSprop" and not o["momentum"]:
@@ -460,6 +482,11 @@ def _run_keras(K, optimizer, o, sched, dtype):
     elif optimizer == "Adagrad":
         opt = K.Adagrad(initial_accumulator_value=o["initial_accumulator"],
                         epsilon=o["epsilon"], **common)
+    elif optimizer == "Adamax":
+        opt = K.Adamax(beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["epsilon"], **common)
+    elif optimizer == "NAdam":
+        assert o["momentum_decay"] == 1.0, "Keras's Nadam has psi = 1 only"
+        opt = K.Nadam(beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["epsilon"], **common)
     values, lrs = [], []
     for k in range(STEPS):
         lr_k = np.asarray(opt.learning_rate)
@@ -473,7 +500,9 @@ def _run_keras(K, optimizer, o, sched, dtype):
              "Adam": {"m": "_momentums", "v": "_velocities", "vhat": "_velocity_hats"},
              "RMSprop": {"rms": "_velocities", "mg": "_average_gradients",
                          "momentum": "_momentums"},
-             "Adagrad": {"accumulator": "_accumulators"}}
+             "Adagrad": {"accumulator": "_accumulators"},
+             "NAdam": {"m": "_momentums", "v": "_velocities"},
+             "Adamax": {"m": "_m", "u": "_u"}}
     lists["AdamW"] = lists["Adam"]
     slots = {}
     for cname, attr in lists[optimizer].items():
@@ -574,8 +603,9 @@ def ref_run(optimizer, formula, o, sched, keras_casts=False, f32_decay_factor=Fa
     For diagnosis only:
     keras_casts: what Keras does to some Python-float hyperparameters even for float64
       variables: keras.ops.cast(x, "float64") of a Python float goes through a float32
-      tensor, so β (in β^t only), SGD's momentum, weight_decay and Adagrad's initial
-      accumulator are float32-rounded; 1 − β, ε, ρ and RMSprop's momentum stay exact.
+      tensor, so β (in β^t only; NAdam's everywhere), SGD's momentum, weight_decay and
+      Adagrad's initial accumulator are float32-rounded; 1 − β, ε, ρ and RMSprop's momentum
+      stay exact.
     f32_decay_factor: torch AdamW's factor (1 − lr·wd) rounded to float32 (param.mul_ of a
       float32 tensor by a Python float).
     """
@@ -672,6 +702,33 @@ def ref_run(optimizer, formula, o, sched, keras_casts=False, f32_decay_factor=Fa
                         pi = pi - s["momentum"]
                     else:
                         pi = pi - r
+            elif optimizer == "NAdam":
+                b1, b2, eps, psi = o["beta1"], o["beta2"], o["epsilon"], o["momentum_decay"]
+                if keras_casts:  # Keras's Nadam casts both betas to the variable's dtype
+                    b1, b2 = r32(b1), r32(b2)
+                mu_of = lambda tau: b1 * (1.0 - 0.5 * 0.96 ** (tau * psi))  # noqa: E731
+                prod = math.prod(mu_of(tau) for tau in range(1, t + 1))
+                mu, mu_next = mu_of(t), mu_of(t + 1)
+                m = s.get("m", 0.0)
+                v = s.get("v", 0.0)
+                m = m + (1.0 - b1) * (gi - m)
+                v = v + (1.0 - b2) * (gi * gi - v)
+                s["m"], s["v"] = m, v
+                pi = pi - lr * ((1.0 - mu) / (1.0 - prod) * gi +
+                                mu_next / (1.0 - prod * mu_next) * m) / \
+                    (np.sqrt(v) / math.sqrt(1.0 - b2 ** t) + eps)
+            elif optimizer == "Adamax":
+                b1, b2, eps = o["beta1"], o["beta2"], o["epsilon"]
+                b1t = (r32(b1) if keras_casts else b1) ** t
+                m = s.get("m", 0.0)
+                m = m + (1.0 - b1) * (gi - m)
+                if pt:  # ε inside the max
+                    u = np.maximum(b2 * s.get("u", 0.0), np.abs(gi) + eps)
+                    pi = pi - lr / (1.0 - b1t) * m / u
+                else:  # ε added to u
+                    u = np.maximum(b2 * s.get("u", 0.0), np.abs(gi))
+                    pi = pi - lr / (1.0 - b1t) * m / (u + eps)
+                s["m"], s["u"] = m, u
             elif optimizer == "Adagrad":
                 eps = o["epsilon"]
                 acc = s.get("accumulator", o["initial_accumulator"]) + gi * gi
@@ -755,6 +812,18 @@ CASE_SPECS = [
      {"pytorch": "ResourceApplyAdagradV2"}),
     ("adagrad_weight_decay", "Adagrad", BOTH, {"learning_rate": 0.1, "weight_decay": 0.05},
      None, {}),
+    ("nadam", "NAdam", BOTH, {"learning_rate": 0.01}, None, {}),
+    ("nadam_weight_decay", "NAdam", BOTH, {"learning_rate": 0.01, "weight_decay": 0.05}, None,
+     {}),
+    ("nadam_exponential", "NAdam", BOTH, {"learning_rate": 0.01}, EXP, {}),
+    ("adamax", "Adamax", BOTH, {"learning_rate": 0.01}, None, {}),
+    ("adamax_weight_decay", "Adamax", BOTH, {"learning_rate": 0.01, "weight_decay": 0.05}, None,
+     {}),
+    ("adamax_epsilon_1e-3", "Adamax", BOTH, {"learning_rate": 0.01, "epsilon": 1e-3}, None, {}),
+    ("adamax_clip_norm", "Adamax", BOTH, {"learning_rate": 0.01, "clip_norm": 1.5}, None, {}),
+    # torch with Keras's schedule (psi 1) and epsilon: the same formula as Keras's nadam case
+    ("nadam_psi_1", "NAdam", ("pytorch",),
+     {"learning_rate": 0.01, "momentum_decay": 1.0, "epsilon": 1e-7}, None, {}),
 ]
 
 
@@ -797,7 +866,7 @@ def run_cases():
                 src = "torch.optim." + optimizer
             else:
                 vals, slots, lrs, how, hc = run_keras(optimizer, o, sched)
-                src = "keras.optimizers." + optimizer
+                src = "keras.optimizers." + KERAS_CLASS.get(optimizer, optimizer)
                 keras_lrs = lrs
             if name not in CHECK_ONLY:
                 cases.append(case_entry(cname, src, optimizer, formula, o, sched, vals,
@@ -997,11 +1066,14 @@ def checks(arrays, schedules):
     print("   (the part optim.h's formulas do not explain)")
     agree = ["sgd", "sgd_momentum", "sgd_nesterov", "adam_epsilon_tiny"]
     near = ["adam", "adam_amsgrad", "adam_clip_norm", "adam_clip_value",
-            "adam_global_clip_norm", "adam_cosine_warmup", "adagrad_initial_accumulator"]
+            "adam_global_clip_norm", "adam_cosine_warmup", "adagrad_initial_accumulator",
+            "adamax", "adamax_clip_norm"]
     differ = ["sgd_momentum_weight_decay", "sgd_momentum_exponential", "sgd_momentum_step",
               "adam_epsilon_1e-3", "adam_weight_decay", "adamw", "adamw_amsgrad", "rmsprop",
               "rmsprop_momentum", "rmsprop_centered", "rmsprop_centered_momentum",
-              "rmsprop_weight_decay", "adagrad", "adagrad_weight_decay"]
+              "rmsprop_weight_decay", "adagrad", "adagrad_weight_decay", "nadam",
+              "nadam_weight_decay", "nadam_exponential", "adamax_weight_decay",
+              "adamax_epsilon_1e-3"]
     for label, names in (("should agree (same options, equal formulas)", agree),
                          ("close: only the default epsilon differs (1e-8 vs 1e-7); Adagrad "
                           "a0 0.5 >> epsilon", near),
@@ -1015,6 +1087,11 @@ def checks(arrays, schedules):
             d = maxabs(a["values"], b["values"])
             res = maxabs(a["values"] - b["values"].astype(np.float64), ra - rb)
             print("  %-32s %10.3g  rel %9.3g  residual %9.3g" % (n, d, d / motion, res))
+
+    a, b = arrays["nadam_psi_1/pytorch"], arrays["nadam/tensorflow"]
+    d = maxabs(a["values"], b["values"])
+    print("  -- torch NAdam with psi 1 and epsilon 1e-7 against Keras's Nadam (the same "
+          "formula): %.3g, rel %.3g" % (d, d / float(np.max(np.abs(b["values"] - INIT)))))
 
     print("== raw ops against the Keras / torch case with the same options")
     for name, a in arrays.items():
@@ -1086,7 +1163,7 @@ def main():
                   "param_groups[0]['lr'] before optimizer.step(); Keras optimizer."
                   "learning_rate before apply (the schedule at iterations k)",
             "slots": "final slots after step 100, named as in optim.h (momentum, m, v, vhat, "
-                     "rms, mg, accumulator)",
+                     "rms, mg, accumulator, u)",
             "schedule": "tfl_schedule fields; absent for a constant learning rate",
         },
         "defaults_notes": DEFAULT_NOTES,

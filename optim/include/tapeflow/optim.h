@@ -1,5 +1,5 @@
 /*
- * tapeflow/optim.h: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate
+ * tapeflow/optim.h: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, Adamax), learning-rate
  * schedules and gradient clipping.
  *
  * An optimizer updates variables in place: one fused kernel per optimizer and device reads
@@ -39,7 +39,7 @@
  * optimizer has stepped before (a variable whose gradient came late, one added later), and
  * that count is the variable's "step" slot (an int64 scalar on CPU:0).
  *
- *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for SGD, Adam, RMSprop and Adagrad;
+ *  Weight decay. PYTORCH: coupled L2, g ← g + wd·p, for every optimizer but AdamW;
  *  decoupled for AdamW. TENSORFLOW (Keras 3): decoupled for every optimizer. Decoupled is
  *  p ← p − lr·wd·p before the update (torch writes p·(1 − lr·wd), the same but for
  *  torch's rounding of 1 − lr·wd to float32, which costs lr·wd up to 1e-3 of its value).
@@ -71,8 +71,23 @@
  *    TENSORFLOW: p ← p − lr·g / √(s + ε)   (a0 = 0.1, ε = 1e-7 by default).
  *    Slot: "accumulator".
  *
+ *  NAdam (β1, β2, ε, momentum decay ψ; Dozat 2016).  The momentum schedule
+ *    μ_t = β1·(1 − 0.5·0.96^(t·ψ)) and its product Π_t = μ_1·μ_2·…·μ_t (in double);
+ *    m ← m + (1 − β1)·(g − m);  v ← v + (1 − β2)·(g² − v);
+ *    p ← p − lr·((1 − μ_t)/(1 − Π_t)·g + μ_{t+1}/(1 − Π_t·μ_{t+1})·m) / (√v / √(1 − β2^t) + ε).
+ *    Both families use this formula; they differ in ψ: PYTORCH ψ = momentum_decay (0.004 by
+ *    default, torch's, the paper's), TENSORFLOW ψ = 1 by default (Keras's Nadam has no such
+ *    option and uses 0.96^t). Slots: "m", "v" (Π_t is recomputed from t, not stored).
+ *
+ *  Adamax (β1, β2, ε; Kingma & Ba 2014, Algorithm 2).  m ← m + (1 − β1)·(g − m).
+ *    PYTORCH (ε inside the max):   u ← max(β2·u, |g| + ε);  p ← p − lr/(1 − β1^t) · m / u.
+ *    TENSORFLOW (ε added to u):    u ← max(β2·u, |g|);      p ← p − lr/(1 − β1^t) · m / (u + ε).
+ *    Slots: "m", "u".
+ *
  * Default formula (TFL_FORMULA_DEFAULT), chosen per optimizer to follow its paper:
- * SGD, Adam, AdamW and Adagrad use PYTORCH (Adam's Algorithm 1 adds ε after bias correction;
+ * SGD, Adam, AdamW, Adagrad, NAdam and Adamax use PYTORCH (Adam's Algorithm 1 adds ε after
+ * bias correction; Dozat's NAdam decays the momentum schedule with ψ = 0.004; Algorithm 2's
+ * Adamax has no ε, and torch's, inside the max, leaves every u above ε as the paper's;
  * Duchi et al.'s Adagrad starts from zero and adds δ outside the root; SGD keeps the buffer
  * in gradient units so a schedule's change applies at once); RMSprop uses TENSORFLOW
  * (Graves 2013, the source of centered RMSprop with momentum, puts ε inside the root and the
@@ -106,7 +121,12 @@ typedef enum tfl_optimizer_kind {
     TFL_OPTIMIZER_ADAMW,
     TFL_OPTIMIZER_RMSPROP,
     TFL_OPTIMIZER_ADAGRAD,
+    TFL_OPTIMIZER_NADAM,
+    TFL_OPTIMIZER_ADAMAX,
 } tfl_optimizer_kind;
+
+/** One past the last kind (not a kind): the kinds are 1 .. TFL_OPTIMIZER_KIND_COUNT - 1. */
+#define TFL_OPTIMIZER_KIND_COUNT ((int)TFL_OPTIMIZER_ADAMAX + 1)
 
 typedef enum tfl_formula {
     TFL_FORMULA_DEFAULT = 0, /* the optimizer's own default (see above) */
@@ -157,15 +177,15 @@ TFL_API double tfl_schedule_value(const tfl_schedule *schedule, double learning_
 typedef struct tfl_optimizer_opts {
     tfl_optimizer_kind kind;
     tfl_formula formula;       /* the family of formulas (see above); defaults resolve it */
-    const char *name;          /* NULL: "SGD", "Adam", "AdamW", "RMSprop", "Adagrad" */
+    const char *name;          /* NULL: the kind's name (tfl_optimizer_kind_name: "Adam", ...) */
     double learning_rate;      /* the base rate; the schedule multiplies it */
     tfl_schedule schedule;     /* all-zero: constant */
     double weight_decay;       /* coupled or decoupled by formula and kind (see above) */
     double momentum;           /* SGD, RMSprop: μ >= 0 */
     double dampening;          /* SGD, PYTORCH only: τ */
     bool nesterov;             /* SGD: needs momentum > 0 (and dampening 0) */
-    double beta1, beta2;       /* Adam, AdamW: in [0, 1) */
-    double epsilon;            /* Adam, AdamW, RMSprop, Adagrad: ε >= 0 */
+    double beta1, beta2;       /* Adam, AdamW, NAdam, Adamax: in [0, 1) */
+    double epsilon;            /* every optimizer but SGD: ε >= 0 */
     bool amsgrad;              /* Adam, AdamW */
     double rho;                /* RMSprop: ρ in [0, 1] (torch's alpha) */
     bool centered;             /* RMSprop */
@@ -173,6 +193,7 @@ typedef struct tfl_optimizer_opts {
     double clip_value;         /* > 0: clip every gradient element to [-c, c] */
     double clip_norm;          /* > 0: clip each gradient's L2 norm to c */
     double global_clip_norm;   /* > 0: clip the L2 norm of all gradients together to c */
+    double momentum_decay;     /* NAdam: ψ >= 0, the decay of its momentum schedule */
 } tfl_optimizer_opts;
 
 /**
@@ -183,6 +204,8 @@ typedef struct tfl_optimizer_opts {
  *   AdamW    as Adam, weight_decay 0.01 (PYTORCH) | 0.004 (TENSORFLOW)
  *   RMSprop  PYTORCH lr 1e-2, ρ 0.99, ε 1e-8 | TENSORFLOW lr 1e-3, ρ 0.9, ε 1e-7; momentum 0
  *   Adagrad  PYTORCH lr 1e-2, a0 0, ε 1e-10 | TENSORFLOW lr 1e-3, a0 0.1, ε 1e-7
+ *   NAdam    β1 0.9, β2 0.999; PYTORCH lr 2e-3, ε 1e-8, ψ 0.004 | TENSORFLOW lr 1e-3, ε 1e-7, ψ 1
+ *   Adamax   β1 0.9, β2 0.999; PYTORCH lr 2e-3, ε 1e-8 | TENSORFLOW lr 1e-3, ε 1e-7
  * An unknown kind or formula gives options with kind 0, which tfl_optimizer_new refuses.
  */
 TFL_API tfl_optimizer_opts tfl_optimizer_defaults(tfl_optimizer_kind kind, tfl_formula formula);

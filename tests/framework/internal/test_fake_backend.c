@@ -76,7 +76,7 @@ static tfl_status fake_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
 {
     (void)dev;
     fake.apply_calls++;
-    if (h->kind != TFL__OPT_SGD || h->momentum || dtype != TFL_DTYPE_FLOAT32)
+    if (h->kernel != TFL__OPK_sgd || (h->flags & 1u) || dtype != TFL_DTYPE_FLOAT32)
         return tfl__set_error(ctx, TFL_UNIMPLEMENTED, "fake: only SGD without momentum");
     for (int i = 0; i < n; i++) {
         for (int64_t e = 0; e < t[i].n; e++) {

@@ -257,11 +257,9 @@ static void run_case(tfl_optimizer_kind kind, tfl_formula formula, bool per_vari
 static void test_global_clip_on_device(void **state)
 {
     (void)state;
-    const tfl_optimizer_kind kinds[] = {TFL_OPTIMIZER_SGD, TFL_OPTIMIZER_ADAM, TFL_OPTIMIZER_ADAMW,
-                                        TFL_OPTIMIZER_RMSPROP, TFL_OPTIMIZER_ADAGRAD};
-    for (int k = 0; k < 5; k++) {
-        run_case(kinds[k], TFL_FORMULA_TENSORFLOW, false, false);
-        run_case(kinds[k], TFL_FORMULA_PYTORCH, false, false);
+    for (int k = TFL_OPTIMIZER_SGD; k < TFL_OPTIMIZER_KIND_COUNT; k++) { /* every kind */
+        run_case((tfl_optimizer_kind)k, TFL_FORMULA_TENSORFLOW, false, false);
+        run_case((tfl_optimizer_kind)k, TFL_FORMULA_PYTORCH, false, false);
     }
 }
 
