@@ -400,42 +400,33 @@ static tfl_status k_matmul(const tfl__kcall *k)
 #define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
 #define M_R (TFL_MASK_INT | M_F)
 #define M_CMP (M_R | TFL_DT(BOOL))
-#define EW(OP, mask) [TFL_OP_##OP] = {k_elementwise, mask, NULL}
+/* the lines of TFL_EW_LIST with GPU functors (k_elementwise.cu), by their `gpu` set */
+#define GPU_MASK_R M_R
+#define GPU_MASK_F M_F
+#define GPU_MASK_RB M_CMP
+#define GPU_MASK_B TFL_DT(BOOL)
+#define GPU_MASK_C TFL_MASK_COMPLEX
+#define EW_(id, gpu) [TFL_OP_##id] = {k_elementwise, GPU_MASK_##gpu, NULL},
+#define EW_K_U(id, gpu) EW_(id, gpu)
+#define EW_K_UA EW_K_U
+#define EW_K_B EW_K_U
+#define EW_K_D(id, gpu) EW_(id, gpu) EW_(id##_GRAD, gpu)
+#define EW_K_DA EW_K_D
+#define EW_ON_R TFL_EW_KEEP
+#define EW_ON_F TFL_EW_KEEP
+#define EW_ON_RB TFL_EW_KEEP
+#define EW_ON_B TFL_EW_KEEP
+#define EW_ON_C TFL_EW_KEEP
+#define EW_ON_NONE TFL_EW_DROP
+#define EW_KERNELS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                              \
+    EW_ON_##gpu(EW_K_##kind(id, gpu))
+
 
 const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
-    EW(ADD, M_R),
-    EW(SUB, M_R),
-    EW(MUL, M_R),
-    EW(DIV, M_F),
-    EW(POW, M_F),
-    EW(MAXIMUM, M_R),
-    EW(MINIMUM, M_R),
-    EW(NEG, M_R),
-    EW(ABS, M_R),
-    EW(SIGN, M_R),
-    EW(EXP, M_F),
-    EW(LOG, M_F),
-    EW(SQRT, M_F),
-    EW(ERF, M_F),
-    EW(RELU, M_F),
-    EW(RELU_GRAD, M_F),
-    EW(LEAKY_RELU, M_F),
-    EW(SIGMOID, M_F),
-    EW(TANH, M_F),
-    EW(GELU, M_F),
-    EW(SIGMOID_XENT, M_F),
-    EW(EQUAL, M_CMP),
-    EW(NOT_EQUAL, M_CMP),
-    EW(LESS, M_R),
-    EW(LESS_EQUAL, M_R),
-    EW(GREATER, M_R),
-    EW(GREATER_EQUAL, M_R),
-    EW(LOGICAL_AND, TFL_DT(BOOL)),
-    EW(LOGICAL_OR, TFL_DT(BOOL)),
-    EW(LOGICAL_NOT, TFL_DT(BOOL)),
+    TFL_EW_LIST(EW_KERNELS_, ~) /* the elementwise ops (op_list.h) */
     [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},
@@ -448,7 +439,6 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
-    EW(CONJ, TFL_MASK_COMPLEX),
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F, NULL},

@@ -1,0 +1,41 @@
+/*
+ * tape/rules_ew.c: the backward rules of the activations with a derivative (the D and DA
+ * lines of framework/ops/op_list.h's TFL_EW_LIST), generated, and the second derivative of
+ * each, written with ordinary ops (TFL_D2), which is all a new one adds here.
+ *
+ * For y = f(x) the op's rule is dx = G(dy, x) = dy f'(x): one pass of the gradient op
+ * (ID_GRAD, whose kernels call f' of framework/ops/ew_math.h on both devices), as
+ * TensorFlow's SoftplusGrad and PyTorch's softplus_backward. G is differentiable again: for
+ * z = G(dy, x), d dy = G(dz, x) (linear in dy) and d x = dz dy f''(x), with f'' from ops, so
+ * a tape over the backward pass gives second and higher derivatives.
+ */
+#include "tape_internal.h"
+
+#define CTX g->ctx
+#define DY g->dy
+#define X(i) g->in[i].saved
+
+#define EW_GRAD_(id, fn, attrs)                                                                    \
+    TFL_RULE(fn)                                                                                   \
+    {                                                                                              \
+        g->dx[0] = tfl__elementwise_grad(CTX, TFL_OP_##id##_GRAD, DY, X(0), attrs);                \
+    }                                                                                              \
+    TFL_RULE(fn##_grad)                                                                            \
+    {                                                                                              \
+        if (g->need[0])                                                                            \
+            g->dx[0] = tfl__sum_to_input(                                                          \
+                g, tfl__elementwise_grad(CTX, TFL_OP_##id##_GRAD, DY, X(1), attrs), 0);            \
+        if (g->need[1])                                                                            \
+            g->dx[1] = tfl__sum_to_input(                                                          \
+                g, tfl_mul(CTX, tfl_mul(CTX, DY, X(0)), tfl__d2_##fn(g, X(1))), 1);                \
+    }
+#define EW_RULES_D(id, fn) EW_GRAD_(id, fn, NULL)
+#define EW_RULES_DA(id, fn) EW_GRAD_(id, fn, &g->attrs->scalar)
+#define EW_RULES_U(id, fn)
+#define EW_RULES_UA(id, fn)
+#define EW_RULES_B(id, fn)
+#define EW_RULES_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) EW_RULES_##kind(id, fn)
+TFL_EW_LIST(EW_RULES_, ~)
+
+/* ---- second derivatives f''(x) ----------------------------------------------------------------
+ */
