@@ -10,14 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 
-/* the device's stream, with the device current on this thread (kernels launch there) */
-static void *stream(const tfl__kcall *k)
-{
-    const tfl__cuda_device *cu = tfl__cuda(k->dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 void tfl__cuda_iter(tflcu_iter *it, const tfl_tensor *out, int n, const tfl_tensor *const *in)
 {
     memset(it, 0, sizeof *it);
@@ -58,9 +50,10 @@ const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev,
-                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
-                        "strided copy") != TFL_OK) {
+    if (tfl__cuda_check(
+            k->dev,
+            tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, tfl__cuda_stream(k->dev)),
+            "strided copy") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
     }
@@ -75,8 +68,9 @@ static tfl_status k_elementwise(const tfl__kcall *k)
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, k->n_in, k->in);
     double alpha = k->attrs ? ((const tfl__scalar_attrs *)k->attrs)->value : 0.0;
-    return tfl__cuda_check(k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, stream(k)),
-                           tfl__op_defs[k->op].name);
+    return tfl__cuda_check(
+        k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, tfl__cuda_stream(k->dev)),
+        tfl__op_defs[k->op].name);
 }
 
 static tfl_status k_cast(const tfl__kcall *k)
@@ -91,10 +85,11 @@ static tfl_status k_cast(const tfl__kcall *k)
         for (int d = 0; d < it.rank; d++)
             it.strides[0][d] *= 2;
         dst = dst == TFL_DTYPE_COMPLEX64 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
-        return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, stream(k)), "Cast");
+        return tfl__cuda_check(
+            k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, tfl__cuda_stream(k->dev)), "Cast");
     }
-    return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, k->out->dtype, &it, stream(k)),
-                           "Cast");
+    return tfl__cuda_check(
+        k->dev, tflcu_cast(k->in[0]->dtype, k->out->dtype, &it, tfl__cuda_stream(k->dev)), "Cast");
 }
 
 /* Identity, BroadcastTo: a strided copy into the new tensor */
@@ -103,7 +98,8 @@ static tfl_status k_copy(const tfl__kcall *k)
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, 1, k->in);
     return tfl__cuda_check(
-        k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
+        k->dev,
+        tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, tfl__cuda_stream(k->dev)),
         tfl__op_defs[k->op].name);
 }
 
@@ -126,9 +122,10 @@ static tfl_status k_reduce(const tfl__kcall *k)
     }
     r.n_out = k->out->numel;
     r.count = tfl__numel(r.nr, r.rshape);
-    return tfl__cuda_check(
-        k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out), stream(k)),
-        tfl__op_defs[k->op].name);
+    return tfl__cuda_check(k->dev,
+                           tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out),
+                                            tfl__cuda_stream(k->dev)),
+                           tfl__op_defs[k->op].name);
 }
 
 static void split_axis(const tfl_tensor *x, int axis, int64_t *outer, int64_t *n, int64_t *inner)
@@ -145,10 +142,10 @@ static tfl_status k_arg(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    tfl_status st = tfl__cuda_check(
-        k->dev,
-        tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out), outer, n, inner, stream(k)),
-        tfl__op_defs[k->op].name);
+    tfl_status st = tfl__cuda_check(k->dev,
+                                    tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out),
+                                              outer, n, inner, tfl__cuda_stream(k->dev)),
+                                    tfl__op_defs[k->op].name);
     tfl_tensor_release(tmp);
     return st;
 }
@@ -160,12 +157,13 @@ static tfl_status k_softmax(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    (void)stream(k); /* the device current before cuDNN's handle is made */
-    tfl_status st = TFL_OK;
-    if (!tfl__cudnn_softmax(k, x, outer, n, inner, &st)) /* cudnn_norm.c: the last axis */
+    /* the device current before cuDNN's handle is made */
+    tfl_status st = tfl__cuda_use(k->dev);
+    if (st == TFL_OK && !tfl__cudnn_softmax(k, x, outer, n, inner, &st)) /* the last axis */
         st = tfl__cuda_check(k->dev,
                              tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
-                                           tfl__data(k->out), outer, n, inner, stream(k)),
+                                           tfl__data(k->out), outer, n, inner,
+                                           tfl__cuda_stream(k->dev)),
                              tfl__op_defs[k->op].name);
     tfl_tensor_release(tmp);
     return st;
@@ -184,7 +182,7 @@ static tfl_status k_softmax_xent(const tfl__kcall *k)
         split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
         st = tfl__cuda_check(k->dev,
                              tflcu_xent(x->dtype, tfl__data(x), tfl__data(z), tfl__data(k->out),
-                                        outer, n, inner, stream(k)),
+                                        outer, n, inner, tfl__cuda_stream(k->dev)),
                              "SoftmaxCrossEntropyWithLogits");
     }
     tfl_tensor_release(tx);
@@ -221,7 +219,8 @@ static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
             st = tfl__cuda_check(k->dev,
                                  tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels),
                                                    labels->dtype, tfl__data(k->out), rows, classes,
-                                                   tfl__cuda(k->dev)->check, stream(k)),
+                                                   tfl__cuda(k->dev)->check,
+                                                   tfl__cuda_stream(k->dev)),
                                  "SparseSoftmaxCrossEntropyWithLogits");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) st = bad_label(k->ctx, labels, bad, classes, k->dev);
@@ -241,7 +240,7 @@ static tfl_status k_dropout(const tfl__kcall *k)
     tfl_status st = tfl__cuda_check(
         k->dev,
         tflcu_dropout(x->dtype, tfl__data(x), tfl__data(k->out), x->numel, (uint32_t)a->key,
-                      (uint32_t)(a->key >> 32), t, 1.0 - a->rate, stream(k)),
+                      (uint32_t)(a->key >> 32), t, 1.0 - a->rate, tfl__cuda_stream(k->dev)),
         "Dropout");
     tfl_tensor_release(tmp);
     return st;
@@ -256,17 +255,18 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
         in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
         if (!in[i]) st = k->ctx->err_code;
     }
-    (void)stream(k); /* the device current before cuDNN's handle is made */
+    if (st == TFL_OK) st = tfl__cuda_use(k->dev); /* current before cuDNN's handle is made */
     if (st == TFL_OK && !tfl__cudnn_batch_norm(k, in, &st)) {
         /* tapeflow's kernel: cuDNN off, absent, or refusing the shape (cudnn_norm.c) */
         const tfl_tensor *x = in[0];
         const int64_t c = x->shape[x->rank - 1];
-        st = tfl__cuda_check(
-            k->dev,
-            tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]), tfl__data(in[2]),
-                             tfl__data(in[3]), tfl__data(in[4]), tfl__data(k->out), x->numel, c,
-                             ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, stream(k)),
-            "BatchNorm");
+        st = tfl__cuda_check(k->dev,
+                             tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]),
+                                              tfl__data(in[2]), tfl__data(in[3]), tfl__data(in[4]),
+                                              tfl__data(k->out), x->numel, c,
+                                              ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
+                                              tfl__cuda_stream(k->dev)),
+                             "BatchNorm");
     }
     for (int i = 0; i < 5; i++)
         tfl_tensor_release(tmp[i]);
@@ -304,9 +304,10 @@ static const tfl_tensor *batch_operand(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev,
-                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
-                        "MatMul (broadcast)") != TFL_OK) {
+    if (tfl__cuda_check(
+            k->dev,
+            tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, tfl__cuda_stream(k->dev)),
+            "MatMul (broadcast)") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
     }

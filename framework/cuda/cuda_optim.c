@@ -14,13 +14,6 @@
 
 #define TFLCU_OPT_SUMSQ_OUT 1024 /* sums per copy back to the host */
 
-static void *opt_stream(tfl__device *dev)
-{
-    const tfl__cuda_device *cu = tfl__cuda(dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 static void to_cu(tflcu_opt_tensor *o, const tfl__opt_tensor *t, const tfl__opt_hyper *h)
 {
     o->p = t->p;
@@ -62,7 +55,7 @@ static tfl_status cu_opt_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, 
         .k1 = h->k1,
         .k2 = h->k2,
     };
-    void *stream = opt_stream(dev);
+    void *stream = tfl__cuda_stream(dev);
     /* the launch function takes any n; convert a chunk's worth at a time */
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
         tflcu_opt_tensor ct[TFLCU_OPT_CHUNK];
@@ -99,7 +92,7 @@ static tfl_status cu_opt_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, 
               "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
               tfl_dtype_name(dtype));
     if (n <= 0) return TFL_OK;
-    void *stream = opt_stream(dev);
+    void *stream = tfl__cuda_stream(dev);
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
     double *sums = partial + (size_t)TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS;
@@ -131,7 +124,7 @@ static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype 
               "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
               tfl_dtype_name(dtype));
     if (n <= 0) return TFL_OK;
-    void *stream = opt_stream(dev);
+    void *stream = tfl__cuda_stream(dev);
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
     tfl__opt_hyper none = {0};
@@ -151,9 +144,10 @@ static tfl_status cu_opt_clip_scales_device(tfl_ctx *ctx, tfl__device *dev, int 
                                             const tfl__opt_clip *clip)
 {
     (void)ctx;
-    return tfl__cuda_check(
-        dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf, opt_stream(dev)),
-        "the gradient clipping kernel");
+    return tfl__cuda_check(dev,
+                           tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf,
+                                                 tfl__cuda_stream(dev)),
+                           "the gradient clipping kernel");
 }
 
 const tfl__opt_kernels tfl__cuda_opt_kernels = {
