@@ -200,14 +200,20 @@ static tfl_tensor *gelu_exact(tfl_ctx *ctx, const tfl_tensor *x)
     return tfl_gelu(ctx, x, false);
 }
 
+/* one line per activation */
+/* clang-format off */
 static const struct {
     const char *name;
     tfl_tensor *(*fn)(tfl_ctx *ctx, const tfl_tensor *x); /* NULL: the identity */
 } acts[TFL_ACT_END] = {
-    [TFL_ACT_LINEAR] = {"linear", NULL},           [TFL_ACT_RELU] = {"relu", tfl_relu},
-    [TFL_ACT_SIGMOID] = {"sigmoid", tfl_sigmoid},  [TFL_ACT_TANH] = {"tanh", tfl_tanh},
-    [TFL_ACT_SOFTMAX] = {"softmax", softmax_last}, [TFL_ACT_GELU] = {"gelu", gelu_exact},
+    [TFL_ACT_LINEAR] = {"linear", NULL},
+    [TFL_ACT_RELU] = {"relu", tfl_relu},
+    [TFL_ACT_SIGMOID] = {"sigmoid", tfl_sigmoid},
+    [TFL_ACT_TANH] = {"tanh", tfl_tanh},
+    [TFL_ACT_SOFTMAX] = {"softmax", softmax_last},
+    [TFL_ACT_GELU] = {"gelu", gelu_exact},
 };
+/* clang-format on */
 
 const char *tfl_activation_name(tfl_activation act)
 {

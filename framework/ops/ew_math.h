@@ -28,7 +28,8 @@
 #define TFL_EW_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
 #define TFL_EW_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
 
-/* clang-format off: one line per function keeps each forward beside its derivative */
+/* one line per function keeps each forward beside its derivative */
+/* clang-format off */
 
 /* ---- bool (uint8_t 0/1) ---- */
 
