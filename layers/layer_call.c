@@ -212,6 +212,7 @@ static const struct {
     [TFL_ACT_TANH] = {"tanh", tfl_tanh},
     [TFL_ACT_SOFTMAX] = {"softmax", softmax_last},
     [TFL_ACT_GELU] = {"gelu", gelu_exact},
+    [TFL_ACT_SOFTPLUS] = {"softplus", tfl_softplus},
 };
 /* clang-format on */
 

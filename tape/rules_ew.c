@@ -37,5 +37,11 @@
 #define EW_RULES_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) EW_RULES_##kind(id, fn)
 TFL_EW_LIST(EW_RULES_, ~)
 
-/* ---- second derivatives f''(x) ----------------------------------------------------------------
- */
+/* ---- second derivatives f''(x) ------------------------------------------------------------- */
+
+/* softplus' = sigmoid: s (1 - s) */
+TFL_D2(softplus)
+{
+    tfl_tensor *s = tfl_sigmoid(CTX, x);
+    return tfl_mul(CTX, s, tfl_sub(CTX, tfl__scalar_like(g, s, 1), s));
+}

@@ -128,7 +128,13 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
     TFL_EW T tfl_ew_sigmoid_xent_##S(T x, T y)                                                     \
     {                                                                                              \
         return (x > 0 ? x : (T)0) - x * y + F(log1p)(F(exp)(-F(fabs)(x)));                         \
-    }
+    }                                                                                              \
+    /* softplus log(1 + e^x) as max(x, 0) + log1p(e^-|x|): no overflow, no threshold */           \
+    TFL_EW T tfl_ew_softplus_##S(T x)                                                              \
+    {                                                                                              \
+        return (x > 0 ? x : (T)0) + F(log1p)(F(exp)(-F(fabs)(x)));                                 \
+    }                                                                                              \
+    TFL_EW T tfl_ew_softplus_d_##S(T x) { return tfl_ew_sigmoid_##S(x); }
 
 TFL_EW_FLOATS(float, f32, TFL_EW_F32)
 TFL_EW_FLOATS(double, f64, TFL_EW_F64)

@@ -81,6 +81,13 @@ TFL_API tfl_tensor *tfl_tanh(tfl_ctx *ctx, const tfl_tensor *x);
  * PyTorch); true: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  */
 TFL_API tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate);
+/**
+ * Softplus, log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|): no overflow, and exact for
+ * every x. Keras's softplus; PyTorch's with beta = 1 up to its threshold (x > 20 there
+ * returns x, which float32 cannot tell apart and float64 differs from by e^-x < 2.1e-9).
+ * The gradient is sigmoid(x).
+ */
+TFL_API tfl_tensor *tfl_softplus(tfl_ctx *ctx, const tfl_tensor *x);
 /** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */
