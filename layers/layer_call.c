@@ -213,6 +213,7 @@ static const struct {
     [TFL_ACT_SOFTMAX] = {"softmax", softmax_last},
     [TFL_ACT_GELU] = {"gelu", gelu_exact},
     [TFL_ACT_SOFTPLUS] = {"softplus", tfl_softplus},
+    [TFL_ACT_SILU] = {"silu", tfl_silu},
 };
 /* clang-format on */
 

@@ -45,3 +45,13 @@ TFL_D2(softplus)
     tfl_tensor *s = tfl_sigmoid(CTX, x);
     return tfl_mul(CTX, s, tfl_sub(CTX, tfl__scalar_like(g, s, 1), s));
 }
+
+/* silu' = s (1 + x (1 - s)): s (1 - s) (2 + x (1 - 2 s)) */
+TFL_D2(silu)
+{
+    tfl_tensor *s = tfl_sigmoid(CTX, x), *one = tfl__scalar_like(g, s, 1);
+    tfl_tensor *ds = tfl_mul(CTX, s, tfl_sub(CTX, one, s));
+    tfl_tensor *two = tfl__scalar_like(g, s, 2);
+    tfl_tensor *k = tfl_add(CTX, two, tfl_mul(CTX, x, tfl_sub(CTX, one, tfl_mul(CTX, two, s))));
+    return tfl_mul(CTX, ds, k);
+}

@@ -134,7 +134,14 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
     {                                                                                              \
         return (x > 0 ? x : (T)0) + F(log1p)(F(exp)(-F(fabs)(x)));                                 \
     }                                                                                              \
-    TFL_EW T tfl_ew_softplus_d_##S(T x) { return tfl_ew_sigmoid_##S(x); }
+    TFL_EW T tfl_ew_softplus_d_##S(T x) { return tfl_ew_sigmoid_##S(x); }                          \
+    /* SiLU (swish) x sigmoid(x); (x s)' = s (1 + x (1 - s)) */                                    \
+    TFL_EW T tfl_ew_silu_##S(T x) { return x * tfl_ew_sigmoid_##S(x); }                            \
+    TFL_EW T tfl_ew_silu_d_##S(T x)                                                                \
+    {                                                                                              \
+        T s = tfl_ew_sigmoid_##S(x);                                                               \
+        return s * ((T)1 + x * ((T)1 - s));                                                        \
+    }
 
 TFL_EW_FLOATS(float, f32, TFL_EW_F32)
 TFL_EW_FLOATS(double, f64, TFL_EW_F64)

@@ -91,11 +91,18 @@ static tfl_tensor *softplus(tfl_ctx *ctx, const tfl_tensor *x, const cJSON *o)
     return tfl_softplus(ctx, x);
 }
 
+static tfl_tensor *silu(tfl_ctx *ctx, const tfl_tensor *x, const cJSON *o)
+{
+    (void)o;
+    return tfl_silu(ctx, x);
+}
+
 static const struct {
     const char *name;
     act_fn fn;
 } k_acts[] = {
     {"softplus", softplus},
+    {"silu", silu},
 };
 
 static act_fn act_of(const char *name)

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ACTIVATIONS = {
     "softplus": (lambda x: F.softplus(x), {},
                  "F.softplus, beta 1, threshold 20 (x > 20 gives x: the inputs stay below)"),
+    "silu": (lambda x: F.silu(x), {}, "F.silu"),
 }
 
 # kinks and the ranges where the formulas switch, then a spread of values; all below 20 in

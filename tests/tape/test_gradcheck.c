@@ -54,6 +54,8 @@ static tfl_tensor *act_vjp(tfl_ctx *ctx, act_fn f, tfl_tensor *a, const tfl_tens
 }
 B(b_softplus) { return tfl_softplus(ctx, x[0]); }
 B(b_softplus_grad) { return act_vjp(ctx, tfl_softplus, x[0], x[1]); }
+B(b_silu) { return tfl_silu(ctx, x[0]); }
+B(b_silu_grad) { return act_vjp(ctx, tfl_silu, x[0], x[1]); }
 B(b_softmax) { return tfl_softmax(ctx, x[0], -1); }
 B(b_softmax0) { return tfl_softmax(ctx, x[0], 0); }
 B(b_log_softmax) { return tfl_log_softmax(ctx, x[0], -1); }
@@ -258,6 +260,8 @@ static const gc_case cases[] = {
     C1("Gelu", "tanh", b_gelu_tanh, SH(2, 3), ANY, GC_F64),
     C1("Softplus", "matrix", b_softplus, SH(2, 3), ANY, GC_F64),
     C2("SoftplusGrad", "same", b_softplus_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
+    C1("Silu", "matrix", b_silu, SH(2, 3), ANY, GC_F64),
+    C2("SiluGrad", "same", b_silu_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Softmax", "last_axis", b_softmax, SH(3, 4), ANY, GC_F64),
     C1("Softmax", "axis0", b_softmax0, SH(3, 4), ANY, GC_F64),
     C1("LogSoftmax", "last_axis", b_log_softmax, SH(3, 4), ANY, GC_F64),

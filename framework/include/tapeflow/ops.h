@@ -88,6 +88,12 @@ TFL_API tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate
  * The gradient is sigmoid(x).
  */
 TFL_API tfl_tensor *tfl_softplus(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * SiLU, also called swish: x sigmoid(x) (Keras's silu and swish, PyTorch's silu; TensorFlow's
+ * tf.nn.silu takes a beta, x sigmoid(beta x), which is tfl_mul(x, tfl_sigmoid(beta x))). The
+ * gradient is s (1 + x (1 - s)) with s = sigmoid(x).
+ */
+TFL_API tfl_tensor *tfl_silu(tfl_ctx *ctx, const tfl_tensor *x);
 /** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */
