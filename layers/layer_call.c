@@ -199,6 +199,10 @@ static tfl_tensor *gelu_exact(tfl_ctx *ctx, const tfl_tensor *x)
 {
     return tfl_gelu(ctx, x, false);
 }
+static tfl_tensor *elu_1(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_elu(ctx, x, 1.0);
+}
 
 /* one line per activation */
 /* clang-format off */
@@ -214,6 +218,7 @@ static const struct {
     [TFL_ACT_GELU] = {"gelu", gelu_exact},
     [TFL_ACT_SOFTPLUS] = {"softplus", tfl_softplus},
     [TFL_ACT_SILU] = {"silu", tfl_silu},
+    [TFL_ACT_ELU] = {"elu", elu_1},
 };
 /* clang-format on */
 

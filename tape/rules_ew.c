@@ -55,3 +55,12 @@ TFL_D2(silu)
     tfl_tensor *k = tfl_add(CTX, two, tfl_mul(CTX, x, tfl_sub(CTX, one, tfl_mul(CTX, two, s))));
     return tfl_mul(CTX, ds, k);
 }
+
+/* elu' = 1 (x > 0) or a e^x: a e^x for x < 0, else 0 (at the kink, f' takes the left value a
+ * and f'' the right one, 0, as PyTorch's elu_backward and its double backward) */
+TFL_D2(elu)
+{
+    tfl_tensor *zero = tfl__scalar_like(g, x, 0);
+    tfl_tensor *neg = tfl_mul(CTX, tfl__scalar_like(g, x, g->attrs->scalar.value), tfl_exp(CTX, x));
+    return tfl_where(CTX, tfl_less(CTX, x, zero), neg, zero);
+}

@@ -141,7 +141,10 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
     {                                                                                              \
         T s = tfl_ew_sigmoid_##S(x);                                                               \
         return s * ((T)1 + x * ((T)1 - s));                                                        \
-    }
+    }                                                                                              \
+    /* ELU: x if x > 0 else a (e^x - 1), through expm1; the derivative at 0 is a */                \
+    TFL_EW T tfl_ew_elu_##S(T x, double a) { return x > (T)0 ? x : (T)a * F(expm1)(x); }           \
+    TFL_EW T tfl_ew_elu_d_##S(T x, double a) { return x > (T)0 ? (T)1 : (T)a * F(exp)(x); }
 
 TFL_EW_FLOATS(float, f32, TFL_EW_F32)
 TFL_EW_FLOATS(double, f64, TFL_EW_F64)

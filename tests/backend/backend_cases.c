@@ -65,6 +65,10 @@ static tfl_tensor *b_leaky(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_leaky_relu(c, in[0], 0.2);
 }
+static tfl_tensor *b_elu(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_elu(c, in[0], 0.5);
+}
 static tfl_tensor *b_gelu(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_gelu(c, in[0], false);
@@ -368,6 +372,8 @@ const bc_case bc_cases[] = {
     {"Softplus/f64/view", 1, {INV(F64, 2, 3, 5)}, b_softplus},
     {"Silu/f32", 1, {IN(F32, 2, 3, 4)}, b_silu},
     {"Silu/f16", 1, {IN(F16, 2, 3, 4)}, b_silu},
+    {"Elu/f32", 1, {IN(F32, 2, 3, 4)}, b_elu},
+    {"Elu/f64/view", 1, {INV(F64, 2, 4, 3)}, b_elu},
     {"Softmax/f32", 1, {IN(F32, 2, 3, 5)}, b_softmax},
     {"Softmax/f64/axis0", 1, {INV(F64, 2, 4, 3)}, b_softmax0},
     {"LogSoftmax/f32", 1, {IN(F32, 3, 2, 5, 3)}, b_log_softmax},

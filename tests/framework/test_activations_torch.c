@@ -97,12 +97,18 @@ static tfl_tensor *silu(tfl_ctx *ctx, const tfl_tensor *x, const cJSON *o)
     return tfl_silu(ctx, x);
 }
 
+static tfl_tensor *elu(tfl_ctx *ctx, const tfl_tensor *x, const cJSON *o)
+{
+    return tfl_elu(ctx, x, field(o, "alpha")->valuedouble);
+}
+
 static const struct {
     const char *name;
     act_fn fn;
 } k_acts[] = {
     {"softplus", softplus},
     {"silu", silu},
+    {"elu", elu},
 };
 
 static act_fn act_of(const char *name)

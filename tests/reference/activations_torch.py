@@ -18,12 +18,14 @@ import torch.nn.functional as F  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# name -> (PyTorch's function, the options tapeflow passes, a note on the semantics)
-ACTIVATIONS = {
-    "softplus": (lambda x: F.softplus(x), {},
-                 "F.softplus, beta 1, threshold 20 (x > 20 gives x: the inputs stay below)"),
-    "silu": (lambda x: F.silu(x), {}, "F.silu"),
-}
+# (name, PyTorch's function, the options tapeflow passes, a note on the semantics)
+ACTIVATIONS = [
+    ("softplus", lambda x: F.softplus(x), {},
+     "F.softplus, beta 1, threshold 20 (x > 20 gives x: the inputs stay below)"),
+    ("silu", lambda x: F.silu(x), {}, "F.silu"),
+    ("elu", lambda x: F.elu(x), {"alpha": 1.0}, "F.elu, alpha 1"),
+    ("elu", lambda x: F.elu(x, alpha=0.5), {"alpha": 0.5}, "F.elu, alpha 0.5"),
+]
 
 # kinks and the ranges where the formulas switch, then a spread of values; all below 20 in
 # magnitude (PyTorch's softplus threshold)
@@ -54,7 +56,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     cases = []
-    for name, (fn, opts, note) in ACTIVATIONS.items():
+    for name, fn, opts, note in ACTIVATIONS:
         for dtype in (torch.float32, torch.float64):
             c = {"name": name, "dtype": str(dtype).replace("torch.", ""), "options": opts,
                  "source": note}

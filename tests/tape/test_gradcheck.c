@@ -56,6 +56,9 @@ B(b_softplus) { return tfl_softplus(ctx, x[0]); }
 B(b_softplus_grad) { return act_vjp(ctx, tfl_softplus, x[0], x[1]); }
 B(b_silu) { return tfl_silu(ctx, x[0]); }
 B(b_silu_grad) { return act_vjp(ctx, tfl_silu, x[0], x[1]); }
+static tfl_tensor *elu_07(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_elu(ctx, x, 0.7); }
+B(b_elu) { return elu_07(ctx, x[0]); }
+B(b_elu_grad) { return act_vjp(ctx, elu_07, x[0], x[1]); }
 B(b_softmax) { return tfl_softmax(ctx, x[0], -1); }
 B(b_softmax0) { return tfl_softmax(ctx, x[0], 0); }
 B(b_log_softmax) { return tfl_log_softmax(ctx, x[0], -1); }
@@ -262,6 +265,8 @@ static const gc_case cases[] = {
     C2("SoftplusGrad", "same", b_softplus_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Silu", "matrix", b_silu, SH(2, 3), ANY, GC_F64),
     C2("SiluGrad", "same", b_silu_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
+    C1("Elu", "away_from_zero", b_elu, SH(2, 3), AWAY0, GC_F64),
+    C2("EluGrad", "away_from_zero", b_elu_grad, SH(2, 3), SH(2, 3), AWAY0, ANY, GC_F64),
     C1("Softmax", "last_axis", b_softmax, SH(3, 4), ANY, GC_F64),
     C1("Softmax", "axis0", b_softmax0, SH(3, 4), ANY, GC_F64),
     C1("LogSoftmax", "last_axis", b_log_softmax, SH(3, 4), ANY, GC_F64),

@@ -94,6 +94,13 @@ TFL_API tfl_tensor *tfl_softplus(tfl_ctx *ctx, const tfl_tensor *x);
  * gradient is s (1 + x (1 - s)) with s = sigmoid(x).
  */
 TFL_API tfl_tensor *tfl_silu(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * ELU: x if x > 0, else alpha (e^x - 1) (computed with expm1). Keras's and PyTorch's default
+ * alpha is 1. The gradient is 1 for x > 0, else alpha e^x, which is alpha at 0 (PyTorch's
+ * choice, and Keras's but for alpha = 1, where it gives 1); the second derivative at 0 is 0,
+ * as PyTorch's.
+ */
+TFL_API tfl_tensor *tfl_elu(tfl_ctx *ctx, const tfl_tensor *x, double alpha);
 /** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */
