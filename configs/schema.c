@@ -18,7 +18,7 @@
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
-     "softplus", "silu", "elu");
+     "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad");
 ENUM(tfl__enum_formula, "formula", "default", "tensorflow", "pytorch");
 ENUM(tfl__enum_loss, "loss", "sparse_categorical_crossentropy", "categorical_crossentropy",

@@ -219,6 +219,7 @@ static const struct {
     [TFL_ACT_SOFTPLUS] = {"softplus", tfl_softplus},
     [TFL_ACT_SILU] = {"silu", tfl_silu},
     [TFL_ACT_ELU] = {"elu", elu_1},
+    [TFL_ACT_HARD_SIGMOID] = {"hard_sigmoid", tfl_hard_sigmoid},
 };
 /* clang-format on */
 

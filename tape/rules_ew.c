@@ -64,3 +64,6 @@ TFL_D2(elu)
     tfl_tensor *neg = tfl_mul(CTX, tfl__scalar_like(g, x, g->attrs->scalar.value), tfl_exp(CTX, x));
     return tfl_where(CTX, tfl_less(CTX, x, zero), neg, zero);
 }
+
+/* hard_sigmoid is piecewise linear: f'' = 0 (a scalar; the rule broadcasts it) */
+TFL_D2(hard_sigmoid) { return tfl__scalar_like(g, x, 0); }

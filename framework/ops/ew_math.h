@@ -144,7 +144,15 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
     }                                                                                              \
     /* ELU: x if x > 0 else a (e^x - 1), through expm1; the derivative at 0 is a */                \
     TFL_EW T tfl_ew_elu_##S(T x, double a) { return x > (T)0 ? x : (T)a * F(expm1)(x); }           \
-    TFL_EW T tfl_ew_elu_d_##S(T x, double a) { return x > (T)0 ? (T)1 : (T)a * F(exp)(x); }
+    TFL_EW T tfl_ew_elu_d_##S(T x, double a) { return x > (T)0 ? (T)1 : (T)a * F(exp)(x); }        \
+    /* relu6(x + 3) / 6 (NaN stays); slope 1/6 strictly inside (-3, 3), else 0 */                  \
+    TFL_EW T tfl_ew_hard_sigmoid_##S(T x)                                                          \
+    {                                                                                              \
+        T t = x + (T)3;                                                                            \
+        t = t < (T)0 ? (T)0 : t;                                                                   \
+        return (t > (T)6 ? (T)6 : t) / (T)6;                                                       \
+    }                                                                                              \
+    TFL_EW T tfl_ew_hard_sigmoid_d_##S(T x) { return x > (T)-3 && x < (T)3 ? (T)1 / 6 : (T)0; }
 
 TFL_EW_FLOATS(float, f32, TFL_EW_F32)
 TFL_EW_FLOATS(double, f64, TFL_EW_F64)

@@ -65,6 +65,7 @@
     E(ctx, SOFTPLUS, "Softplus", softplus, D, SAME, FLOAT, F, API, ())                         \
     E(ctx, SILU, "Silu", silu, D, SAME, FLOAT, F, API, ())                                     \
     E(ctx, ELU, "Elu", elu, DA, SAME, FLOAT, F, API, ())                                       \
+    E(ctx, HARD_SIGMOID, "HardSigmoid", hard_sigmoid, D, SAME, FLOAT, F, API, ())              \
     E(ctx, SIGMOID_XENT, "SigmoidCrossEntropyWithLogits", sigmoid_xent, B, SAME, FLOAT, F, OWN, \
       (IN(0) | IN(1), IN(0)))                                                                  \
     E(ctx, EQUAL, "Equal", equal, B, BOOL, ALL, RB, API, ())                                   \

@@ -54,7 +54,7 @@ BIN(add)
 BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(maximum) BIN(minimum) BIN(equal) BIN(not_equal) BIN(less)
     BIN(less_equal) BIN(greater) BIN(greater_equal) BIN(logical_and) BIN(logical_or) BIN(relu_grad)
         BIN(sigmoid_cross_entropy) UN(neg) UN(exp) UN(log) UN(sqrt) UN(abs) UN(relu) UN(sigmoid)
-            UN(tanh) UN(softplus) UN(silu) UN(erf) UN(sign) UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
+            UN(tanh) UN(softplus) UN(silu) UN(hard_sigmoid) UN(erf) UN(sign) UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
 
                 static tfl_tensor *b_softmax_cross_entropy_last(tfl_ctx *c, tfl_tensor *const *in)
 {
@@ -374,6 +374,8 @@ const bc_case bc_cases[] = {
     {"Silu/f16", 1, {IN(F16, 2, 3, 4)}, b_silu},
     {"Elu/f32", 1, {IN(F32, 2, 3, 4)}, b_elu},
     {"Elu/f64/view", 1, {INV(F64, 2, 4, 3)}, b_elu},
+    {"HardSigmoid/f32", 1, {IN(F32, 2, 3, 4)}, b_hard_sigmoid},
+    {"HardSigmoid/bf16", 1, {IN(BF16, 2, 3, 4)}, b_hard_sigmoid},
     {"Softmax/f32", 1, {IN(F32, 2, 3, 5)}, b_softmax},
     {"Softmax/f64/axis0", 1, {INV(F64, 2, 4, 3)}, b_softmax0},
     {"LogSoftmax/f32", 1, {IN(F32, 3, 2, 5, 3)}, b_log_softmax},

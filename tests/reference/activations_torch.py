@@ -25,6 +25,7 @@ ACTIVATIONS = [
     ("silu", lambda x: F.silu(x), {}, "F.silu"),
     ("elu", lambda x: F.elu(x), {"alpha": 1.0}, "F.elu, alpha 1"),
     ("elu", lambda x: F.elu(x, alpha=0.5), {"alpha": 0.5}, "F.elu, alpha 0.5"),
+    ("hard_sigmoid", lambda x: F.hardsigmoid(x), {}, "F.hardsigmoid, relu6(x + 3) / 6; gg: torch has no double backward here, f'' = 0"),
 ]
 
 # kinks and the ranges where the formulas switch, then a spread of values; all below 20 in
@@ -42,8 +43,11 @@ def run(fn, dtype):
     u = torch.tensor(U, dtype=dtype)
     y = fn(x)
     (g,) = torch.autograd.grad((y * w).sum(), x, create_graph=True)
-    (gg,) = torch.autograd.grad((g * u).sum(), x, allow_unused=True)
-    if gg is None:  # g does not depend on x (piecewise linear f)
+    try:
+        (gg,) = torch.autograd.grad((g * u).sum(), x, allow_unused=True)
+    except RuntimeError:  # no double backward (hardsigmoid): f is piecewise linear, f'' = 0
+        gg = None
+    if gg is None:  # g does not depend on x
         gg = torch.zeros_like(x)
     # float32 values written as the doubles they widen to
     return {k: [float(v) for v in t.detach().double().tolist()]

@@ -59,6 +59,8 @@ B(b_silu_grad) { return act_vjp(ctx, tfl_silu, x[0], x[1]); }
 static tfl_tensor *elu_07(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_elu(ctx, x, 0.7); }
 B(b_elu) { return elu_07(ctx, x[0]); }
 B(b_elu_grad) { return act_vjp(ctx, elu_07, x[0], x[1]); }
+B(b_hard_sigmoid) { return tfl_hard_sigmoid(ctx, x[0]); }
+B(b_hard_sigmoid_grad) { return act_vjp(ctx, tfl_hard_sigmoid, x[0], x[1]); }
 B(b_softmax) { return tfl_softmax(ctx, x[0], -1); }
 B(b_softmax0) { return tfl_softmax(ctx, x[0], 0); }
 B(b_log_softmax) { return tfl_log_softmax(ctx, x[0], -1); }
@@ -267,6 +269,8 @@ static const gc_case cases[] = {
     C2("SiluGrad", "same", b_silu_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Elu", "away_from_zero", b_elu, SH(2, 3), AWAY0, GC_F64),
     C2("EluGrad", "away_from_zero", b_elu_grad, SH(2, 3), SH(2, 3), AWAY0, ANY, GC_F64),
+    C1("HardSigmoid", "matrix", b_hard_sigmoid, SH(2, 3), ANY, GC_F64),
+    C2("HardSigmoidGrad", "same", b_hard_sigmoid_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Softmax", "last_axis", b_softmax, SH(3, 4), ANY, GC_F64),
     C1("Softmax", "axis0", b_softmax0, SH(3, 4), ANY, GC_F64),
     C1("LogSoftmax", "last_axis", b_log_softmax, SH(3, 4), ANY, GC_F64),

@@ -101,6 +101,13 @@ TFL_API tfl_tensor *tfl_silu(tfl_ctx *ctx, const tfl_tensor *x);
  * as PyTorch's.
  */
 TFL_API tfl_tensor *tfl_elu(tfl_ctx *ctx, const tfl_tensor *x, double alpha);
+/**
+ * Hard sigmoid: relu6(x + 3) / 6, that is 0 for x <= -3, 1 for x >= 3 and x / 6 + 1/2 between
+ * (Keras 3's hard_sigmoid and PyTorch's hardsigmoid; Keras 2 and TensorFlow 1 had slope 0.2,
+ * clip(0.2 x + 0.5, 0, 1), which this is not). The gradient is 1/6 strictly between -3 and
+ * 3, else 0 (0 at the kinks, as both).
+ */
+TFL_API tfl_tensor *tfl_hard_sigmoid(tfl_ctx *ctx, const tfl_tensor *x);
 /** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */

@@ -80,6 +80,7 @@ typedef enum tfl_activation {
     TFL_ACT_SOFTPLUS,   /* log(1 + e^x) */
     TFL_ACT_SILU,       /* x sigmoid(x), also called swish */
     TFL_ACT_ELU,        /* alpha 1 */
+    TFL_ACT_HARD_SIGMOID, /* relu6(x + 3) / 6 */
     TFL_ACT_END
 } tfl_activation;
 
