@@ -6,10 +6,11 @@
  * add), so a tape saves no more than the rule reads.
  *
  * Adding an op: write its rule in rules_math.c, rules_array.c, rules_loss.c, rules_norm.c or
- * rules_conv.c with
- * ordinary ops (then it is differentiable again, for higher order), add its line here, and
- * its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail for an op
- * without either.
+ * rules_conv.c with ordinary ops (then it is differentiable again, for higher order), add its
+ * line here, and its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail
+ * for an op without either. An elementwise op (framework/ops/op_list.h's TFL_EW_LIST) gets
+ * its line and declaration from the list; an activation with a derivative there needs only
+ * its second derivative in rules_ew.c (docs/elementwise_ops.md).
  */
 #include "tape_internal.h"
 
@@ -34,32 +35,45 @@
 #define EW_RULE_DA(id, fn, saves)                                                                  \
     R(id, fn, A(scalar), IN(0)), R(id##_GRAD, fn##_grad, A(scalar), IN(1), IN(0) | IN(1)),
 
+/* clang-format off */
 const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(IDENTITY, identity, 0, 0),
     TFL_EW_LIST(EW_RULES_, ~) /* the elementwise ops (op_list.h) */
     R(SOFTMAX, softmax, A(axis), OUT),
-    R(LOG_SOFTMAX, log_softmax, A(axis), OUT), R(SUM, sum, A(reduce), 0),
-    R(MEAN, mean, A(reduce), 0), R(MAX, max_min, A(reduce), IN(0) | OUT),
-    R(MIN, max_min, A(reduce), IN(0) | OUT), R(MATMUL, matmul, A(matmul), IN(1), IN(0)),
-    R(RESHAPE, reshape, 0, 0), R(TRANSPOSE, transpose, A(transpose), 0),
-    R(SLICE, slice, A(slice), 0), R(CONCAT, concat, A(axis), 0),
-    R(GATHER, gather, A(axis), IN(1), 0), R(CAST, cast, 0, 0), R(WHERE, where, 0, 0, IN(0), IN(0)),
-    R(BROADCAST_TO, broadcast_to, 0, 0), R(PAD, pad, A(pad), 0),
+    R(LOG_SOFTMAX, log_softmax, A(axis), OUT),
+    R(SUM, sum, A(reduce), 0),
+    R(MEAN, mean, A(reduce), 0),
+    R(MAX, max_min, A(reduce), IN(0) | OUT),
+    R(MIN, max_min, A(reduce), IN(0) | OUT),
+    R(MATMUL, matmul, A(matmul), IN(1), IN(0)),
+    R(RESHAPE, reshape, 0, 0),
+    R(TRANSPOSE, transpose, A(transpose), 0),
+    R(SLICE, slice, A(slice), 0),
+    R(CONCAT, concat, A(axis), 0),
+    R(GATHER, gather, A(axis), IN(1), 0),
+    R(CAST, cast, 0, 0),
+    R(WHERE, where, 0, 0, IN(0), IN(0)),
+    R(BROADCAST_TO, broadcast_to, 0, 0),
+    R(PAD, pad, A(pad), 0),
     R(SEGMENT_SUM, segment_sum, A(segment), IN(1), 0),
     R(SOFTMAX_XENT, softmax_xent, A(axis), IN(0) | IN(1), IN(0)),
     R(SPARSE_SOFTMAX_XENT, sparse_softmax_xent, 0, IN(0) | IN(1), 0),
     /* x and mean need variance and scale; variance needs all but offset; scale x, mean, var */
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),
-    R(DROPOUT, dropout, A(dropout), 0), R(CONV2D, conv2d, A(window), IN(1), IN(0)),
+    R(DROPOUT, dropout, A(dropout), 0),
+    R(CONV2D, conv2d, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_INPUT, conv2d_backprop_input, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_FILTER, conv2d_backprop_filter, A(window), IN(1), IN(0)),
-    R(MAX_POOL, max_pool, A(window), IN(0)), R(MAX_POOL_GRAD, max_pool_grad, A(window), 0, IN(0)),
+    R(MAX_POOL, max_pool, A(window), IN(0)),
+    R(MAX_POOL_GRAD, max_pool_grad, A(window), 0, IN(0)),
     R(MAX_POOL_GRAD_GRAD, max_pool_grad_grad, A(window), 0, IN(0)),
-    R(AVG_POOL, avg_pool, A(window), 0), R(AVG_POOL_GRAD, avg_pool_grad, A(window), 0),
+    R(AVG_POOL, avg_pool, A(window), 0),
+    R(AVG_POOL_GRAD, avg_pool_grad, A(window), 0),
     /* not differentiable (TFL_OPF_NO_GRAD): comparisons, logic, argmax/argmin, one_hot,
        stop_gradient */
 };
+/* clang-format on */
 
 tfl_grad_kind tfl_op_gradient_kind(int op)
 {

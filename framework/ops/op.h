@@ -27,8 +27,8 @@ typedef struct tfl__axis_attrs {
     int axis;                      /* normalised, >= 0 */
 } tfl__axis_attrs;
 typedef struct tfl__scalar_attrs {
-    double value; /* leaky_relu's alpha, gelu's approximate flag, the
-                     attribute of op_list.h's UA and DA lines */
+    double value;                  /* leaky_relu's alpha, gelu's approximate flag: the
+                                      attribute of op_list.h's UA and DA lines */
 } tfl__scalar_attrs;
 typedef struct tfl__one_hot_attrs {
     int64_t depth;
