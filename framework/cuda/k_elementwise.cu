@@ -6,67 +6,15 @@
  * call (framework/cpu/k_elementwise.c). Broadcasting and views come in the strides.
  */
 #include "cu_common.cuh"
-#include "ops/ew_math.h"
+#include "ew_functors.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+using namespace tflcu_ew;
+
 namespace
 {
-
-/* ---- the functors, one per line of TFL_EW_LIST (and its gradient op): an operator() per
- * dtype of the line's `gpu` set, each the scalar function of ops/ew_math.h; A is the op's
- * scalar attribute ---- */
-
-/* the dtypes of each `gpu` set: L(p, q, DTYPE, C type, sfx) for each, p and q passed through */
-#define GSET_R(L, p, q)                                                                            \
-    L(p, q, INT32, int32_t, i32)                                                                   \
-    L(p, q, INT64, int64_t, i64) L(p, q, FLOAT32, float, f32) L(p, q, FLOAT64, double, f64)
-#define GSET_F(L, p, q) L(p, q, FLOAT32, float, f32) L(p, q, FLOAT64, double, f64)
-#define GSET_RB(L, p, q) L(p, q, BOOL, uint8_t, b) GSET_R(L, p, q)
-#define GSET_B(L, p, q) L(p, q, BOOL, uint8_t, b)
-#define GSET_C(L, p, q) L(p, q, COMPLEX64, float2, c64) L(p, q, COMPLEX128, double2, c128)
-#define GSET_NONE(L, p, q)
-
-#define OV_U(fn, unused, DT, T, S)                                                                      \
-    __host__ __device__ __forceinline__ auto operator()(T x) const                                 \
-    {                                                                                              \
-        return tfl_ew_##fn##_##S(x);                                                               \
-    }
-#define OV_UA(fn, unused, DT, T, S)                                                                     \
-    __host__ __device__ __forceinline__ auto operator()(T x) const                                 \
-    {                                                                                              \
-        return tfl_ew_##fn##_##S(x, A);                                                            \
-    }
-#define OV_B(fn, unused, DT, T, S)                                                                      \
-    __host__ __device__ __forceinline__ auto operator()(T x, T y) const                            \
-    {                                                                                              \
-        return tfl_ew_##fn##_##S(x, y);                                                            \
-    }
-/* the gradient op: dy * f'(x) */
-#define OV_G(fn, unused, DT, T, S)                                                                      \
-    __host__ __device__ __forceinline__ T operator()(T dy, T x) const                              \
-    {                                                                                              \
-        return dy * tfl_ew_##fn##_d_##S(x);                                                        \
-    }
-#define OV_GA(fn, unused, DT, T, S)                                                                     \
-    __host__ __device__ __forceinline__ T operator()(T dy, T x) const                              \
-    {                                                                                              \
-        return dy * tfl_ew_##fn##_d_##S(x, A);                                                     \
-    }
-#define FUNCTOR_(name, fn, OV, gpu)                                                                \
-    struct name {                                                                                  \
-        double A;                                                                                  \
-        GSET_##gpu(OV, fn, ~)                                                                      \
-    };
-#define FUNCTORS_U(fn, gpu) FUNCTOR_(F_##fn, fn, OV_U, gpu)
-#define FUNCTORS_UA(fn, gpu) FUNCTOR_(F_##fn, fn, OV_UA, gpu)
-#define FUNCTORS_B(fn, gpu) FUNCTOR_(F_##fn, fn, OV_B, gpu)
-#define FUNCTORS_D(fn, gpu) FUNCTOR_(F_##fn, fn, OV_U, gpu) FUNCTOR_(F_##fn##_grad, fn, OV_G, gpu)
-#define FUNCTORS_DA(fn, gpu)                                                                       \
-    FUNCTOR_(F_##fn, fn, OV_UA, gpu) FUNCTOR_(F_##fn##_grad, fn, OV_GA, gpu)
-#define FUNCTORS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) FUNCTORS_##kind(fn, gpu)
-TFL_EW_LIST(FUNCTORS_, ~)
 
 /* ---- one grid-stride kernel per arity; the output type is the functor's ---- */
 
