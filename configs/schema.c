@@ -18,7 +18,8 @@
 /* Orders matter: an index is the tapeflow enum's value (or value - 1, see build.c). */
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding");
-ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu");
+ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
+     "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
      "adamax");
 ENUM(tfl__enum_formula, "formula", "default", "tensorflow", "pytorch");

@@ -24,17 +24,9 @@ static const struct {
     [TFL_LAYER_EMBEDDING] = {"Embedding", "embedding"},
 };
 
-static const char *const act_names[TFL_ACT_END] = {"linear", "relu", "sigmoid", "tanh",
-                                                   "softmax", "gelu"};
-
 const char *tfl_layer_kind_name(tfl_layer_kind kind)
 {
     return kind > 0 && kind < TFL_LAYER_KIND_END ? kinds[kind].cls : "?";
-}
-
-const char *tfl_activation_name(tfl_activation act)
-{
-    return (unsigned)act < TFL_ACT_END ? act_names[act] : "?";
 }
 
 /* ---- names -------------------------------------------------------------------------------------- */

@@ -190,16 +190,48 @@ tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
 
 /* ---- forward ------------------------------------------------------------------------------------ */
 
+/* the activations: each one's name (Keras's, as configs spell it) and op */
+static tfl_tensor *softmax_last(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_softmax(ctx, x, -1);
+}
+static tfl_tensor *gelu_exact(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_gelu(ctx, x, false);
+}
+static tfl_tensor *elu_1(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_elu(ctx, x, 1.0);
+}
+
+/* one line per activation */
+/* clang-format off */
+static const struct {
+    const char *name;
+    tfl_tensor *(*fn)(tfl_ctx *ctx, const tfl_tensor *x); /* NULL: the identity */
+} acts[TFL_ACT_END] = {
+    [TFL_ACT_LINEAR] = {"linear", NULL},
+    [TFL_ACT_RELU] = {"relu", tfl_relu},
+    [TFL_ACT_SIGMOID] = {"sigmoid", tfl_sigmoid},
+    [TFL_ACT_TANH] = {"tanh", tfl_tanh},
+    [TFL_ACT_SOFTMAX] = {"softmax", softmax_last},
+    [TFL_ACT_GELU] = {"gelu", gelu_exact},
+    [TFL_ACT_SOFTPLUS] = {"softplus", tfl_softplus},
+    [TFL_ACT_SILU] = {"silu", tfl_silu},
+    [TFL_ACT_ELU] = {"elu", elu_1},
+    [TFL_ACT_HARD_SIGMOID] = {"hard_sigmoid", tfl_hard_sigmoid},
+};
+/* clang-format on */
+
+const char *tfl_activation_name(tfl_activation act)
+{
+    return (unsigned)act < TFL_ACT_END ? acts[act].name : "?";
+}
+
 tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x)
 {
-    switch (act) {
-    case TFL_ACT_RELU: return tfl_relu(ctx, x);
-    case TFL_ACT_SIGMOID: return tfl_sigmoid(ctx, x);
-    case TFL_ACT_TANH: return tfl_tanh(ctx, x);
-    case TFL_ACT_SOFTMAX: return tfl_softmax(ctx, x, -1);
-    case TFL_ACT_GELU: return tfl_gelu(ctx, x, false);
-    default: return (tfl_tensor *)x;
-    }
+    if ((unsigned)act >= TFL_ACT_END || !acts[act].fn) return (tfl_tensor *)x;
+    return acts[act].fn(ctx, x);
 }
 
 static tfl_tensor *dense(tfl_layer *l, const tfl_tensor *x)

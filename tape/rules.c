@@ -6,10 +6,11 @@
  * add), so a tape saves no more than the rule reads.
  *
  * Adding an op: write its rule in rules_math.c, rules_array.c, rules_loss.c, rules_norm.c or
- * rules_conv.c with
- * ordinary ops (then it is differentiable again, for higher order), add its line here, and
- * its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail for an op
- * without either.
+ * rules_conv.c with ordinary ops (then it is differentiable again, for higher order), add its
+ * line here, and its case to the gradient checks (tests/tape/test_gradcheck*.c), which fail
+ * for an op without either. An elementwise op (framework/ops/op_list.h's TFL_EW_LIST) gets
+ * its line and declaration from the list; an activation with a derivative there needs only
+ * its second derivative in rules_ew.c (docs/elementwise_ops.md).
  */
 #include "tape_internal.h"
 
@@ -18,26 +19,26 @@
 #define R(OP, fn, attrs_size, ...) [TFL_OP_##OP] = {tfl__grad_##fn, attrs_size, {__VA_ARGS__}}
 #define A(family) sizeof(tfl__##family##_attrs)
 
+/* the lines of TFL_EW_LIST: kind U and B keep no attrs, UA and DA the scalar one; D and DA
+ * make two rules (tape/rules_ew.c): the op's keeps x, its gradient op's keeps x for dy's
+ * gradient and both inputs for x's; comparisons and logic (out BOOL) have none */
+#define EW_RULES_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                                \
+    EW_RULES_##out(EW_RULE_##kind(id, fn, saves))
+#define EW_RULES_SAME TFL_EW_KEEP
+#define EW_RULES_REAL TFL_EW_KEEP
+#define EW_RULES_BOOL TFL_EW_DROP
+#define EW_RULE_U(id, fn, saves) R(id, fn, 0, TFL_EW_UNPAREN saves),
+#define EW_RULE_B EW_RULE_U
+#define EW_RULE_UA(id, fn, saves) R(id, fn, A(scalar), TFL_EW_UNPAREN saves),
+#define EW_RULE_D(id, fn, saves)                                                                   \
+    R(id, fn, 0, IN(0)), R(id##_GRAD, fn##_grad, 0, IN(1), IN(0) | IN(1)),
+#define EW_RULE_DA(id, fn, saves)                                                                  \
+    R(id, fn, A(scalar), IN(0)), R(id##_GRAD, fn##_grad, A(scalar), IN(1), IN(0) | IN(1)),
+
+/* clang-format off */
 const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(IDENTITY, identity, 0, 0),
-    R(ADD, add, 0, 0, 0),
-    R(SUB, sub, 0, 0, 0),
-    R(MUL, mul, 0, IN(1), IN(0)),
-    R(DIV, div, 0, IN(1), IN(1) | OUT),
-    R(POW, pow, 0, IN(0) | IN(1), IN(0) | OUT),
-    R(MAXIMUM, maximum, 0, IN(0) | IN(1), IN(0) | IN(1)),
-    R(MINIMUM, minimum, 0, IN(0) | IN(1), IN(0) | IN(1)),
-    R(NEG, neg, 0, 0),
-    R(EXP, exp, 0, OUT),
-    R(LOG, log, 0, IN(0)),
-    R(SQRT, sqrt, 0, OUT),
-    R(ABS, abs, 0, IN(0)),
-    R(RELU, relu, 0, OUT),
-    R(RELU_GRAD, relu_grad, 0, IN(1), 0),
-    R(LEAKY_RELU, leaky_relu, A(scalar), IN(0)),
-    R(SIGMOID, sigmoid, 0, OUT),
-    R(TANH, tanh, 0, OUT),
-    R(GELU, gelu, A(scalar), IN(0)),
+    TFL_EW_LIST(EW_RULES_, ~) /* the elementwise ops (op_list.h) */
     R(SOFTMAX, softmax, A(axis), OUT),
     R(LOG_SOFTMAX, log_softmax, A(axis), OUT),
     R(SUM, sum, A(reduce), 0),
@@ -52,15 +53,11 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(GATHER, gather, A(axis), IN(1), 0),
     R(CAST, cast, 0, 0),
     R(WHERE, where, 0, 0, IN(0), IN(0)),
-    R(ERF, erf, 0, IN(0)),
-    R(SIGN, sign, 0, IN(0)),
-    R(CONJ, conj, 0, 0),
     R(BROADCAST_TO, broadcast_to, 0, 0),
     R(PAD, pad, A(pad), 0),
     R(SEGMENT_SUM, segment_sum, A(segment), IN(1), 0),
     R(SOFTMAX_XENT, softmax_xent, A(axis), IN(0) | IN(1), IN(0)),
     R(SPARSE_SOFTMAX_XENT, sparse_softmax_xent, 0, IN(0) | IN(1), 0),
-    R(SIGMOID_XENT, sigmoid_xent, 0, IN(0) | IN(1), IN(0)),
     /* x and mean need variance and scale; variance needs all but offset; scale x, mean, var */
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),
@@ -76,6 +73,7 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     /* not differentiable (TFL_OPF_NO_GRAD): comparisons, logic, argmax/argmin, one_hot,
        stop_gradient */
 };
+/* clang-format on */
 
 tfl_grad_kind tfl_op_gradient_kind(int op)
 {

@@ -131,18 +131,32 @@ tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i);
 
 /* rule families */
 #define TFL_RULE(name) void tfl__grad_##name(const tfl__grad_call *g)
-TFL_RULE(identity); TFL_RULE(add); TFL_RULE(sub); TFL_RULE(mul); TFL_RULE(div); TFL_RULE(pow);
-TFL_RULE(maximum); TFL_RULE(minimum); TFL_RULE(neg); TFL_RULE(exp); TFL_RULE(log);
-TFL_RULE(sqrt); TFL_RULE(abs); TFL_RULE(relu); TFL_RULE(relu_grad); TFL_RULE(leaky_relu); TFL_RULE(sigmoid);
-TFL_RULE(tanh); TFL_RULE(gelu); TFL_RULE(softmax); TFL_RULE(log_softmax); TFL_RULE(erf);
-TFL_RULE(sign); TFL_RULE(conj); TFL_RULE(cast); TFL_RULE(where);          /* rules_math.c */
+TFL_RULE(identity); TFL_RULE(cast); TFL_RULE(where); TFL_RULE(softmax);
+TFL_RULE(log_softmax);                                                   /* rules_math.c */
 TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
 TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
-TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent); TFL_RULE(sigmoid_xent); /* rules_loss.c */
+TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent);                /* rules_loss.c */
 TFL_RULE(batch_norm); TFL_RULE(dropout);                                 /* rules_norm.c */
 TFL_RULE(conv2d); TFL_RULE(conv2d_backprop_input); TFL_RULE(conv2d_backprop_filter);
 TFL_RULE(max_pool); TFL_RULE(max_pool_grad); TFL_RULE(max_pool_grad_grad); TFL_RULE(avg_pool);
 TFL_RULE(avg_pool_grad);                                                  /* rules_conv.c */
+
+/* the elementwise ops of op_list.h's TFL_EW_LIST: a rule per line (rules_math.c, and
+ * sigmoid_xent in rules_loss.c), except comparisons and logic; for D and DA lines the two
+ * rules are generated (rules_ew.c) from the second derivative written with ops:
+ * TFL_D2(fn) gives f''(x) for x (the op's input) as a tensor */
+#define TFL_D2(name) tfl_tensor *tfl__d2_##name(const tfl__grad_call *g, const tfl_tensor *x)
+#define TFL_EW_DECL_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                          \
+    TFL_EW_DECL_##out(TFL_EW_DECL_##kind(fn))
+#define TFL_EW_DECL_SAME TFL_EW_KEEP
+#define TFL_EW_DECL_REAL TFL_EW_KEEP
+#define TFL_EW_DECL_BOOL TFL_EW_DROP
+#define TFL_EW_DECL_U(fn) TFL_RULE(fn);
+#define TFL_EW_DECL_UA TFL_EW_DECL_U
+#define TFL_EW_DECL_B TFL_EW_DECL_U
+#define TFL_EW_DECL_D(fn) TFL_RULE(fn); TFL_RULE(fn##_grad); TFL_D2(fn);
+#define TFL_EW_DECL_DA TFL_EW_DECL_D
+TFL_EW_LIST(TFL_EW_DECL_, ~)
 
 #endif /* TFL_TAPE_INTERNAL_H */

@@ -31,8 +31,9 @@ typedef struct tflcu_iter {
     void *ptr[TFLCU_MAX_OPS];                       /* element 0 of each operand */
 } tflcu_iter;
 
-/* elementwise (k_elementwise.cu): op is the tfl__op_id; alpha: LeakyRelu's alpha, Gelu's
- * approximate flag. Unary ops use ptr[1], binary ptr[1] and ptr[2]. Returns -1 when the
+/* elementwise (k_elementwise.cu): op is the tfl__op_id; alpha: the op's scalar attribute
+ * (LeakyRelu's alpha, Gelu's approximate flag, the attribute of framework/ops/op_list.h's
+ * UA and DA lines). Unary ops use ptr[1], binary ptr[1] and ptr[2]. Returns -1 when the
  * (op, dtype) pair has no GPU loop (the caller's table should have prevented it). */
 int tflcu_elementwise(int op, int dtype, const tflcu_iter *it, double alpha, void *stream);
 /* out (dtype dst) = cast(in (dtype src)), TensorFlow's semantics as the CPU's Cast */

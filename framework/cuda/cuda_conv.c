@@ -22,14 +22,6 @@
 #endif
 #define COL_CAP TFL_CUDA_CONV_COL_CAP
 
-/* the device's stream, with the device current on this thread (kernels launch there) */
-static void *stream(const tfl__kcall *k)
-{
-    const tfl__cuda_device *cu = tfl__cuda(k->dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 static tflcu_conv make_geom(const int64_t *xs, const int64_t *fs, const int64_t *ys,
                             const tfl__window_attrs *a)
 {
@@ -148,7 +140,8 @@ static tfl_status from_col(const tfl__kcall *k, const tflcu_conv *g, bool filter
         int64_t m1 = m0 + p.per < p.m ? m0 + p.per : p.m;
         const char *cm = p.direct ? xd + (size_t)(m0 * K) * es : col;
         if (!p.direct)
-            st = tfl__cuda_check(k->dev, tflcu_im2col(dt, g, xd, m0, m1, col, stream(k)),
+            st = tfl__cuda_check(k->dev,
+                                 tflcu_im2col(dt, g, xd, m0, m1, col, tfl__cuda_stream(k->dev)),
                                  filter ? "Conv2DBackpropFilter (im2col)" : "Conv2D (im2col)");
         if (st != TFL_OK) break;
         if (filter)
@@ -189,9 +182,10 @@ static tfl_status backprop_input(const tfl__kcall *k, const tflcu_conv *g, const
         int64_t r0 = na * g->h + (lo > 0 ? lo : 0);
         int64_t r1 = nb * g->h + (hi < g->h - 1 ? hi : g->h - 1) + 1;
         int64_t rowlen = g->w * g->c;
-        st = tfl__cuda_check(
-            k->dev, tflcu_col2im(dt, g, col, m0, m1, dx, r0 * rowlen, r1 * rowlen, stream(k)),
-            "Conv2DBackpropInput (col2im)");
+        st = tfl__cuda_check(k->dev,
+                             tflcu_col2im(dt, g, col, m0, m1, dx, r0 * rowlen, r1 * rowlen,
+                                          tfl__cuda_stream(k->dev)),
+                             "Conv2DBackpropInput (col2im)");
     }
     if (col) tfl__allocator_put(&k->dev->alloc, col, got);
     return st;
@@ -225,12 +219,12 @@ static tfl_status conv(const tfl__kcall *k, tfl__conv_kind kind)
         g = make_geom(at->shape, a->shape, b->shape, at);
         empty = g.f == 0 || g.n * g.oh * g.ow == 0; /* nothing flows back: dx = 0 */
     }
-    (void)stream(k);
+    st = tfl__cuda_use(k->dev); /* the device current before cuDNN's handle is made */
     const char *ad = tfl__data(a), *bd = tfl__data(b);
     char *out = tfl__data(k->out);
-    if (empty)
+    if (st == TFL_OK && empty)
         st = zero(k);
-    else if (!tfl__cudnn_conv(k, kind, &g, ad, bd, out, &st))
+    else if (st == TFL_OK && !tfl__cudnn_conv(k, kind, &g, ad, bd, out, &st))
         st = kind == TFL__CONV_FWD          ? from_col(k, &g, false, ad, bd, out)
              : kind == TFL__CONV_BWD_FILTER ? from_col(k, &g, true, ad, bd, out)
                                             : backprop_input(k, &g, ad, bd, out);

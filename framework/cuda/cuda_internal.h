@@ -44,6 +44,28 @@ static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)
 /** Records INTERNAL "<what> failed on GPU:0: <CUDA's message>" unless err is cudaSuccess. */
 tfl_status tfl__cuda_check(tfl__device *dev, int err, const char *what);
 
+/**
+ * Makes the device current on this thread when there are several GPUs (kernels launch on the
+ * current device); with one GPU it stays current. A failure is recorded in the ctx and
+ * returned ("cudaSetDevice failed on GPU:1: ...").
+ */
+static inline tfl_status tfl__cuda_use(tfl__device *dev)
+{
+    const tfl__cuda_device *cu = tfl__cuda(dev);
+    return cu->multi ? tfl__cuda_check(dev, cudaSetDevice(cu->ordinal), "cudaSetDevice") : TFL_OK;
+}
+
+/**
+ * The device's stream, for a launch, after tfl__cuda_use. Its failure is in the ctx; the
+ * stream is still returned, so the launch that follows fails too and its caller returns an
+ * error status, while the ctx keeps the first, telling message.
+ */
+static inline void *tfl__cuda_stream(tfl__device *dev)
+{
+    (void)tfl__cuda_use(dev);
+    return (void *)tfl__cuda(dev)->stream;
+}
+
 /** The kernel tables of the op families (cuda_ops.c, cuda_ops_shape.c). */
 extern const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT];
 extern const tfl__kernel tfl__cuda_shape_kernels[TFL_OP_COUNT];

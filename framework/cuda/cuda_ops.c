@@ -10,14 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 
-/* the device's stream, with the device current on this thread (kernels launch there) */
-static void *stream(const tfl__kcall *k)
-{
-    const tfl__cuda_device *cu = tfl__cuda(k->dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 void tfl__cuda_iter(tflcu_iter *it, const tfl_tensor *out, int n, const tfl_tensor *const *in)
 {
     memset(it, 0, sizeof *it);
@@ -58,9 +50,10 @@ const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev,
-                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
-                        "strided copy") != TFL_OK) {
+    if (tfl__cuda_check(
+            k->dev,
+            tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, tfl__cuda_stream(k->dev)),
+            "strided copy") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
     }
@@ -75,8 +68,9 @@ static tfl_status k_elementwise(const tfl__kcall *k)
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, k->n_in, k->in);
     double alpha = k->attrs ? ((const tfl__scalar_attrs *)k->attrs)->value : 0.0;
-    return tfl__cuda_check(k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, stream(k)),
-                           tfl__op_name(k->op));
+    return tfl__cuda_check(
+        k->dev, tflcu_elementwise(k->op, k->in[0]->dtype, &it, alpha, tfl__cuda_stream(k->dev)),
+        tfl__op_name(k->op));
 }
 
 static tfl_status k_cast(const tfl__kcall *k)
@@ -91,10 +85,11 @@ static tfl_status k_cast(const tfl__kcall *k)
         for (int d = 0; d < it.rank; d++)
             it.strides[0][d] *= 2;
         dst = dst == TFL_DTYPE_COMPLEX64 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
-        return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, stream(k)), "Cast");
+        return tfl__cuda_check(
+            k->dev, tflcu_cast(k->in[0]->dtype, dst, &it, tfl__cuda_stream(k->dev)), "Cast");
     }
-    return tfl__cuda_check(k->dev, tflcu_cast(k->in[0]->dtype, k->out->dtype, &it, stream(k)),
-                           "Cast");
+    return tfl__cuda_check(
+        k->dev, tflcu_cast(k->in[0]->dtype, k->out->dtype, &it, tfl__cuda_stream(k->dev)), "Cast");
 }
 
 /* Identity, BroadcastTo: a strided copy into the new tensor */
@@ -103,7 +98,8 @@ static tfl_status k_copy(const tfl__kcall *k)
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, 1, k->in);
     return tfl__cuda_check(
-        k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
+        k->dev,
+        tflcu_copy((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, tfl__cuda_stream(k->dev)),
         tfl__op_name(k->op));
 }
 
@@ -126,9 +122,10 @@ static tfl_status k_reduce(const tfl__kcall *k)
     }
     r.n_out = k->out->numel;
     r.count = tfl__numel(r.nr, r.rshape);
-    return tfl__cuda_check(
-        k->dev, tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out), stream(k)),
-        tfl__op_name(k->op));
+    return tfl__cuda_check(k->dev,
+                           tflcu_reduce_run(k->op, x->dtype, &r, tfl__data(x), tfl__data(k->out),
+                                            tfl__cuda_stream(k->dev)),
+                           tfl__op_name(k->op));
 }
 
 static void split_axis(const tfl_tensor *x, int axis, int64_t *outer, int64_t *n, int64_t *inner)
@@ -145,10 +142,10 @@ static tfl_status k_arg(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    tfl_status st = tfl__cuda_check(
-        k->dev,
-        tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out), outer, n, inner, stream(k)),
-        tfl__op_name(k->op));
+    tfl_status st = tfl__cuda_check(k->dev,
+                                    tflcu_arg(k->op, x->dtype, tfl__data(x), tfl__data(k->out),
+                                              outer, n, inner, tfl__cuda_stream(k->dev)),
+                                    tfl__op_name(k->op));
     tfl_tensor_release(tmp);
     return st;
 }
@@ -160,12 +157,13 @@ static tfl_status k_softmax(const tfl__kcall *k)
     if (!x) return k->ctx->err_code;
     int64_t outer, n, inner;
     split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
-    (void)stream(k); /* the device current before cuDNN's handle is made */
-    tfl_status st = TFL_OK;
-    if (!tfl__cudnn_softmax(k, x, outer, n, inner, &st)) /* cudnn_norm.c: the last axis */
+    /* the device current before cuDNN's handle is made */
+    tfl_status st = tfl__cuda_use(k->dev);
+    if (st == TFL_OK && !tfl__cudnn_softmax(k, x, outer, n, inner, &st)) /* the last axis */
         st = tfl__cuda_check(k->dev,
                              tflcu_softmax(x->dtype, k->op == TFL_OP_LOG_SOFTMAX, tfl__data(x),
-                                           tfl__data(k->out), outer, n, inner, stream(k)),
+                                           tfl__data(k->out), outer, n, inner,
+                                           tfl__cuda_stream(k->dev)),
                              tfl__op_name(k->op));
     tfl_tensor_release(tmp);
     return st;
@@ -184,7 +182,7 @@ static tfl_status k_softmax_xent(const tfl__kcall *k)
         split_axis(x, ((const tfl__axis_attrs *)k->attrs)->axis, &outer, &n, &inner);
         st = tfl__cuda_check(k->dev,
                              tflcu_xent(x->dtype, tfl__data(x), tfl__data(z), tfl__data(k->out),
-                                        outer, n, inner, stream(k)),
+                                        outer, n, inner, tfl__cuda_stream(k->dev)),
                              "SoftmaxCrossEntropyWithLogits");
     }
     tfl_tensor_release(tx);
@@ -221,7 +219,8 @@ static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
             st = tfl__cuda_check(k->dev,
                                  tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels),
                                                    labels->dtype, tfl__data(k->out), rows, classes,
-                                                   tfl__cuda(k->dev)->check, stream(k)),
+                                                   tfl__cuda(k->dev)->check,
+                                                   tfl__cuda_stream(k->dev)),
                                  "SparseSoftmaxCrossEntropyWithLogits");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) st = bad_label(k->ctx, labels, bad, classes, k->dev);
@@ -241,7 +240,7 @@ static tfl_status k_dropout(const tfl__kcall *k)
     tfl_status st = tfl__cuda_check(
         k->dev,
         tflcu_dropout(x->dtype, tfl__data(x), tfl__data(k->out), x->numel, (uint32_t)a->key,
-                      (uint32_t)(a->key >> 32), t, 1.0 - a->rate, stream(k)),
+                      (uint32_t)(a->key >> 32), t, 1.0 - a->rate, tfl__cuda_stream(k->dev)),
         "Dropout");
     tfl_tensor_release(tmp);
     return st;
@@ -256,17 +255,18 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
         in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
         if (!in[i]) st = k->ctx->err_code;
     }
-    (void)stream(k); /* the device current before cuDNN's handle is made */
+    if (st == TFL_OK) st = tfl__cuda_use(k->dev); /* current before cuDNN's handle is made */
     if (st == TFL_OK && !tfl__cudnn_batch_norm(k, in, &st)) {
         /* tapeflow's kernel: cuDNN off, absent, or refusing the shape (cudnn_norm.c) */
         const tfl_tensor *x = in[0];
         const int64_t c = x->shape[x->rank - 1];
-        st = tfl__cuda_check(
-            k->dev,
-            tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]), tfl__data(in[2]),
-                             tfl__data(in[3]), tfl__data(in[4]), tfl__data(k->out), x->numel, c,
-                             ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, stream(k)),
-            "BatchNorm");
+        st = tfl__cuda_check(k->dev,
+                             tflcu_batch_norm(x->dtype, tfl__data(x), tfl__data(in[1]),
+                                              tfl__data(in[2]), tfl__data(in[3]), tfl__data(in[4]),
+                                              tfl__data(k->out), x->numel, c,
+                                              ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
+                                              tfl__cuda_stream(k->dev)),
+                             "BatchNorm");
     }
     for (int i = 0; i < 5; i++)
         tfl_tensor_release(tmp[i]);
@@ -304,9 +304,10 @@ static const tfl_tensor *batch_operand(const tfl__kcall *k, const tfl_tensor *t,
     if (!c) return NULL;
     tflcu_iter it;
     tfl__cuda_iter(&it, c, 1, &t);
-    if (tfl__cuda_check(k->dev,
-                        tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, stream(k)),
-                        "MatMul (broadcast)") != TFL_OK) {
+    if (tfl__cuda_check(
+            k->dev,
+            tflcu_copy((int)tfl_dtype_size((tfl_dtype)t->dtype), &it, tfl__cuda_stream(k->dev)),
+            "MatMul (broadcast)") != TFL_OK) {
         tfl_tensor_release(c);
         return NULL;
     }
@@ -400,42 +401,33 @@ static tfl_status k_matmul(const tfl__kcall *k)
 #define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
 #define M_R (TFL_MASK_INT | M_F)
 #define M_CMP (M_R | TFL_DT(BOOL))
-#define EW(OP, mask) [TFL_OP_##OP] = {k_elementwise, mask, NULL}
+/* the lines of TFL_EW_LIST with GPU functors (k_elementwise.cu), by their `gpu` set */
+#define GPU_MASK_R M_R
+#define GPU_MASK_F M_F
+#define GPU_MASK_RB M_CMP
+#define GPU_MASK_B TFL_DT(BOOL)
+#define GPU_MASK_C TFL_MASK_COMPLEX
+#define EW_(id, gpu) [TFL_OP_##id] = {k_elementwise, GPU_MASK_##gpu, NULL},
+#define EW_K_U(id, gpu) EW_(id, gpu)
+#define EW_K_UA EW_K_U
+#define EW_K_B EW_K_U
+#define EW_K_D(id, gpu) EW_(id, gpu) EW_(id##_GRAD, gpu)
+#define EW_K_DA EW_K_D
+#define EW_ON_R TFL_EW_KEEP
+#define EW_ON_F TFL_EW_KEEP
+#define EW_ON_RB TFL_EW_KEEP
+#define EW_ON_B TFL_EW_KEEP
+#define EW_ON_C TFL_EW_KEEP
+#define EW_ON_NONE TFL_EW_DROP
+#define EW_KERNELS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                              \
+    EW_ON_##gpu(EW_K_##kind(id, gpu))
+
 
 const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
-    EW(ADD, M_R),
-    EW(SUB, M_R),
-    EW(MUL, M_R),
-    EW(DIV, M_F),
-    EW(POW, M_F),
-    EW(MAXIMUM, M_R),
-    EW(MINIMUM, M_R),
-    EW(NEG, M_R),
-    EW(ABS, M_R),
-    EW(SIGN, M_R),
-    EW(EXP, M_F),
-    EW(LOG, M_F),
-    EW(SQRT, M_F),
-    EW(ERF, M_F),
-    EW(RELU, M_F),
-    EW(RELU_GRAD, M_F),
-    EW(LEAKY_RELU, M_F),
-    EW(SIGMOID, M_F),
-    EW(TANH, M_F),
-    EW(GELU, M_F),
-    EW(SIGMOID_XENT, M_F),
-    EW(EQUAL, M_CMP),
-    EW(NOT_EQUAL, M_CMP),
-    EW(LESS, M_R),
-    EW(LESS_EQUAL, M_R),
-    EW(GREATER, M_R),
-    EW(GREATER_EQUAL, M_R),
-    EW(LOGICAL_AND, TFL_DT(BOOL)),
-    EW(LOGICAL_OR, TFL_DT(BOOL)),
-    EW(LOGICAL_NOT, TFL_DT(BOOL)),
+    TFL_EW_LIST(EW_KERNELS_, ~) /* the elementwise ops (op_list.h) */
     [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},
@@ -448,7 +440,6 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
-    EW(CONJ, TFL_MASK_COMPLEX),
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F, NULL},

@@ -7,21 +7,13 @@
  */
 #include "cuda_internal.h"
 
-/* the device's stream, with the device current on this thread (kernels launch there) */
-static void *stream(const tfl__kcall *k)
-{
-    const tfl__cuda_device *cu = tfl__cuda(k->dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 static tfl_status copy_into(const tfl__kcall *k, const tfl_tensor *part, const tfl_tensor *x)
 {
     tflcu_iter it;
     tfl__cuda_iter(&it, part, 1, &x);
-    return tfl__cuda_check(k->dev,
-                           tflcu_copy((int)tfl_dtype_size((tfl_dtype)x->dtype), &it, stream(k)),
-                           tfl__op_name(k->op));
+    return tfl__cuda_check(
+        k->dev, tflcu_copy((int)tfl_dtype_size((tfl_dtype)x->dtype), &it, tfl__cuda_stream(k->dev)),
+        tfl__op_name(k->op));
 }
 
 static tfl_status k_concat(const tfl__kcall *k)
@@ -45,7 +37,8 @@ static tfl_status k_where(const tfl__kcall *k)
     tflcu_iter it;
     tfl__cuda_iter(&it, k->out, 3, k->in);
     return tfl__cuda_check(
-        k->dev, tflcu_select((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, stream(k)),
+        k->dev,
+        tflcu_select((int)tfl_dtype_size((tfl_dtype)k->out->dtype), &it, tfl__cuda_stream(k->dev)),
         "SelectV2");
 }
 
@@ -104,8 +97,8 @@ static tfl_status k_pad(const tfl__kcall *k)
     int es = (int)tfl_dtype_size(dt);
     unsigned char v[16];
     value_bytes(dt, a->value, v);
-    TFL_TRY(
-        tfl__cuda_check(k->dev, tflcu_fill(es, tfl__data(out), out->numel, v, stream(k)), "PadV2"));
+    TFL_TRY(tfl__cuda_check(
+        k->dev, tflcu_fill(es, tfl__data(out), out->numel, v, tfl__cuda_stream(k->dev)), "PadV2"));
     if (x->numel == 0) return TFL_OK;
     tfl_tensor part = *out; /* the region x fills */
     for (int d = 0; d < out->rank; d++) {
@@ -146,7 +139,7 @@ static tfl_status k_gather(const tfl__kcall *k)
             st = tfl__cuda_check(k->dev,
                                  tflcu_gather(tfl__data(params), tfl__data(indices), indices->dtype,
                                               tfl__data(k->out), outer, dim, nidx, inner,
-                                              tfl__cuda(k->dev)->check, stream(k)),
+                                              tfl__cuda(k->dev)->check, tfl__cuda_stream(k->dev)),
                                  "GatherV2");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) {
@@ -173,11 +166,11 @@ static tfl_status k_one_hot(const tfl__kcall *k)
     unsigned char on[16], off[16];
     value_bytes(dt, a->on_value, on);
     value_bytes(dt, a->off_value, off);
-    tfl_status st = tfl__cuda_check(k->dev,
-                                    tflcu_one_hot(tfl__data(indices), indices->dtype,
-                                                  tfl__data(k->out), indices->numel, a->depth,
-                                                  (int)tfl_dtype_size(dt), on, off, stream(k)),
-                                    "OneHot");
+    tfl_status st = tfl__cuda_check(
+        k->dev,
+        tflcu_one_hot(tfl__data(indices), indices->dtype, tfl__data(k->out), indices->numel,
+                      a->depth, (int)tfl_dtype_size(dt), on, off, tfl__cuda_stream(k->dev)),
+        "OneHot");
     tfl_tensor_release(ti);
     return st;
 }
@@ -242,7 +235,7 @@ static tfl_status segment_sum_sorted(const tfl__kcall *k, const tfl_tensor *data
         st = tfl__cuda_check(k->dev,
                              tflcu_segment_sum_sorted(data->dtype, tfl__data(data), dp, dp + nidx,
                                                       tfl__data(k->out), outer, nidx, nseg, inner,
-                                                      stream(k)),
+                                                      tfl__cuda_stream(k->dev)),
                              "UnsortedSegmentSum");
     }
     tfl_tensor_release(dev_sorted);
@@ -276,7 +269,8 @@ static tfl_status k_segment_sum(const tfl__kcall *k)
             st = tfl__cuda_check(k->dev,
                                  tflcu_segment_sum(dt, tfl__data(data), tfl__data(ids), ids->dtype,
                                                    tfl__data(k->out), outer, nidx, nseg, inner,
-                                                   tfl__cuda(k->dev)->check, stream(k)),
+                                                   tfl__cuda(k->dev)->check,
+                                                   tfl__cuda_stream(k->dev)),
                                  "UnsortedSegmentSum");
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) {

@@ -15,20 +15,13 @@
 
 #define TFLCU_OPT_SUMSQ_OUT 1024 /* sums per copy back to the host */
 
-static void *opt_stream(tfl__device *dev)
-{
-    const tfl__cuda_device *cu = tfl__cuda(dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 static tfl_status cu_opt_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
                                const tfl__opt_tensor *t, const tfl__opt_hyper *h)
 {
     TFL_CHECK(ctx, dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64, TFL_INTERNAL,
               "no %s update kernel on %s for dtype %s", "optimizer", dev->name,
               tfl_dtype_name(dtype));
-    return tfl__cuda_check(dev, tflcu_opt_apply((int)dtype, n, t, h, opt_stream(dev)),
+    return tfl__cuda_check(dev, tflcu_opt_apply((int)dtype, n, t, h, tfl__cuda_stream(dev)),
                            "the optimizer update kernel");
 }
 
@@ -56,7 +49,7 @@ static tfl_status cu_opt_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, 
               "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
               tfl_dtype_name(dtype));
     if (n <= 0) return TFL_OK;
-    void *stream = opt_stream(dev);
+    void *stream = tfl__cuda_stream(dev);
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
     double *sums = partial + (size_t)TFLCU_OPT_CHUNK * TFLCU_OPT_SUMSQ_BLOCKS;
@@ -84,7 +77,7 @@ static tfl_status cu_opt_sumsq_device(tfl_ctx *ctx, tfl__device *dev, tfl_dtype 
               "no %s kernel on %s for dtype %s", "sum of squares", dev->name,
               tfl_dtype_name(dtype));
     if (n <= 0) return TFL_OK;
-    void *stream = opt_stream(dev);
+    void *stream = tfl__cuda_stream(dev);
     double *partial = scratch(dev);
     if (!partial) return ctx->err_code;
     for (int done = 0; done < n; done += TFLCU_OPT_CHUNK) {
@@ -101,7 +94,7 @@ static tfl_status cu_opt_clip_scales_device(tfl_ctx *ctx, tfl__device *dev, int 
 {
     (void)ctx;
     return tfl__cuda_check(
-        dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf, opt_stream(dev)),
+        dev, tflcu_opt_clip_scales(n, sums, clip->c, clip->per_variable, clip->tf, tfl__cuda_stream(dev)),
         "the gradient clipping kernel");
 }
 

@@ -8,14 +8,6 @@
  */
 #include "cuda_internal.h"
 
-/* the device's stream, with the device current on this thread (kernels launch there) */
-static void *stream(const tfl__kcall *k)
-{
-    const tfl__cuda_device *cu = tfl__cuda(k->dev);
-    if (cu->multi) (void)cudaSetDevice(cu->ordinal);
-    return (void *)cu->stream;
-}
-
 /* in: the (N, H, W, C) input's shape, pooled: the (N, OH, OW, C) output's */
 static tflcu_pool geometry(const int64_t *in, const int64_t *pooled, const tfl__window_attrs *a)
 {
@@ -47,7 +39,7 @@ static tfl_status k_pool_fwd(const tfl__kcall *k)
         st = tfl__cuda_check(k->dev,
                              tflcu_pool_run(k->op, x->dtype, &geo, tfl__data(x),
                                             g ? tfl__data(g) : NULL, tfl__data(k->out), NULL,
-                                            stream(k)),
+                                            tfl__cuda_stream(k->dev)),
                              tfl__op_name(k->op));
     }
     tfl_tensor_release(tx);
@@ -69,12 +61,12 @@ static tfl_status k_pool_grad(const tfl__kcall *k)
     tfl_status st = k->ctx->err_code;
     if (dy) {
         tflcu_pool geo = geometry(k->out->shape, dy->shape, k->attrs);
-        st = tfl__cuda_check(k->dev,
-                             tflcu_pool_run(k->op, dy->dtype, &geo,
-                                            max ? tfl__data(x) : tfl__data(dy),
-                                            max ? tfl__data(dy) : NULL, tfl__data(k->out),
-                                            arg ? (int64_t *)tfl__data(arg) : NULL, stream(k)),
-                             tfl__op_name(k->op));
+        st = tfl__cuda_check(
+            k->dev,
+            tflcu_pool_run(k->op, dy->dtype, &geo, max ? tfl__data(x) : tfl__data(dy),
+                           max ? tfl__data(dy) : NULL, tfl__data(k->out),
+                           arg ? (int64_t *)tfl__data(arg) : NULL, tfl__cuda_stream(k->dev)),
+            tfl__op_name(k->op));
     }
     tfl_tensor_release(arg);
     tfl_tensor_release(tx);

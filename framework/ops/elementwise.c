@@ -1,13 +1,25 @@
 /*
  * framework/ops/elementwise.c: entry points of the elementwise ops (arithmetic,
- * comparisons, logic, unary math and activations). Each validates its inputs, infers the
+ * comparisons, logic, unary math and activations), generated from op_list.h's TFL_EW_LIST
+ * but for the few written by hand, and of softmax. Each validates its inputs, infers the
  * broadcast shape and the output dtype, and hands over to tfl__op_run.
  */
 #include "op.h"
 
-/* Binary elementwise op: same dtype, NumPy broadcasting; out_bool for comparisons. */
+/* the output dtype of an `out` column (op_list.h) */
+enum { OUT_SAME, OUT_BOOL, OUT_REAL };
+
+static tfl_dtype out_dtype(int out, tfl_dtype in)
+{
+    if (out == OUT_BOOL) return TFL_DTYPE_BOOL;
+    if (out == OUT_REAL && in == TFL_DTYPE_COMPLEX64) return TFL_DTYPE_FLOAT32;
+    if (out == OUT_REAL && in == TFL_DTYPE_COMPLEX128) return TFL_DTYPE_FLOAT64;
+    return in;
+}
+
+/* Binary elementwise op: same dtype, NumPy broadcasting. */
 static tfl_tensor *binary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, const tfl_tensor *b,
-                          bool out_bool)
+                          int out, const tfl__scalar_attrs *attrs)
 {
     if (!ctx) return NULL;
     const tfl_tensor *in[2] = {a, b};
@@ -23,83 +35,67 @@ static tfl_tensor *binary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, cons
                        tfl__shape_str(b->rank, b->shape, sb, sizeof sb));
         return NULL;
     }
-    tfl_dtype out = out_bool ? TFL_DTYPE_BOOL : (tfl_dtype)a->dtype;
-    return tfl__op_run(ctx, op, (tfl_dtype)a->dtype, 2, in, out, rank, shape, NULL);
+    return tfl__op_run(ctx, op, (tfl_dtype)a->dtype, 2, in, out_dtype(out, (tfl_dtype)a->dtype),
+                       rank, shape, attrs);
 }
 
-static tfl_tensor *unary_attrs(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x,
-                               const void *attrs)
+static tfl_tensor *unary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int out,
+                         const tfl__scalar_attrs *attrs)
 {
     if (!ctx) return NULL;
     if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
         return NULL;
-    tfl_dtype out = (tfl_dtype)x->dtype;
-    if (op == TFL_OP_ABS && out == TFL_DTYPE_COMPLEX64) out = TFL_DTYPE_FLOAT32;
-    if (op == TFL_OP_ABS && out == TFL_DTYPE_COMPLEX128) out = TFL_DTYPE_FLOAT64;
-    if (op == TFL_OP_LOGICAL_NOT) out = TFL_DTYPE_BOOL;
-    return tfl__op_run(ctx, op, (tfl_dtype)x->dtype, 1, &x, out, x->rank, x->shape, attrs);
+    return tfl__op_run(ctx, op, (tfl_dtype)x->dtype, 1, &x, out_dtype(out, (tfl_dtype)x->dtype),
+                       x->rank, x->shape, attrs);
 }
 
-static tfl_tensor *unary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x)
+tfl_tensor *tfl__elementwise_grad(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *dy,
+                                  const tfl_tensor *x, const tfl__scalar_attrs *attrs)
 {
-    return unary_attrs(ctx, op, x, NULL);
+    return binary(ctx, op, dy, x, OUT_SAME, attrs);
 }
 
-#define BINARY_OP(fname, OP, out_bool)                                                  \
-    tfl_tensor *fname(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b)           \
-    {                                                                                   \
-        return binary(ctx, TFL_OP_##OP, a, b, out_bool);                                \
+/* the entry points of the lines with api API, one signature per kind */
+#define API_U(id, fn, out)                                                                         \
+    tfl_tensor *tfl_##fn(tfl_ctx *ctx, const tfl_tensor *x)                                        \
+    {                                                                                              \
+        return unary(ctx, TFL_OP_##id, x, OUT_##out, NULL);                                        \
     }
-BINARY_OP(tfl_relu_grad, RELU_GRAD, false)
-BINARY_OP(tfl_add, ADD, false)
-BINARY_OP(tfl_sub, SUB, false)
-BINARY_OP(tfl_mul, MUL, false)
-BINARY_OP(tfl_div, DIV, false)
-BINARY_OP(tfl_pow, POW, false)
-BINARY_OP(tfl_maximum, MAXIMUM, false)
-BINARY_OP(tfl_minimum, MINIMUM, false)
-BINARY_OP(tfl_equal, EQUAL, true)
-BINARY_OP(tfl_not_equal, NOT_EQUAL, true)
-BINARY_OP(tfl_less, LESS, true)
-BINARY_OP(tfl_less_equal, LESS_EQUAL, true)
-BINARY_OP(tfl_greater, GREATER, true)
-BINARY_OP(tfl_greater_equal, GREATER_EQUAL, true)
-BINARY_OP(tfl_logical_and, LOGICAL_AND, true)
-BINARY_OP(tfl_logical_or, LOGICAL_OR, true)
-#undef BINARY_OP
+#define API_UA(id, fn, out)                                                                        \
+    tfl_tensor *tfl_##fn(tfl_ctx *ctx, const tfl_tensor *x, double a)                              \
+    {                                                                                              \
+        tfl__scalar_attrs attrs = {a};                                                             \
+        return unary(ctx, TFL_OP_##id, x, OUT_##out, &attrs);                                      \
+    }
+#define API_B(id, fn, out)                                                                         \
+    tfl_tensor *tfl_##fn(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b)                   \
+    {                                                                                              \
+        return binary(ctx, TFL_OP_##id, a, b, OUT_##out, NULL);                                    \
+    }
+#define API_D API_U
+#define API_DA API_UA
+#define ENTRY_API(id, fn, kind, out) API_##kind(id, fn, out)
+#define ENTRY_OWN(id, fn, kind, out)
+#define ENTRY_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) ENTRY_##api(id, fn, kind, out)
+TFL_EW_LIST(ENTRY_, ~)
 
-#define UNARY_OP(fname, OP)                                                             \
-    tfl_tensor *fname(tfl_ctx *ctx, const tfl_tensor *x) { return unary(ctx, TFL_OP_##OP, x); }
-UNARY_OP(tfl_identity, IDENTITY)
-UNARY_OP(tfl_neg, NEG)
-UNARY_OP(tfl_exp, EXP)
-UNARY_OP(tfl_log, LOG)
-UNARY_OP(tfl_sqrt, SQRT)
-UNARY_OP(tfl_abs, ABS)
-UNARY_OP(tfl_relu, RELU)
-UNARY_OP(tfl_sigmoid, SIGMOID)
-UNARY_OP(tfl_tanh, TANH)
-UNARY_OP(tfl_logical_not, LOGICAL_NOT)
-UNARY_OP(tfl_erf, ERF)
-UNARY_OP(tfl_sign, SIGN)
-#undef UNARY_OP
+/* by hand: Identity (a copy), Conj (Identity for real dtypes), Gelu (a bool flag);
+ * SigmoidCrossEntropyWithLogits is in loss.c */
+tfl_tensor *tfl_identity(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return unary(ctx, TFL_OP_IDENTITY, x, OUT_SAME, NULL);
+}
 
 tfl_tensor *tfl_conj(tfl_ctx *ctx, const tfl_tensor *x)
 {
     if (ctx && x && !tfl_dtype_is_complex((tfl_dtype)x->dtype)) return tfl_identity(ctx, x);
-    return unary(ctx, TFL_OP_CONJ, x);
-}
-
-tfl_tensor *tfl_leaky_relu(tfl_ctx *ctx, const tfl_tensor *x, double alpha)
-{
-    tfl__scalar_attrs attrs = {alpha};
-    return unary_attrs(ctx, TFL_OP_LEAKY_RELU, x, &attrs);
+    return unary(ctx, TFL_OP_CONJ, x, OUT_SAME, NULL);
 }
 
 tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate)
 {
     tfl__scalar_attrs attrs = {approximate ? 1.0 : 0.0};
-    return unary_attrs(ctx, TFL_OP_GELU, x, &attrs);
+    return unary(ctx, TFL_OP_GELU, x, OUT_SAME, &attrs);
 }
 
 /* softmax and log_softmax along one axis */

@@ -30,7 +30,8 @@ typedef struct tfl__axis_attrs {
     int axis;                      /* normalised, >= 0 */
 } tfl__axis_attrs;
 typedef struct tfl__scalar_attrs {
-    double value;                  /* leaky_relu's alpha, gelu's approximate flag */
+    double value;                  /* leaky_relu's alpha, gelu's approximate flag: the
+                                      attribute of op_list.h's UA and DA lines */
 } tfl__scalar_attrs;
 typedef struct tfl__one_hot_attrs {
     int64_t depth;
@@ -94,6 +95,14 @@ bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
                            const tfl_tensor *b);
 /** Logs "op Name on DEVICE" when placement logging is on (views log too). */
 void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev);
+
+/**
+ * The gradient op of a D or DA line of TFL_EW_LIST (op_list.h), for the backward rules:
+ * op is its ID_GRAD, the result dy * f'(x) elementwise (broadcasting), attrs the forward's
+ * (NULL for D). NULL with the error kept, as every op.
+ */
+tfl_tensor *tfl__elementwise_grad(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *dy,
+                                  const tfl_tensor *x, const tfl__scalar_attrs *attrs);
 
 /**
  * Dropout with a resolved Philox key (tfl__rng_key): tfl_dropout after its checks, and the

@@ -54,7 +54,7 @@ BIN(add)
 BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(maximum) BIN(minimum) BIN(equal) BIN(not_equal) BIN(less)
     BIN(less_equal) BIN(greater) BIN(greater_equal) BIN(logical_and) BIN(logical_or) BIN(relu_grad)
         BIN(sigmoid_cross_entropy) UN(neg) UN(exp) UN(log) UN(sqrt) UN(abs) UN(relu) UN(sigmoid)
-            UN(tanh) UN(erf) UN(sign) UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
+            UN(tanh) UN(softplus) UN(silu) UN(hard_sigmoid) UN(erf) UN(sign) UN(conj) UN(identity) UN(logical_not) UN(stop_gradient)
 
                 static tfl_tensor *b_softmax_cross_entropy_last(tfl_ctx *c, tfl_tensor *const *in)
 {
@@ -64,6 +64,10 @@ BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(maximum) BIN(minimum) BIN(equal) BIN(not
 static tfl_tensor *b_leaky(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_leaky_relu(c, in[0], 0.2);
+}
+static tfl_tensor *b_elu(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_elu(c, in[0], 0.5);
 }
 static tfl_tensor *b_gelu(tfl_ctx *c, tfl_tensor *const *in)
 {
@@ -364,6 +368,14 @@ const bc_case bc_cases[] = {
     {"Tanh/f32", 1, {IN(F32, 2, 3, 4)}, b_tanh},
     {"Gelu/f32", 1, {IN(F32, 2, 3, 4)}, b_gelu},
     {"Gelu/f32/tanh", 1, {IN(F32, 2, 3, 4)}, b_gelu_tanh},
+    {"Softplus/f32", 1, {IN(F32, 2, 3, 4)}, b_softplus},
+    {"Softplus/f64/view", 1, {INV(F64, 2, 3, 5)}, b_softplus},
+    {"Silu/f32", 1, {IN(F32, 2, 3, 4)}, b_silu},
+    {"Silu/f16", 1, {IN(F16, 2, 3, 4)}, b_silu},
+    {"Elu/f32", 1, {IN(F32, 2, 3, 4)}, b_elu},
+    {"Elu/f64/view", 1, {INV(F64, 2, 4, 3)}, b_elu},
+    {"HardSigmoid/f32", 1, {IN(F32, 2, 3, 4)}, b_hard_sigmoid},
+    {"HardSigmoid/bf16", 1, {IN(BF16, 2, 3, 4)}, b_hard_sigmoid},
     {"Softmax/f32", 1, {IN(F32, 2, 3, 5)}, b_softmax},
     {"Softmax/f64/axis0", 1, {INV(F64, 2, 4, 3)}, b_softmax0},
     {"LogSoftmax/f32", 1, {IN(F32, 3, 2, 5, 3)}, b_log_softmax},

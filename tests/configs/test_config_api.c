@@ -230,6 +230,42 @@ static void test_resolved_config_loads_back(void **state)
     tfl_config_free(cfg);
 }
 
+/* Every activation of the layers (tfl_activation_name) is a config name that builds the layer
+ * with that activation: the model's output is the layer's, element for element. */
+static void test_every_activation_name_builds_its_layer(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    const float xv[6] = {-2.5f, -0.5f, 0, 0.75f, 2, 4};
+    for (int a = TFL_ACT_LINEAR; a < TFL_ACT_END; a++) {
+        assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+        char text[512];
+        snprintf(text, sizeof text,
+                 "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+                 "model:\n  input_shape: [3]\n  layers:\n    - activation: {activation: %s}\n"
+                 "loss: mean_squared_error\n",
+                 tfl_activation_name((tfl_activation)a));
+        tfl_status st;
+        tfl_config *cfg = parse_text(ctx, text, &st);
+        if (st != TFL_OK) fail_msg("%s:\n%s", text, tfl_config_diagnostics(cfg));
+        tfl_model *m = tfl_config_build_model(cfg);
+        assert_non_null(m);
+        tfl_layer *l = tfl_layer_new(
+            ctx, &(tfl_layer_spec){.kind = TFL_LAYER_ACTIVATION, .activation = (tfl_activation)a});
+        assert_non_null(l);
+        tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, xv);
+        float got[6], want[6];
+        assert_int_equal(tfl_tensor_to_host(tfl_model_call(m, x, false), got, sizeof got), TFL_OK);
+        assert_int_equal(tfl_tensor_to_host(tfl_layer_call(l, x, false), want, sizeof want),
+                         TFL_OK);
+        assert_memory_equal(got, want, sizeof got);
+        tfl_layer_free(l);
+        tfl_model_free(m);
+        tfl_config_free(cfg);
+        assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    }
+}
+
 /* ---- builders ------------------------------------------------------------------------------ */
 
 static void test_xor_trains_from_its_config(void **state)
@@ -518,6 +554,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_config_builds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_markdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_activation_name_builds_its_layer, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

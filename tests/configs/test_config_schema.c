@@ -175,7 +175,7 @@ static void test_layer_entries(void **state)
     expect_diag(ctx, LAYERS("    - dense: {activation: relu}\n"), 6, 7,
                 "model.layers[0].dense.units: missing required key 'units'");
     expect_diag(ctx, LAYERS("    - dense: {units: 2, activation: rleu}\n"), 6, 37,
-                "unknown activation 'rleu'; did you mean 'relu' or 'gelu'?");
+                "unknown activation 'rleu'; did you mean 'relu', 'gelu' or 'elu'?");
     expect_diag(ctx, LAYERS("    - dense: {units: 2, kernel_initializer: he_norml}\n"), 6, 45,
                 "kernel_initializer: unknown initializer 'he_norml'; did you mean 'he_normal'?");
     expect_diag(

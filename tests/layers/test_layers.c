@@ -99,7 +99,8 @@ static void test_kind_and_activation_names(void **state)
     for (int k = 0; k <= TFL_LAYER_KIND_END; k++)
         assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)k), cls[k]);
     assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)-1), "?");
-    const char *acts[] = {"linear", "relu", "sigmoid", "tanh", "softmax", "gelu", "?"};
+    const char *acts[] = {"linear",   "relu", "sigmoid", "tanh",         "softmax", "gelu",
+                          "softplus", "silu", "elu",     "hard_sigmoid", "?"};
     for (int a = 0; a <= TFL_ACT_END; a++)
         assert_string_equal(tfl_activation_name((tfl_activation)a), acts[a]);
     assert_string_equal(tfl_activation_name((tfl_activation)-1), "?");
@@ -195,7 +196,7 @@ static void test_spec_errors(void **state)
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
         {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 11"},
-        {{.kind = D, .units = 1, .activation = TFL_ACT_END}, "Dense: unknown activation 6"},
+        {{.kind = D, .units = 1, .activation = TFL_ACT_END}, "Dense: unknown activation 10"},
         {{.kind = TFL_LAYER_ACTIVATION, .activation = (tfl_activation)-1},
          "Activation: unknown activation -1"},
         {{.kind = TFL_LAYER_MAX_POOL2D, .padding = (tfl_padding)2},
@@ -712,12 +713,16 @@ static void test_activation_values(void **state)
         tfl_tensor *y = tfl_layer_call(l, x, false);
         expect_shape_of(y, I64(2, 3));
         /* the values of the op (softmax over the last axis, exact gelu) */
-        tfl_tensor *ref = a == TFL_ACT_RELU      ? tfl_relu(ctx, x)
-                          : a == TFL_ACT_SIGMOID ? tfl_sigmoid(ctx, x)
-                          : a == TFL_ACT_TANH    ? tfl_tanh(ctx, x)
-                          : a == TFL_ACT_SOFTMAX ? tfl_softmax(ctx, x, -1)
-                          : a == TFL_ACT_GELU    ? tfl_gelu(ctx, x, false)
-                                                 : x;
+        tfl_tensor *ref = a == TFL_ACT_RELU           ? tfl_relu(ctx, x)
+                          : a == TFL_ACT_SIGMOID      ? tfl_sigmoid(ctx, x)
+                          : a == TFL_ACT_TANH         ? tfl_tanh(ctx, x)
+                          : a == TFL_ACT_SOFTMAX      ? tfl_softmax(ctx, x, -1)
+                          : a == TFL_ACT_GELU         ? tfl_gelu(ctx, x, false)
+                          : a == TFL_ACT_SOFTPLUS     ? tfl_softplus(ctx, x)
+                          : a == TFL_ACT_SILU         ? tfl_silu(ctx, x)
+                          : a == TFL_ACT_ELU          ? tfl_elu(ctx, x, 1.0)
+                          : a == TFL_ACT_HARD_SIGMOID ? tfl_hard_sigmoid(ctx, x)
+                                                      : x;
         float *r = host_bytes(ref, NULL);
         expect_f32(y, r, 6, 0);
         free(r);
@@ -725,6 +730,16 @@ static void test_activation_values(void **state)
         if (a == TFL_ACT_RELU) expect_f32(y, F(0, 0, 0, 1, 3, 0.25f), 6, 0);
         if (a == TFL_ACT_GELU) /* 0.5 x (1 + erf(x / sqrt 2)) */
             expect_f32(y, F(-0.0455003, -0.1542688, 0, 0.8413447, 2.9959503, 0.1496766), 6, 1e-6);
+        if (a == TFL_ACT_SOFTPLUS) /* log(1 + e^x) */
+            expect_f32(y, F(0.1269280, 0.4740770, 0.6931472, 1.3132617, 3.0485874, 0.8259394), 6,
+                       1e-6);
+        if (a == TFL_ACT_SILU) /* x sigmoid(x) */
+            expect_f32(y, F(-0.2384058, -0.1887703, 0, 0.7310586, 2.8577224, 0.1405441), 6,
+                       1e-6);
+        if (a == TFL_ACT_ELU) /* e^x - 1 below 0 */
+            expect_f32(y, F(-0.8646647, -0.3934693, 0, 1, 3, 0.25), 6, 1e-6);
+        if (a == TFL_ACT_HARD_SIGMOID) /* (x + 3) / 6 inside (-3, 3) */
+            expect_f32(y, F(0.1666667, 0.4166667, 0.5, 0.6666667, 1, 0.5416667), 6, 1e-6);
         if (a == TFL_ACT_SOFTMAX) /* row 1: e^x / (e^1 + e^3 + e^0.25) */
             expect_f32(tfl_slice(ctx, y, (int64_t[]){1, 0}, (int64_t[]){1, 3}),
                        F(0.1128487, 0.8338454, 0.0533059), 3, 1e-6);

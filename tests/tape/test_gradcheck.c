@@ -39,6 +39,28 @@ B(b_sigmoid) { return tfl_sigmoid(ctx, x[0]); }
 B(b_tanh) { return tfl_tanh(ctx, x[0]); }
 B(b_gelu) { return tfl_gelu(ctx, x[0], false); }
 B(b_gelu_tanh) { return tfl_gelu(ctx, x[0], true); }
+/* the gradient ops of the activations (SoftplusGrad ...) have no entry point: G(w, a), the
+ * vjp of f at a against w, comes from a tape of its own */
+typedef tfl_tensor *(*act_fn)(tfl_ctx *ctx, const tfl_tensor *x);
+static tfl_tensor *act_vjp(tfl_ctx *ctx, act_fn f, tfl_tensor *a, const tfl_tensor *w)
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, a), TFL_OK);
+    tfl_tensor *g = NULL;
+    assert_int_equal(tfl_tape_vjp(tape, f(ctx, a), w, 1, (const tfl_tensor *const *)&a, &g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return g;
+}
+B(b_softplus) { return tfl_softplus(ctx, x[0]); }
+B(b_softplus_grad) { return act_vjp(ctx, tfl_softplus, x[0], x[1]); }
+B(b_silu) { return tfl_silu(ctx, x[0]); }
+B(b_silu_grad) { return act_vjp(ctx, tfl_silu, x[0], x[1]); }
+static tfl_tensor *elu_07(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_elu(ctx, x, 0.7); }
+B(b_elu) { return elu_07(ctx, x[0]); }
+B(b_elu_grad) { return act_vjp(ctx, elu_07, x[0], x[1]); }
+B(b_hard_sigmoid) { return tfl_hard_sigmoid(ctx, x[0]); }
+B(b_hard_sigmoid_grad) { return act_vjp(ctx, tfl_hard_sigmoid, x[0], x[1]); }
 B(b_softmax) { return tfl_softmax(ctx, x[0], -1); }
 B(b_softmax0) { return tfl_softmax(ctx, x[0], 0); }
 B(b_log_softmax) { return tfl_log_softmax(ctx, x[0], -1); }
@@ -241,6 +263,14 @@ static const gc_case cases[] = {
     C1("Tanh", "matrix", b_tanh, SH(2, 3), ANY, GC_F64),
     C1("Gelu", "erf", b_gelu, SH(2, 3), ANY, GC_F64),
     C1("Gelu", "tanh", b_gelu_tanh, SH(2, 3), ANY, GC_F64),
+    C1("Softplus", "matrix", b_softplus, SH(2, 3), ANY, GC_F64),
+    C2("SoftplusGrad", "same", b_softplus_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
+    C1("Silu", "matrix", b_silu, SH(2, 3), ANY, GC_F64),
+    C2("SiluGrad", "same", b_silu_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
+    C1("Elu", "away_from_zero", b_elu, SH(2, 3), AWAY0, GC_F64),
+    C2("EluGrad", "away_from_zero", b_elu_grad, SH(2, 3), SH(2, 3), AWAY0, ANY, GC_F64),
+    C1("HardSigmoid", "matrix", b_hard_sigmoid, SH(2, 3), ANY, GC_F64),
+    C2("HardSigmoidGrad", "same", b_hard_sigmoid_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Softmax", "last_axis", b_softmax, SH(3, 4), ANY, GC_F64),
     C1("Softmax", "axis0", b_softmax0, SH(3, 4), ANY, GC_F64),
     C1("LogSoftmax", "last_axis", b_log_softmax, SH(3, 4), ANY, GC_F64),

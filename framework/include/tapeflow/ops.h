@@ -81,6 +81,33 @@ TFL_API tfl_tensor *tfl_tanh(tfl_ctx *ctx, const tfl_tensor *x);
  * PyTorch); true: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  */
 TFL_API tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate);
+/**
+ * Softplus, log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|): no overflow, and exact for
+ * every x. Keras's softplus; PyTorch's with beta = 1 up to its threshold (x > 20 there
+ * returns x, which float32 cannot tell apart and float64 differs from by e^-x < 2.1e-9).
+ * The gradient is sigmoid(x).
+ */
+TFL_API tfl_tensor *tfl_softplus(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * SiLU, also called swish: x sigmoid(x) (Keras's silu and swish, PyTorch's silu; TensorFlow's
+ * tf.nn.silu takes a beta, x sigmoid(beta x), which is tfl_mul(x, tfl_sigmoid(beta x))). The
+ * gradient is s (1 + x (1 - s)) with s = sigmoid(x).
+ */
+TFL_API tfl_tensor *tfl_silu(tfl_ctx *ctx, const tfl_tensor *x);
+/**
+ * ELU: x if x > 0, else alpha (e^x - 1) (computed with expm1). Keras's and PyTorch's default
+ * alpha is 1. The gradient is 1 for x > 0, else alpha e^x, which is alpha at 0 (PyTorch's
+ * choice, and Keras's but for alpha = 1, where it gives 1); the second derivative at 0 is 0,
+ * as PyTorch's.
+ */
+TFL_API tfl_tensor *tfl_elu(tfl_ctx *ctx, const tfl_tensor *x, double alpha);
+/**
+ * Hard sigmoid: relu6(x + 3) / 6, that is 0 for x <= -3, 1 for x >= 3 and x / 6 + 1/2 between
+ * (Keras 3's hard_sigmoid and PyTorch's hardsigmoid; Keras 2 and TensorFlow 1 had slope 0.2,
+ * clip(0.2 x + 0.5, 0, 1), which this is not). The gradient is 1/6 strictly between -3 and
+ * 3, else 0 (0 at the kinks, as both).
+ */
+TFL_API tfl_tensor *tfl_hard_sigmoid(tfl_ctx *ctx, const tfl_tensor *x);
 /** e^x / sum(e^x) along `axis` (negative counts from the end; -1 is the usual), max-shifted. */
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */

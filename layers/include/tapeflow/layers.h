@@ -77,6 +77,10 @@ typedef enum tfl_activation {
     TFL_ACT_TANH,
     TFL_ACT_SOFTMAX,    /* over the last axis */
     TFL_ACT_GELU,       /* exact (erf) */
+    TFL_ACT_SOFTPLUS,   /* log(1 + e^x) */
+    TFL_ACT_SILU,       /* x sigmoid(x), also called swish */
+    TFL_ACT_ELU,        /* alpha 1 */
+    TFL_ACT_HARD_SIGMOID, /* relu6(x + 3) / 6 */
     TFL_ACT_END
 } tfl_activation;
 
