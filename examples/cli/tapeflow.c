@@ -149,7 +149,10 @@ static void print_help(const char *cmd)
                "header and checksums, and prints one line\neach; exit 1 when any fails.\n");
     else if (!strcmp(cmd, "diff"))
         printf("usage: tapeflow diff A B\n\nCompares two checkpoints tensor by tensor and "
-               "lists those that differ, with\ntheir max absolute and relative difference.\n");
+               "lists those that differ, with\ntheir max absolute and relative difference.\n\n"
+               "Exit status (as diff(1) and cmp(1)): 0 when the checkpoints hold equal\n"
+               "tensors, 1 when any tensor differs, 2 on trouble (a file that cannot be\n"
+               "read, a bad argument).\n");
     else if (!strcmp(cmd, "export"))
         printf("usage: tapeflow export RUN --weights-only OUT\n\nWrites the model's variables "
                "of the newest checkpoint of run directory RUN\n(no optimizer state) to OUT, a "
