@@ -337,17 +337,6 @@ int cli_train(int argc, char **argv)
         return code;
     }
     free(was);
-    /* under mpirun every rank has read the run directory before rank 0 writes it */
-    bool writer = cli_dist_writer();
-    if (cli_dist_barrier() != TFL_OK ||
-        !resolved || (writer && (!make_dirs(dir) || !write_atomic(path, resolved))) ||
-        cli_dist_barrier() != TFL_OK) {
-        if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
-        else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
-        run_free(&r);
-        return code;
-    }
-
     tfl_fit_opts fo;
     if (tfl_config_fit_opts(r.cfg, &r.data, &fo) != TFL_OK) {
         code = cli_ctx_error(r.ctx, "fit options");
@@ -357,6 +346,27 @@ int cli_train(int argc, char **argv)
     int epochs = fo.epochs ? fo.epochs : 1;
     tfl_epoch_logs *logs = calloc((size_t)epochs, sizeof *logs);
     tfl_history h = {logs, logs ? epochs : 0, 0};
+    tfl_train_state state = {.shuffle_seed = fo.seed, .history = &h};
+    /* the checkpoint restores before anything of the run changes: a refused restore (a model
+     * that no longer fits it) leaves the run directory as it was */
+    if (resume && tfl_train_state_restore(r.model, latest, &state) != TFL_OK) {
+        code = cli_ctx_error(r.ctx, "resuming");
+        fprintf(stderr, "tapeflow: nothing was written\n");
+        free(logs);
+        run_free(&r);
+        return code;
+    }
+    /* under mpirun every rank has read the run directory before rank 0 writes it */
+    bool writer = cli_dist_writer();
+    if (cli_dist_barrier() != TFL_OK ||
+        !resolved || (writer && (!make_dirs(dir) || !write_atomic(path, resolved))) ||
+        cli_dist_barrier() != TFL_OK) {
+        if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
+        else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
+        free(logs);
+        run_free(&r);
+        return code;
+    }
 
     /* checkpoints: every checkpoint.every epochs (or checkpoint.every_steps steps), on
      * SIGINT/SIGTERM and at the end; resume
@@ -374,14 +384,9 @@ int cli_train(int argc, char **argv)
     const char *meta_keys[] = {"tapeflow.config"}, *meta_values[] = {resolved};
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
                              .metadata_values = meta_values};
-    tfl_train_state state = {.shuffle_seed = fo.seed, .history = &h};
     cli_tensorboard tbl = {0};
     double t_start = now_seconds();
     if (resume) {
-        if (tfl_train_state_restore(r.model, latest, &state) != TFL_OK) {
-            code = cli_ctx_error(r.ctx, "resuming");
-            goto out;
-        }
         if (!a.quiet)
             printf("resuming from %s (epoch %d, batch %lld, step %lld)\n", latest, state.epoch + 1,
                    (long long)state.batch, (long long)state.step);
