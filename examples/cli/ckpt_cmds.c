@@ -31,7 +31,7 @@ static int positional(const char *cmd, int argc, char **argv, int min, int max)
 static tfl_ctx *new_ctx(void)
 {
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING}, &st);
     if (!ctx) cli_error("no context: %s", tfl_status_name(st));
     return ctx;
 }

@@ -27,19 +27,29 @@ typedef struct cli_args {
     size_t n_sets;
     const char *run_dir;               /* --run-dir DIR (NULL: runs/<config name>) */
     const char *input, *output;        /* predict's --input FILE / --output FILE */
+    const char *checkpoint;            /* eval's and predict's --checkpoint FILE */
     bool quiet;                        /* --quiet */
     bool allow_config_change;          /* train's --allow-config-change */
     bool help;                         /* --help / -h */
 } cli_args;
 
 /** Which options a subcommand takes (for parsing and its --help). */
-enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16 };
+enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16,
+       CLI_OPT_CKPT = 32 };
 
 /** Parses argv[first..] for a subcommand: returns CLI_OK or CLI_USAGE (message printed). */
 int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowed, cli_args *a);
 
 /** "tapeflow: error: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/**
+ * The program's log sink for its contexts (level WARNING): each line on stderr as
+ * "tapeflow: warning: ..." at once, and kept until cli_take_warnings (a run's run.log
+ * records them).
+ */
+void cli_log(void *user, tfl_log_level level, const char *message);
+/** The warnings logged since the last call, one per line ("" when none); the caller frees. */
+char *cli_take_warnings(void);
 /** The context's kept error as a runtime error; returns CLI_RUNTIME. */
 int cli_ctx_error(tfl_ctx *ctx, const char *what);
 

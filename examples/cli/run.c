@@ -168,7 +168,9 @@ static void run_free(run *r)
 static int build(run *r, const cli_args *a)
 {
     tfl_status st;
-    r->ctx = tfl_ctx_new(NULL, &st);
+    /* the library's warnings (a damaged checkpoint skipped, a device fallen back) on stderr
+     * and in run.log */
+    r->ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING}, &st);
     if (!r->ctx) {
         cli_error("no context: %s", tfl_status_name(st));
         return CLI_RUNTIME;
@@ -285,6 +287,14 @@ static void run_log(const char *dir, const changes *ch, const char *fmt, ...)
     vfprintf(f, fmt, ap);
     va_end(ap);
     fputc('\n', f);
+    char *warned = cli_take_warnings(); /* what the library warned about since the last line */
+    for (const char *w = warned; w && *w;) {
+        const char *nl = strchr(w, '\n');
+        int len = nl ? (int)(nl - w) : (int)strlen(w);
+        fprintf(f, "  %.*s\n", len, w);
+        w += len + (nl != NULL);
+    }
+    free(warned);
     if (ch->n > 0)
         fprintf(f, "  config changes since %s%s:\n", ch->since,
                 ch->forced ? " (with --allow-config-change)" : "");
@@ -534,19 +544,29 @@ static int restore_trained(run *r, const cli_args *a)
     char dir[4096], cdir[4200], path[4400];
     cli_run_dir(r->cfg, a, dir, sizeof dir);
     ckpt_dir(r->cfg, dir, cdir, sizeof cdir);
-    if (tfl_ckpt_latest(r->ctx, cdir, NULL, path, sizeof path, NULL) != TFL_OK) {
-        cli_error("no checkpoint in '%s': train first ('tapeflow train %s')", cdir, a->config);
+    int64_t step = -1;
+    if (a->checkpoint) { /* the one asked for, or an error: never another one */
+        snprintf(path, sizeof path, "%s", a->checkpoint);
+    } else if (tfl_ckpt_latest(r->ctx, cdir, NULL, path, sizeof path, &step) != TFL_OK) {
+        cli_error("no usable checkpoint in '%s': train first ('tapeflow train %s')", cdir,
+                  a->config);
         return CLI_RUNTIME;
     }
     if (tfl_model_restore_weights(r->model, path, true) != TFL_OK)
         return cli_ctx_error(r->ctx, path);
+    /* which checkpoint: on stdout for eval, on stderr for predict (its CSV may be stdout) */
+    FILE *say = a->input ? stderr : stdout;
+    if (!cli_dist_writer()) return CLI_OK;
+    fprintf(say, "%scheckpoint %s", a->input ? "tapeflow: " : "", path);
+    if (step >= 0) fprintf(say, " (step %lld)", (long long)step);
+    fputc('\n', say);
     return CLI_OK;
 }
 
 int cli_eval(int argc, char **argv)
 {
     cli_args a;
-    int code = cli_parse("eval", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR, &a);
+    int code = cli_parse("eval", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_CKPT, &a);
     if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
     run r = {0};
     if ((code = restore_trained(&r, &a)) == CLI_OK) {
@@ -615,8 +635,8 @@ static int write_predictions(run *r, tfl_tensor *out, FILE *f)
 int cli_predict(int argc, char **argv)
 {
     cli_args a;
-    int code = cli_parse("predict", argc, argv, 2, CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_IO,
-                         &a);
+    int code = cli_parse("predict", argc, argv, 2,
+                         CLI_OPT_SET | CLI_OPT_RUN_DIR | CLI_OPT_IO | CLI_OPT_CKPT, &a);
     if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
     /* under mpirun rank 0 alone predicts and writes (one output, in the input's order); the
      * other ranks have nothing to do */

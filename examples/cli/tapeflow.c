@@ -37,6 +37,31 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+static char *warnings;   /* the lines logged since cli_take_warnings, malloc'ed */
+static size_t warnings_len;
+
+void cli_log(void *user, tfl_log_level level, const char *message)
+{
+    (void)user;
+    /* an error reaches the user through the context's kept error (cli_ctx_error) */
+    if (level != TFL_LOG_WARNING) return;
+    const char *kind = "warning";
+    fprintf(stderr, "tapeflow: %s%s: %s\n", cli_rank_label, kind, message);
+    size_t add = strlen(kind) + strlen(message) + 3;
+    char *more = realloc(warnings, warnings_len + add + 1);
+    if (!more) return; /* on stderr already */
+    warnings = more;
+    warnings_len += (size_t)snprintf(warnings + warnings_len, add + 1, "%s: %s\n", kind, message);
+}
+
+char *cli_take_warnings(void)
+{
+    char *w = warnings ? warnings : strdup("");
+    warnings = NULL;
+    warnings_len = 0;
+    return w;
+}
+
 int cli_ctx_error(tfl_ctx *ctx, const char *what)
 {
     tfl_error e = tfl_ctx_error(ctx);
@@ -101,21 +126,26 @@ static void print_help(const char *cmd)
                "                    resume although keys that change the training changed\n",
                set_help);
     else if (!strcmp(cmd, "eval"))
-        printf("usage: tapeflow eval CONFIG [--set PATH=VALUE]... [--run-dir DIR]\n\n"
+        printf("usage: tapeflow eval CONFIG [--set PATH=VALUE]... [--run-dir DIR]\n"
+               "                     [--checkpoint FILE]\n\n"
                "Restores the trained model from the run directory (its newest checkpoint) and\n"
-               "prints its loss and metrics on the config's test data (else its validation\n"
-               "data, else its training data).\n\n%s"
-               "  --run-dir DIR     the run directory (default runs/<config name>)\n",
+               "prints the checkpoint it used, then its loss and metrics on the config's test\n"
+               "data (else its validation data, else its training data). A newest checkpoint\n"
+               "that is damaged is skipped with a warning naming it and why.\n\n%s"
+               "  --run-dir DIR     the run directory (default runs/<config name>)\n"
+               "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
                set_help);
     else if (!strcmp(cmd, "predict"))
         printf("usage: tapeflow predict CONFIG --input FILE [--output FILE] [--set ...]\n"
-               "                        [--run-dir DIR]\n\n"
-               "Restores the trained model from the run directory and writes its outputs for\n"
-               "every example of FILE (IDX or CSV, read like the training data) as CSV: for a\n"
-               "classifier the class and the probability of each class, else the values.\n\n"
+               "                        [--run-dir DIR] [--checkpoint FILE]\n\n"
+               "Restores the trained model from the run directory (its newest checkpoint, named\n"
+               "on stderr) and writes its outputs for every example of FILE (IDX or CSV, read\n"
+               "like the training data) as CSV: for a classifier the class and the probability\n"
+               "of each class, else the values.\n\n"
                "  --input FILE      the examples (an IDX images file, or a CSV file)\n"
                "  --output FILE     where the CSV goes (default: standard output)\n%s"
-               "  --run-dir DIR     the run directory (default runs/<config name>)\n",
+               "  --run-dir DIR     the run directory (default runs/<config name>)\n"
+               "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
                set_help);
     else if (!strcmp(cmd, "config"))
         printf("usage: tapeflow config CONFIG [--set PATH=VALUE]...\n\n"
@@ -193,6 +223,7 @@ int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowe
         if (IS("--run-dir") && (allowed & CLI_OPT_RUN_DIR)) slot = &a->run_dir;
         else if (IS("--input") && (allowed & CLI_OPT_IO)) slot = &a->input;
         else if (IS("--output") && (allowed & CLI_OPT_IO)) slot = &a->output;
+        else if (IS("--checkpoint") && (allowed & CLI_OPT_CKPT)) slot = &a->checkpoint;
         else if (IS("--quiet") && (allowed & CLI_OPT_QUIET) && !eq) {
             a->quiet = true;
             continue;

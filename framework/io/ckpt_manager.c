@@ -406,8 +406,10 @@ static bool usable(tfl_ctx *ctx, const char *path)
     bool ok = ck && tfl_ckpt_verify(ck, NULL) == TFL_OK;
     tfl_ckpt_close(ck);
     if (!ok) {
-        tfl__log(ctx, TFL_LOG_WARNING, "Checkpoint: skipping '%s': %s", path,
-                 tfl_ctx_error(ctx).message);
+        tfl_error e = tfl_ctx_error(ctx);
+        tfl__log(ctx, TFL_LOG_WARNING,
+                 "Checkpoint: skipping '%s', an older checkpoint is used if there is one: %s (%s)",
+                 path, e.message, tfl_status_name(e.code));
         if (clean) tfl_ctx_clear_error(ctx);
     }
     return ok;
@@ -420,18 +422,19 @@ tfl_status tfl_ckpt_latest(tfl_ctx *ctx, const char *directory, const char *pref
     if (!prefix) prefix = "ckpt";
     TFL_CHECK(ctx, directory && prefix_ok(prefix) && strlen(directory) < 3000 && buf,
               TFL_INVALID_ARGUMENT, "tfl_ckpt_latest: NULL or bad directory, prefix or buffer");
-    int64_t latest = -1, *steps = NULL, n = 0;
+    int64_t latest = -1, *steps = NULL, n = 0, tried = -1;
     double *times = NULL, lp = 0;
     char path[4096];
     if (read_index(ctx, directory, prefix, &latest, &steps, &times, &n, &lp)) {
         tfl__host_free(ctx, steps);
         tfl__host_free(ctx, times);
         file_path(directory, prefix, latest, path, sizeof path);
-        if (!usable(ctx, path)) latest = -1;
+        if (!usable(ctx, path)) tried = latest, latest = -1;
     }
     if (latest < 0) {
         n = scan(ctx, directory, prefix, false, &steps);
         for (int64_t i = n - 1; i >= 0 && latest < 0; i--) {
+            if (steps[i] == tried) continue; /* skipped once, and said so */
             file_path(directory, prefix, steps[i], path, sizeof path);
             if (usable(ctx, path)) latest = steps[i];
         }

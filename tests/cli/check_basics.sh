@@ -72,7 +72,7 @@ run 1 predict "$xor" --set training.epochs=150 --run-dir r1 --input nope.csv && 
 printf 'x1\n0\n' > narrow.csv
 run 1 predict "$xor" --set training.epochs=150 --run-dir r1 --input narrow.csv &&
   has err.txt "model.input_shape is [2]"
-run 1 eval "$xor" --run-dir never-trained && has err.txt "no checkpoint in 'never-trained/checkpoints': train first"
+run 1 eval "$xor" --run-dir never-trained && has err.txt "no usable checkpoint in 'never-trained/checkpoints': train first"
 # training again with the same config resumes (here: finds it complete)
 run 0 train "$xor" --set training.epochs=150 --run-dir r1 && has out.txt "trained already: 150 epochs"
 [ "$(wc -l < r1/metrics.csv)" = 151 ] || fail "a finished run's resume changed metrics.csv"
