@@ -173,6 +173,7 @@ static tfl_model *make_model(tfl_config *cfg, bool diag)
         tfl_model_free(model);
         return NULL;
     }
+    cfg->outputs = rank >= 2 && shape[rank - 1] > 0 ? shape[rank - 1] : 0;
     return model;
 }
 
@@ -270,6 +271,11 @@ static tfl_dataset *load_source(tfl_config *cfg, const rsec *s, const char *path
                                 float offset)
 {
     tfl_dataset_opts o = {.scale = scale, .offset = offset};
+    /* class labels of the cross-entropies over several outputs are checked against the
+     * model's outputs as they are read, so a bad one names its file and line */
+    int64_t loss = GETV(cfg->res, "loss")->i;
+    if ((loss == 0 || loss == 1) && cfg->outputs > 1 && cfg->outputs <= INT32_MAX)
+        o.num_classes = (int32_t)cfg->outputs;
     tfl_dataset *ds;
     if (s->kind == 0) {
         const rval *labels = GETV(s, "labels");

@@ -100,6 +100,7 @@ typedef struct cli_tensorboard {
     tfl_callback inner;
     char *text;              /* the resolved config, for the Text tab */
     char event_file[4200];   /* the training event file, once training began ("" before) */
+    char val_event_file[4200]; /* the validation one (the same) */
     bool enabled;
 } cli_tensorboard;
 /** Sets t up: false (nothing to add) when logging.tensorboard is false. resumed_step: the

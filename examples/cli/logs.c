@@ -55,6 +55,8 @@ static tfl_status tb_begin(tfl_model *m, void *user)
     tfl_status st = t->inner.on_train_begin(m, t->inner.user);
     const char *path = st == TFL_OK ? tfl_summary_writer_path(t->tb.train) : NULL;
     if (path) snprintf(t->event_file, sizeof t->event_file, "%s", path);
+    path = st == TFL_OK && t->tb.validation ? tfl_summary_writer_path(t->tb.validation) : NULL;
+    if (path) snprintf(t->val_event_file, sizeof t->val_event_file, "%s", path);
     return st;
 }
 

@@ -316,6 +316,50 @@ static tfl_status save_final(run *r, tfl_ckpt_manager *mgr, const tfl_train_stat
     return st == TFL_OK ? tfl_ckpt_manager_commit(mgr, state->step) : st;
 }
 
+/* What a run directory held before a run wrote to it: a run that fails before its first
+ * step puts it back (a new directory goes again). */
+typedef struct before {
+    bool existed;        /* the directory */
+    char *config;        /* config.yaml's text (NULL: none) */
+    off_t log_size, csv_size; /* run.log's and the metrics CSV's (-1: none) */
+} before;
+
+static off_t file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* A file back to its size before the run (-1: it goes). */
+static void cut_back(const char *path, off_t size)
+{
+    if (size < 0) unlink(path);
+    else if (truncate(path, size) != 0 && errno != ENOENT)
+        fprintf(stderr, "tapeflow: warning: cannot restore '%s': %s\n", path, strerror(errno));
+}
+
+static void undo_run(const before *b, const char *dir, const char *cdir, const char *csv,
+                     const cli_tensorboard *t)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/config.yaml", dir);
+    if (b->config) write_atomic(p, b->config);
+    else unlink(p);
+    snprintf(p, sizeof p, "%s/run.log", dir);
+    cut_back(p, b->log_size);
+    cut_back(csv, b->csv_size);
+    const char *events[] = {t->event_file, t->val_event_file};
+    for (int i = 0; i < 2; i++)
+        if (events[i][0]) unlink(events[i]);
+    const char *sub[] = {"train", "validation"};
+    for (int i = 0; i < 2; i++) { /* only when empty */
+        snprintf(p, sizeof p, "%s/%s", dir, sub[i]);
+        rmdir(p);
+    }
+    rmdir(cdir);
+    if (!b->existed) rmdir(dir);
+}
+
 int cli_train(int argc, char **argv)
 {
     cli_args a;
@@ -334,6 +378,8 @@ int cli_train(int argc, char **argv)
     snprintf(path, sizeof path, "%s/config.yaml", dir);
     char *was = resolved ? read_file(path) : NULL;
     bool same_run = was != NULL;
+    struct stat dir_sb;
+    before bf = {.existed = stat(dir, &dir_sb) == 0};
     /* resuming: the newest checkpoint, and the config it was trained with (else the run
      * directory's config.yaml) compared with this one key by key */
     int64_t ck_step = -1;
@@ -346,7 +392,14 @@ int cli_train(int argc, char **argv)
         run_free(&r);
         return code;
     }
-    free(was);
+    bf.config = was; /* freed at the end */
+    char csv_path[4200];
+    cfg_string(r.cfg, "logging.metrics_csv", buf, sizeof buf);
+    if (buf[0] && strcmp(buf, "null")) snprintf(csv_path, sizeof csv_path, "%s", buf);
+    else snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", dir);
+    bf.csv_size = file_size(csv_path);
+    snprintf(buf, sizeof buf, "%.400s/run.log", dir);
+    bf.log_size = file_size(buf);
     tfl_fit_opts fo;
     if (tfl_config_fit_opts(r.cfg, &r.data, &fo) != TFL_OK) {
         code = cli_ctx_error(r.ctx, "fit options");
@@ -363,6 +416,7 @@ int cli_train(int argc, char **argv)
         code = cli_ctx_error(r.ctx, "resuming");
         fprintf(stderr, "tapeflow: nothing was written\n");
         free(logs);
+        free(was);
         run_free(&r);
         return code;
     }
@@ -373,10 +427,14 @@ int cli_train(int argc, char **argv)
         cli_dist_barrier() != TFL_OK) {
         if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
         else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
+        if (writer) undo_run(&bf, dir, cdir, csv_path, &(cli_tensorboard){0});
         free(logs);
+        free(was);
         run_free(&r);
         return code;
     }
+    cli_tensorboard tbl = {0};
+    run_state rs = {.quiet = a.quiet, .tty = isatty(STDOUT_FILENO), .stopped_epoch = -1};
 
     /* checkpoints: every checkpoint.every epochs (or checkpoint.every_steps steps), on
      * SIGINT/SIGTERM and at the end; resume
@@ -387,14 +445,11 @@ int cli_train(int argc, char **argv)
             .max_to_keep = (int)strtol(cfg_get(r.cfg, "checkpoint.keep", buf, sizeof buf), NULL, 10)});
     if (writer && !mgr) {
         code = cli_ctx_error(r.ctx, "the checkpoint directory");
-        free(logs);
-        run_free(&r);
-        return code;
+        goto out;
     }
     const char *meta_keys[] = {"tapeflow.config"}, *meta_values[] = {resolved};
     tfl_ckpt_save_opts so = {.n_metadata = 1, .metadata_keys = meta_keys,
                              .metadata_values = meta_values};
-    cli_tensorboard tbl = {0};
     double t_start = now_seconds();
     if (resume) {
         if (!a.quiet)
@@ -422,17 +477,12 @@ int cli_train(int argc, char **argv)
                               .last_step = -1};
 
     /* callbacks: metrics CSV, the non-finite guard, checkpoints, progress lines and signals */
-    char csv_path[4200];
-    cfg_string(r.cfg, "logging.metrics_csv", buf, sizeof buf);
-    if (buf[0] && strcmp(buf, "null")) snprintf(csv_path, sizeof csv_path, "%s", buf);
-    else snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", dir);
     tfl_csv_logger csv = {.path = csv_path, .append = fo.initial_epoch > 0 || fo.initial_batch > 0};
     tfl_nonfinite_guard guard = {
         .mode = strcmp(cfg_get(r.cfg, "training.on_nonfinite", buf, sizeof buf), "skip")
                     ? TFL_NONFINITE_HALT
                     : TFL_NONFINITE_SKIP};
-    run_state rs = {.quiet = a.quiet, .tty = isatty(STDOUT_FILENO), .stopped_epoch = -1,
-                    .steps = fo.initial_step};
+    rs.steps = fo.initial_step;
     rs.log_interval = strtoll(cfg_get(r.cfg, "logging.log_interval", buf, sizeof buf), NULL, 10);
     tfl_callback cbs[8] = {tfl_csv_logger_callback(&csv), tfl_nonfinite_guard_callback(&guard),
                            {.on_step_end = on_step, .user = &rs},
@@ -503,9 +553,18 @@ int cli_train(int argc, char **argv)
         code = CLI_OK;
     }
 out:
+    /* a run that failed before its first step leaves the directory as it found it */
+    if (code != CLI_OK && code != CLI_INTERRUPTED && rs.steps == fo.initial_step && writer) {
+        tfl_ckpt_manager_free(mgr);
+        mgr = NULL;
+        undo_run(&bf, dir, cdir, csv_path, &tbl);
+        fprintf(stderr, "tapeflow: no step was trained; the run directory '%s' %s\n", dir,
+                bf.existed ? "is as it was" : "was removed");
+    }
     cli_tensorboard_free(&tbl);
     tfl_ckpt_manager_free(mgr);
     free(logs);
+    free(was);
     run_free(&r);
     return code;
 }
