@@ -11,7 +11,9 @@ static void test_malformed_yaml_has_libyaml_position(void **state)
     expect_diag(f->ctx, "a: [1, 2\nb: 3\n", 2, 2,
                 "malformed YAML: did not find expected ',' or ']' while parsing a flow sequence "
                 "(line 1, column 4)");
-    expect_diag(f->ctx, "a: 1\n\tb: 2\n", 2, 1, "malformed YAML: found a tab character");
+    expect_diag(f->ctx, "a: 1\n\tb: 2\n", 2, 1,
+                "a tab character (line 2, column 1): YAML indents with spaces only; replace the "
+                "tab with spaces");
 }
 
 static void test_duplicate_keys_give_both_positions(void **state)
