@@ -321,7 +321,8 @@ static tfl_status save_final(run *r, tfl_ckpt_manager *mgr, const tfl_train_stat
 typedef struct before {
     bool existed;        /* the directory */
     char *config;        /* config.yaml's text (NULL: none) */
-    off_t log_size, csv_size; /* run.log's and the metrics CSV's (-1: none) */
+    char *csv;           /* the metrics CSV's text (NULL: none) */
+    off_t log_size;      /* run.log's size (-1: none) */
 } before;
 
 static off_t file_size(const char *path)
@@ -338,6 +339,29 @@ static void cut_back(const char *path, off_t size)
         fprintf(stderr, "tapeflow: warning: cannot restore '%s': %s\n", path, strerror(errno));
 }
 
+/* A resumed run's metrics CSV keeps its header and the lines of the epochs before `epoch`:
+ * the lines a run wrote after the checkpoint it resumes from are written again. */
+static void trim_csv(const char *path, const char *text, int epoch)
+{
+    if (!text) return;
+    size_t keep = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        char *end;
+        long e = strtol(line, &end, 10);
+        if (line != text && (end == line || *end != ',' || e >= epoch)) break;
+        keep += len;
+        line += len;
+    }
+    if (text[keep] == 0) return;
+    char *cut = strndup(text, keep);
+    if (!cut || !write_atomic(path, cut))
+        fprintf(stderr, "tapeflow: warning: cannot drop the lines past epoch %d of '%s'\n", epoch,
+                path);
+    free(cut);
+}
+
 static void undo_run(const before *b, const char *dir, const char *cdir, const char *csv,
                      const cli_tensorboard *t)
 {
@@ -347,7 +371,8 @@ static void undo_run(const before *b, const char *dir, const char *cdir, const c
     else unlink(p);
     snprintf(p, sizeof p, "%s/run.log", dir);
     cut_back(p, b->log_size);
-    cut_back(csv, b->csv_size);
+    if (b->csv) write_atomic(csv, b->csv);
+    else unlink(csv);
     const char *events[] = {t->event_file, t->val_event_file};
     for (int i = 0; i < 2; i++)
         if (events[i][0]) unlink(events[i]);
@@ -397,7 +422,7 @@ int cli_train(int argc, char **argv)
     cfg_string(r.cfg, "logging.metrics_csv", buf, sizeof buf);
     if (buf[0] && strcmp(buf, "null")) snprintf(csv_path, sizeof csv_path, "%s", buf);
     else snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", dir);
-    bf.csv_size = file_size(csv_path);
+    bf.csv = read_file(csv_path);
     snprintf(buf, sizeof buf, "%.400s/run.log", dir);
     bf.log_size = file_size(buf);
     tfl_fit_opts fo;
@@ -417,6 +442,7 @@ int cli_train(int argc, char **argv)
         fprintf(stderr, "tapeflow: nothing was written\n");
         free(logs);
         free(was);
+        free(bf.csv);
         run_free(&r);
         return code;
     }
@@ -430,6 +456,7 @@ int cli_train(int argc, char **argv)
         if (writer) undo_run(&bf, dir, cdir, csv_path, &(cli_tensorboard){0});
         free(logs);
         free(was);
+        free(bf.csv);
         run_free(&r);
         return code;
     }
@@ -478,6 +505,7 @@ int cli_train(int argc, char **argv)
 
     /* callbacks: metrics CSV, the non-finite guard, checkpoints, progress lines and signals */
     tfl_csv_logger csv = {.path = csv_path, .append = fo.initial_epoch > 0 || fo.initial_batch > 0};
+    if (csv.append && writer) trim_csv(csv_path, bf.csv, fo.initial_epoch);
     tfl_nonfinite_guard guard = {
         .mode = strcmp(cfg_get(r.cfg, "training.on_nonfinite", buf, sizeof buf), "skip")
                     ? TFL_NONFINITE_HALT
@@ -565,6 +593,7 @@ out:
     tfl_ckpt_manager_free(mgr);
     free(logs);
     free(was);
+    free(bf.csv);
     run_free(&r);
     return code;
 }

@@ -118,12 +118,12 @@ new=$(ls r5/train | grep -vxF "$first" || true)
 "$DUMP" "r5/train/$new" > dump.txt || fail "the resumed run's event file does not read back"
 sed -n 2p dump.txt | grep -qx "session 41 1" || fail "the resumed run's START: $(sed -n 2p dump.txt)"
 grep -qx "text 41 config" dump.txt || fail "the resumed run's config text is not at step 41"
-# the epoch end of the checkpoint's step done again (at 40, the same figure), then steps 45, 50
-[ "$(grep "^scalar" dump.txt | cut -d' ' -f2 | sort -n | uniq | tr '\n' ' ')" = "40 45 50 " ] ||
-  fail "the resumed run's scalars are not at steps 40, 45 and 50: $(grep "^scalar" dump.txt | head -3)"
+# the checkpoint of step 40 was saved after that epoch's end: the resumed run logs steps 45
+# and 50 and no point of step 40 a second time
+[ "$(grep "^scalar" dump.txt | cut -d' ' -f2 | sort -n | uniq | tr '\n' ' ')" = "45 50 " ] ||
+  fail "the resumed run's scalars are not at steps 45 and 50: $(grep "^scalar" dump.txt | head -3)"
 "$DUMP" "r5/train/$first" > first.txt
-[ "$(grep "^scalar 40 epoch/loss " first.txt)" = "$(grep "^scalar 40 epoch/loss " dump.txt)" ] ||
-  fail "the epoch end at step 40 differs after resuming"
+grep -q "^scalar 40 epoch/loss " first.txt || fail "the first run has no epoch point at step 40"
 close "$(value 50 epoch/loss)" "$(awk -F, 'END { print $2 }' r5/metrics.csv)" ||
   fail "the resumed run's last epoch/loss is not metrics.csv's"
 run 0 plot r5/train -o resumed.svg
