@@ -165,7 +165,10 @@ fi
 run 2 plot && has err.txt "no RUN given"
 run 2 plot nope && has err.txt "no run at 'nope'"
 [ ! -e curves.svg ] || fail "a failed plot wrote curves.svg"
-run 2 plot r1 --metric f1 && has err.txt "'f1'"
+run 2 plot r1 --metric f1 && has err.txt "'f1'" &&
+  has err.txt "have no scalar 'f1' (nor epoch/f1 or step/f1); their scalars: " &&
+  has err.txt "epoch/loss" && has err.txt "step/learning_rate"
+grep -q "tags tried" err.txt && fail "plot names the tags it tried, not the run's: $(cat err.txt)"
 run 2 plot r2 --metric f1 && has err.txt "has no metric 'f1' (it has: loss, accuracy, val_loss"
 # a regression's metrics.csv has an accuracy column without values
 run 2 plot r2 --metric accuracy -o acc.svg && has err.txt "r2 has no values of 'accuracy'" &&
