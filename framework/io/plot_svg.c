@@ -241,8 +241,18 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     const char *title = o.title ? o.title : metric;
     const char *xl = o.x_label ? o.x_label : c->x_label[0] ? c->x_label : "x";
     const char *yl = o.y_label ? o.y_label : metric;
-    /* the plot area */
-    double L = 78, R = W - 24, T = 52, B = H - 60, pw = R - L, ph = B - T;
+    /* the plot area: on the left room for the widest y tick label (about 7.6 px a character
+     * at 12 px) and, beside it, the rotated y-axis title (14 px) */
+    char buf[64];
+    size_t widest = 0;
+    for (int i = 0; i < ay.n; i++) {
+        tick_label(&ay, ay.ticks[i], buf, sizeof buf);
+        widest = strlen(buf) > widest ? strlen(buf) : widest;
+    }
+    double label_w = 7.6 * (double)widest;
+    double L = fmax(78, 8 + label_w + 12 + 14 + 8), R = W - 24, T = 52, B = H - 60, pw = R - L,
+           ph = B - T;
+    double y_title = L - 8 - label_w - 12; /* the title's baseline: its glyphs reach 11 px left */
     out s = {.ctx = ctx};
     put(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
             "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"%s\">\n", W, H, W, H,
@@ -273,7 +283,6 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     put(&s, "<rect class=\"frame\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n", L, T,
         pw, ph);
     put(&s, "</g>\n<g class=\"x-axis\" font-size=\"12\" fill=\"#333\" text-anchor=\"middle\">\n");
-    char buf[64];
     for (int i = 0; i < ax.n; i++) {
         double X = L + pw * axis_pos(&ax, ax.ticks[i]);
         tick_label(&ax, ax.ticks[i], buf, sizeof buf);
@@ -292,8 +301,8 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
                 "stroke=\"#444\"/><text x=\"%.2f\" y=\"%.2f\">%s</text>\n", L - 5, Y, L, Y, L - 8,
             Y + 4, buf);
     }
-    put(&s, "<text class=\"label\" x=\"20\" y=\"%.2f\" font-size=\"14\" text-anchor=\"middle\" "
-            "transform=\"rotate(-90 20 %.2f)\">", T + ph / 2, T + ph / 2);
+    put(&s, "<text class=\"label\" x=\"%.2f\" y=\"%.2f\" font-size=\"14\" text-anchor=\"middle\" "
+            "transform=\"rotate(-90 %.2f %.2f)\">", y_title, T + ph / 2, y_title, T + ph / 2);
     if (o.y_label) put_text(&s, yl);
     else put_words(&s, yl);
     put(&s, "</text>\n</g>\n");

@@ -285,6 +285,46 @@ static void test_auto_log_and_labels(void **state)
     remove_tree(dir);
 }
 
+/* The y axis's title stays clear of its tick labels, however long they are (a small learning
+ * rate's "0.00013"): its glyphs (14 px, rotated: about 11 px left of its x and 3 right) end
+ * left of the widest label (12 px, right-aligned 8 px left of the frame; at most 7.6 px a
+ * character). */
+static void test_y_title_clear_of_ticks(void **state)
+{
+    fixture *f = *state;
+    const double x[4] = {1, 2, 3, 4};
+    const double small[4] = {0.000123, 0.00011, 0.00009, 0.00006}, big[4] = {0.69, 0.68, 0.67, 0.66};
+    const double *ys[2] = {small, big};
+    for (int k = 0; k < 2; k++) {
+        tfl_curves *c = tfl_curves_new(f->ctx);
+        assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 4, x, ys[k]), TFL_OK);
+        const char *svg = tfl_curves_svg(c, NULL, NULL);
+        assert_non_null(svg);
+        double frame_x = -1, title_x = -1;
+        const char *p = strstr(svg, "<rect class=\"frame\" x=\"");
+        assert_non_null(p);
+        frame_x = strtod(p + strlen("<rect class=\"frame\" x=\""), NULL);
+        p = strstr(svg, "<g class=\"y-axis\"");
+        assert_non_null(p);
+        const char *t = strstr(p, "<text class=\"label\" x=\"");
+        assert_non_null(t);
+        title_x = strtod(t + strlen("<text class=\"label\" x=\""), NULL);
+        size_t widest = 0; /* the tick labels: "...><text x=.. y=..>LABEL</text>" before it */
+        for (const char *q = p; (q = strstr(q, "\"/><text x=\"")) && q < t; q++) {
+            const char *open = strchr(q + 3, '>'), *close = strstr(open, "</text>");
+            if ((size_t)(close - open - 1) > widest) widest = (size_t)(close - open - 1);
+        }
+        assert_true(widest >= (k == 0 ? 7u : 4u)); /* "0.00012", "0.69" */
+        double labels_left = frame_x - 8 - 7.6 * (double)widest;
+        if (!(title_x + 3 + 4 <= labels_left))
+            print_error("title at x %.1f, tick labels from x %.1f (frame %.1f)\n", title_x,
+                        labels_left, frame_x);
+        assert_true(title_x + 3 + 4 <= labels_left); /* 4 px apart at least */
+        assert_true(title_x - 11 >= 0);                 /* inside the picture */
+        tfl_curves_free(c);
+    }
+}
+
 static void test_added_curves_and_errors(void **state)
 {
     fixture *f = *state;
@@ -328,6 +368,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_csv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_log_and_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_y_title_clear_of_ticks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_added_curves_and_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
