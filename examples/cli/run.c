@@ -732,6 +732,19 @@ int cli_predict(int argc, char **argv)
     run r = {0};
     if ((code = restore_trained(&r, &a)) == CLI_OK) {
         tfl_dataset *ds = tfl_config_load_examples(r.cfg, &r.data, a.input);
+        double loss = NAN, acc = NAN;
+        if (ds && tfl_dataset_has_labels(ds)) { /* the training layout: scored, not an input */
+            if (tfl_model_evaluate(r.model, ds, 256, &loss, &acc) != TFL_OK) {
+                tfl_dataset_free(ds);
+                ds = NULL;
+            } else {
+                fprintf(stderr, "tapeflow: %s has the training data's label column: not an "
+                        "input; on its labels loss %.4f", a.input, loss);
+                if (!isnan(acc)) fprintf(stderr, ", accuracy %.4f", acc);
+                fprintf(stderr, " (%lld examples)\n", (long long)tfl_dataset_size(ds));
+            }
+        }
+        tfl_frame_push(r.ctx); /* the outputs and what is made of them go with the frame */
         tfl_tensor *out = ds ? tfl_model_predict(r.model, ds, 256) : NULL;
         if (!out) {
             code = cli_ctx_error(r.ctx, a.input);
@@ -748,6 +761,7 @@ int cli_predict(int argc, char **argv)
                 }
             }
         }
+        tfl_frame_pop(r.ctx);
         tfl_dataset_free(ds);
     }
     run_free(&r);
