@@ -146,26 +146,6 @@ static void add_panel(text *t, const char *svg, int x, int y, int index)
     adds(t, p);
 }
 
-/* Writes text to path through a temporary file beside it; "-": standard output. */
-static bool write_text(const char *path, const char *s, size_t n)
-{
-    if (!strcmp(path, "-")) return fwrite(s, 1, n, stdout) == n && fflush(stdout) == 0;
-    char tmp[4400];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return false;
-    bool ok = fwrite(s, 1, n, f) == n;
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) return true;
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-    return false;
-}
-
 int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs, const char *const *metrics,
                      int n_metrics, const tfl_plot_opts *opts, const char *path, int *n_curves)
 {
@@ -222,9 +202,13 @@ int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs, const c
         cli_error("plot: out of memory");
         code = CLI_RUNTIME;
     }
-    if (code == CLI_OK && !write_text(path, doc.s, doc.n)) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        code = CLI_RUNTIME;
+    if (code == CLI_OK && !strcmp(path, "-")) { /* standard output */
+        if (fwrite(doc.s, 1, doc.n, stdout) != doc.n || fflush(stdout) != 0) {
+            cli_error("cannot write the SVG to standard output: %s", strerror(errno));
+            code = CLI_RUNTIME;
+        }
+    } else if (code == CLI_OK && tfl_file_write_atomic(ctx, path, doc.s, doc.n) != TFL_OK) {
+        code = cli_ctx_error(ctx, "plot");
     }
     if (n_curves) *n_curves = total;
     free(doc.s);

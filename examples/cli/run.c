@@ -18,23 +18,6 @@
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
-/* mkdir -p */
-static bool make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return false;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) == 0 || errno == EEXIST;
-}
-
 /* The whole file, NUL-terminated (malloc'ed); NULL when it cannot be read. */
 static char *read_file(const char *path)
 {
@@ -53,32 +36,6 @@ static char *read_file(const char *path)
     if (buf) buf[n] = 0;
     fclose(f);
     return buf;
-}
-
-/* Writes text to path atomically: a temporary file beside it, fsync, rename. */
-static bool write_atomic(const char *path, const char *text)
-{
-    char tmp[4400];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) return false;
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    bool ok = off == len && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) return true;
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-    return false;
 }
 
 /* A resolved config without its first line, a comment naming the file it came from. */
@@ -341,7 +298,7 @@ static void cut_back(const char *path, off_t size)
 
 /* A resumed run's metrics CSV keeps its header and the lines of the epochs before `epoch`:
  * the lines a run wrote after the checkpoint it resumes from are written again. */
-static void trim_csv(const char *path, const char *text, int epoch)
+static void trim_csv(tfl_ctx *ctx, const char *path, const char *text, int epoch)
 {
     if (!text) return;
     size_t keep = 0;
@@ -356,22 +313,24 @@ static void trim_csv(const char *path, const char *text, int epoch)
     }
     if (text[keep] == 0) return;
     char *cut = strndup(text, keep);
-    if (!cut || !write_atomic(path, cut))
-        fprintf(stderr, "tapeflow: warning: cannot drop the lines past epoch %d of '%s'\n", epoch,
-                path);
+    if (!cut || tfl_file_write_atomic(ctx, path, cut, keep) != TFL_OK) {
+        fprintf(stderr, "tapeflow: warning: cannot drop the lines past epoch %d of '%s': %s\n",
+                epoch, path, cut ? tfl_ctx_error(ctx).message : "out of memory");
+        tfl_ctx_clear_error(ctx);
+    }
     free(cut);
 }
 
-static void undo_run(const before *b, const char *dir, const char *cdir, const char *csv,
-                     const cli_tensorboard *t)
+static void undo_run(tfl_ctx *ctx, const before *b, const char *dir, const char *cdir,
+                     const char *csv, const cli_tensorboard *t)
 {
     char p[4200];
     snprintf(p, sizeof p, "%s/config.yaml", dir);
-    if (b->config) write_atomic(p, b->config);
+    if (b->config) tfl_file_write_atomic(ctx, p, b->config, strlen(b->config));
     else unlink(p);
     snprintf(p, sizeof p, "%s/run.log", dir);
     cut_back(p, b->log_size);
-    if (b->csv) write_atomic(csv, b->csv);
+    if (b->csv) tfl_file_write_atomic(ctx, csv, b->csv, strlen(b->csv));
     else unlink(csv);
     const char *events[] = {t->event_file, t->val_event_file};
     for (int i = 0; i < 2; i++)
@@ -449,11 +408,12 @@ int cli_train(int argc, char **argv)
     /* under mpirun every rank has read the run directory before rank 0 writes it */
     bool writer = cli_dist_writer();
     if (cli_dist_barrier() != TFL_OK ||
-        !resolved || (writer && (!make_dirs(dir) || !write_atomic(path, resolved))) ||
+        !resolved ||
+        (writer && (tfl_make_dirs(r.ctx, dir) != TFL_OK ||
+                    tfl_file_write_atomic(r.ctx, path, resolved, strlen(resolved)) != TFL_OK)) ||
         cli_dist_barrier() != TFL_OK) {
-        if (!resolved) code = cli_ctx_error(r.ctx, "resolving the config");
-        else cli_error("cannot write '%s': %s", path, strerror(errno)), code = CLI_RUNTIME;
-        if (writer) undo_run(&bf, dir, cdir, csv_path, &(cli_tensorboard){0});
+        code = cli_ctx_error(r.ctx, !resolved ? "resolving the config" : "the run directory");
+        if (writer) undo_run(r.ctx, &bf, dir, cdir, csv_path, &(cli_tensorboard){0});
         free(logs);
         free(was);
         free(bf.csv);
@@ -505,7 +465,7 @@ int cli_train(int argc, char **argv)
 
     /* callbacks: metrics CSV, the non-finite guard, checkpoints, progress lines and signals */
     tfl_csv_logger csv = {.path = csv_path, .append = fo.initial_epoch > 0 || fo.initial_batch > 0};
-    if (csv.append && writer) trim_csv(csv_path, bf.csv, fo.initial_epoch);
+    if (csv.append && writer) trim_csv(r.ctx, csv_path, bf.csv, fo.initial_epoch);
     tfl_nonfinite_guard guard = {
         .mode = strcmp(cfg_get(r.cfg, "training.on_nonfinite", buf, sizeof buf), "skip")
                     ? TFL_NONFINITE_HALT
@@ -585,7 +545,7 @@ out:
     if (code != CLI_OK && code != CLI_INTERRUPTED && rs.steps == fo.initial_step && writer) {
         tfl_ckpt_manager_free(mgr);
         mgr = NULL;
-        undo_run(&bf, dir, cdir, csv_path, &tbl);
+        undo_run(r.ctx, &bf, dir, cdir, csv_path, &tbl);
         fprintf(stderr, "tapeflow: no step was trained; the run directory '%s' %s\n", dir,
                 bf.existed ? "is as it was" : "was removed");
     }

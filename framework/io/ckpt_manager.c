@@ -11,6 +11,8 @@
 #include "io/safetensors.h"
 
 #include <dirent.h>
+#include <tapeflow/files.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,13 +260,7 @@ tfl_ckpt_manager *tfl_ckpt_manager_new(tfl_ctx *ctx, const char *directory,
                   "tfl_ckpt_manager_new: "
                   "prefix '%s' must be 1 to 39 letters, digits, '_', '.' or '-'",
                   prefix);
-    if (mkdir(directory, 0755) != 0 && errno != EEXIST) {
-        tfl__set_error(ctx, TFL_FAILED_PRECONDITION,
-                       "tfl_ckpt_manager_new: cannot create '%s': "
-                       "%s",
-                       directory, strerror(errno));
-        return NULL;
-    }
+    if (tfl_make_dirs(ctx, directory) != TFL_OK) return NULL; /* mkdir -p */
     tfl_ckpt_manager *m = tfl__obj_new(ctx, sizeof *m, TFL__MAGIC_CKPT_MANAGER, manager_free_obj);
     if (!m) return NULL;
     m->ctx = ctx;

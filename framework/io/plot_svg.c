@@ -5,6 +5,8 @@
  * palette (training solid, validation dashed), markers when a curve has few points, and a
  * legend in the corner of the plot that hides the fewest points.
  */
+#include <tapeflow/files.h>
+
 #include "io/plot_internal.h"
 
 #include <errno.h>
@@ -402,18 +404,5 @@ tfl_status tfl_curves_write_svg(tfl_curves *c, const char *path, const tfl_plot_
     size_t n = 0;
     const char *svg = tfl_curves_svg(c, opts, &n);
     if (!svg) return tfl_ctx_status(c->ctx);
-    size_t k = strlen(path) + 8;
-    char *tmp = tfl__host_alloc(c->ctx, k, 1);
-    TFL_CHECK(c->ctx, tmp, TFL_RESOURCE_EXHAUSTED, "tfl_curves_write_svg: out of memory");
-    snprintf(tmp, k, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(svg, 1, n, f) == n;
-    int err = errno;
-    if (f && fclose(f) != 0) ok = false, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, err = errno;
-    if (!ok) remove(tmp);
-    tfl__host_free(c->ctx, tmp);
-    TFL_CHECK(c->ctx, ok, TFL_FAILED_PRECONDITION, "tfl_curves_write_svg: cannot write '%.256s': "
-              "%s", path, strerror(err));
-    return TFL_OK;
+    return tfl_file_write_atomic(c->ctx, path, svg, n);
 }

@@ -14,6 +14,7 @@
 #include <tapeflow/random.h>
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
+#include <tapeflow/files.h>
 #include <tapeflow/checkpoint.h>
 #include <tapeflow/summary.h>
 #include <tapeflow/plot.h>
