@@ -10,6 +10,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -232,5 +234,12 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
     if (seed) TFL_TRY(tfl_ctx_set_seed(cfg->ctx, (uint64_t)seed));
     if (threads) TFL_TRY(tfl_ctx_set_num_threads(cfg->ctx, (int)threads));
     tfl_ctx_set_deterministic(cfg->ctx, tfl__rget(tr, "deterministic")->i != 0);
+    /* training.device: a device scope for what is made from here on (once per config) */
+    const rval *dev = tfl__rget(tr, "device");
+    if (!cfg->device_scope && dev && dev->set && strcasecmp(dev->s, "auto") != 0) {
+        const char *name = strcasecmp(dev->s, "GPU") == 0 ? "GPU:0" : dev->s;
+        TFL_TRY(tfl_device_scope_push(cfg->ctx, name));
+        cfg->device_scope = true;
+    }
     return TFL_OK;
 }

@@ -85,7 +85,8 @@ tfl_status cli_dist_barrier(void);
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
                  int cap, tfl_nonfinite_guard *guard);
 /** The device scope of this process for training.device `requested` into device ("": none).
- * One process: requested as given ("auto": ""). Under mpirun: tfl_comm_device (one rank per
+ * One process: "" (tfl_config_apply_context opened training.device's scope). Under mpirun,
+ * inside that scope: tfl_comm_device (one rank per
  * GPU: GPU:(local rank mod GPUs) for auto and GPU; an explicit GPU:N refused with several
  * ranks on a host), logged on stderr by every rank; CLI_USAGE on a refusal. */
 int cli_dist_device(const char *requested, char *device, size_t size);

@@ -134,17 +134,21 @@ static int build(run *r, const cli_args *a)
     }
     int code;
     if (!(r->cfg = cli_load_config(r->ctx, a, &code))) return code;
-    /* training.device: everything made from here on is placed there (soft placement: a GPU
-     * this build or machine lacks falls back to the CPU) */
+    /* training.device: tfl_config_apply_context opens its scope (soft placement: a GPU this
+     * build or machine lacks falls back to the CPU); under mpirun one rank drives one GPU
+     * (dist.c), a scope inside that one */
     char req[64], dev[64];
     cfg_string(r->cfg, "training.device", req, sizeof req);
-    /* under mpirun one rank drives one GPU (dist.c) */
+    if (tfl_config_apply_context(r->cfg) != TFL_OK) {
+        cli_error("%s: %s", a->config, tfl_ctx_error(r->ctx).message);
+        return CLI_USAGE;
+    }
     if ((code = cli_dist_device(req, dev, sizeof dev)) != CLI_OK) return code;
     if (dev[0] && tfl_device_scope_push(r->ctx, dev) != TFL_OK) {
         cli_error("%s: training.device: %s", a->config, tfl_ctx_error(r->ctx).message);
         return CLI_USAGE;
     }
-    if (tfl_config_apply_context(r->cfg) == TFL_OK && (r->model = tfl_config_build_model(r->cfg)) &&
+    if ((r->model = tfl_config_build_model(r->cfg)) &&
         (r->opt = tfl_config_build_optimizer(r->cfg)) &&
         tfl_config_compile(r->cfg, r->model, r->opt) == TFL_OK &&
         tfl_config_build_datasets(r->cfg, &r->data) == TFL_OK)

@@ -433,6 +433,33 @@ static void test_invalid_config_builds_nothing(void **state)
 
 /* training.deterministic reaches the context; training.sync_every the fit options, its null
  * default the gcd of the intervals logging and step checkpoints act on. */
+/* tfl_config_apply_context applies training.device: a device scope, once per config; auto
+ * opens none. */
+static void test_apply_context_device(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    const char *cpu[] = {"training.device=CPU:0"};
+    tfl_config *cfg = parse_with(f->ctx, BASE_YAML, cpu, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK); /* not a second scope */
+    tfl_tensor *t = tfl_zeros(f->ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){2});
+    assert_string_equal(tfl_tensor_device(t), "CPU:0");
+    tfl_tensor_release(t);
+    assert_int_equal(tfl_device_scope_pop(f->ctx), TFL_OK);           /* the config's */
+    assert_int_not_equal(tfl_device_scope_pop(f->ctx), TFL_OK);       /* no other */
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+    const char *autodev[] = {"training.device=auto"};
+    cfg = parse_with(f->ctx, BASE_YAML, autodev, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_not_equal(tfl_device_scope_pop(f->ctx), TFL_OK); /* auto: none opened */
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+}
+
 static void test_device_keys(void **state)
 {
     fixture *f = *state;
@@ -519,6 +546,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_invalid_config_builds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_context_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_markdown, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -175,8 +175,12 @@ TFL_API void tfl_config_datasets_free(tfl_config_datasets *data);
 TFL_API tfl_status tfl_config_fit_opts(const tfl_config *cfg, const tfl_config_datasets *data,
                                        tfl_fit_opts *out);
 
-/** Applies training.seed (when not 0), training.threads (when not 0) and
- * training.deterministic (tfl_ctx_set_deterministic) to the context. */
+/** Applies training.seed (when not 0), training.threads (when not 0),
+ * training.deterministic (tfl_ctx_set_deterministic) and training.device to the context: a
+ * device other than auto opens a device scope (tfl_device_scope_push; "GPU" is GPU:0) for
+ * everything made afterwards, once per config, and stays open (soft placement: a GPU the
+ * machine lacks falls back to the CPU). Errors: FAILED_PRECONDITION (an invalid config),
+ * tfl_ctx_set_seed's, tfl_device_scope_push's. */
 TFL_API tfl_status tfl_config_apply_context(tfl_config *cfg);
 
 /* ---- reading resolved values ---------------------------------------------------------------- */
