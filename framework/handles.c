@@ -33,6 +33,8 @@ static const char *kind_name(uint32_t magic)
         return "event reader";
     case TFL__MAGIC_CURVES:
         return "curves";
+    case TFL__MAGIC_RUN:
+        return "run";
     case TFL__MAGIC_COMM:
         return "communicator";
     default:

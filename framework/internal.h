@@ -333,6 +333,7 @@ typedef struct tfl__ctx_obj {
 #define TFL__MAGIC_EVREADER 0x65767264u  /* "evrd": an event file reader */
 #define TFL__MAGIC_CURVES 0x63757276u    /* "curv": curves to plot */
 #define TFL__MAGIC_COMM 0x636f6d6du      /* "comm": a communicator (dist/) */
+#define TFL__MAGIC_RUN 0x72756e21u       /* "run!": a training run (configs/run.c) */
 
 /** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
  * struct from ops/op.h, or NULL). */

@@ -42,14 +42,9 @@ int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowe
 
 /** "tapeflow: error: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/**
- * The program's log sink for its contexts (level WARNING): each line on stderr as
- * "tapeflow: warning: ..." at once, and kept until cli_take_warnings (a run's run.log
- * records them).
- */
+/** The program's log sink for the contexts of the checkpoint commands (level WARNING): each
+ * line on stderr as "tapeflow: warning: ..." (a run routes its own: tapeflow/run.h). */
 void cli_log(void *user, tfl_log_level level, const char *message);
-/** The warnings logged since the last call, one per line ("" when none); the caller frees. */
-char *cli_take_warnings(void);
 /** The context's kept error as a runtime error; returns CLI_RUNTIME. */
 int cli_ctx_error(tfl_ctx *ctx, const char *what);
 
@@ -65,8 +60,8 @@ const char *cli_run_dir(const tfl_config *cfg, const cli_args *a, char *buf, siz
 
 /** Set (to the signal) by SIGINT/SIGTERM once cli_catch_signals ran. */
 extern volatile sig_atomic_t cli_interrupted;
-/** Set by the same signals: the step-checkpoint callback saves, clears it and stops fit. */
-extern volatile sig_atomic_t cli_save_request;
+/** The run the same signals cancel (tfl_run_cancel: its step finishes and is saved). */
+extern tfl_run *volatile cli_current_run;
 void cli_catch_signals(void);
 
 /* examples/cli/dist.c: training under mpirun (one rank without it: nothing changes) */
@@ -95,22 +90,6 @@ int cli_dist_device(const char *requested, char *device, size_t size);
 const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
-/** TensorBoard logging of a training run (logs.c), from the config's logging section. */
-typedef struct cli_tensorboard {
-    tfl_tensorboard tb;      /* first: the library's seams get this struct as their user */
-    tfl_callback inner;
-    char *text;              /* the resolved config, for the Text tab */
-    char event_file[4200];   /* the training event file, once training began ("" before) */
-    char val_event_file[4200]; /* the validation one (the same) */
-    bool enabled;
-} cli_tensorboard;
-/** Sets t up: false (nothing to add) when logging.tensorboard is false. resumed_step: the
- * step training resumes from (0: a new run); it gets SessionLog{START} at resumed_step + 1. */
-bool cli_tensorboard_init(cli_tensorboard *t, const tfl_config *cfg, const char *run_dir,
-                          int64_t resumed_step, const char *resolved);
-tfl_callback cli_tensorboard_callback(cli_tensorboard *t);
-void cli_tensorboard_free(cli_tensorboard *t);
-
 /** A run to plot: its directory (or metrics.csv, or event file) and legend name (NULL: the
  * path's last component). */
 typedef struct cli_plot_run {
@@ -123,9 +102,9 @@ int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs,
                      const char *path, int *n_curves);
 
 /** At the end of a run: curves.svg in the run directory (a warning when it cannot be made)
- * and, unless quiet, the paths of the event file and of the plot. */
+ * and, unless quiet, the paths of the event file ("" when none) and of the plot. */
 void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
-                        const char *csv_path, const cli_tensorboard *t, bool quiet);
+                        const char *csv_path, const char *event_file, bool quiet);
 
 int cli_train(int argc, char **argv);
 int cli_plot(int argc, char **argv);

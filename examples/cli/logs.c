@@ -1,8 +1,6 @@
 /*
- * examples/cli/logs.c: what a run leaves to look at beyond metrics.csv: TensorBoard event
- * files (the library's tfl_tensorboard_callback, set from the config's logging section),
- * curves.svg at the end of `tapeflow train`, and `tapeflow plot`, which draws the curves of
- * one or several runs (tapeflow/plot.h), a panel per metric.
+ * examples/cli/logs.c: curves.svg at the end of `tapeflow train`, and `tapeflow plot`, which
+ * draws the curves of one or several runs (tapeflow/plot.h), a panel per metric.
  */
 #include "cli.h"
 
@@ -10,89 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ---- TensorBoard ----------------------------------------------------------------------------- */
-
-static bool cfg_true(const tfl_config *cfg, const char *path)
-{
-    char buf[16];
-    return tfl_config_get(cfg, path, buf, sizeof buf) >= 0 && !strcmp(buf, "true");
-}
-
-static double cfg_number(const tfl_config *cfg, const char *path, double dflt)
-{
-    char buf[64];
-    if (tfl_config_get(cfg, path, buf, sizeof buf) < 0) return dflt;
-    char *end;
-    double v = strtod(buf, &end);
-    return end != buf ? v : dflt;
-}
-
-/* the resolved config as Markdown for TensorBoard's Text tab: an indented code block */
-static char *config_text(const char *resolved)
-{
-    size_t lines = 1;
-    for (const char *p = resolved; *p; p++)
-        lines += *p == '\n';
-    char *text = malloc(strlen(resolved) + 4 * lines + 1), *o = text;
-    if (!text) return NULL;
-    for (const char *p = resolved; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        memcpy(o, "    ", 4);
-        memcpy(o + 4, p, n);
-        o += 4 + n;
-        *o++ = '\n';
-        p += n + (e != NULL);
-    }
-    *o = 0;
-    return text;
-}
-
-static tfl_status tb_begin(tfl_model *m, void *user)
-{
-    cli_tensorboard *t = user;
-    tfl_status st = t->inner.on_train_begin(m, t->inner.user);
-    const char *path = st == TFL_OK ? tfl_summary_writer_path(t->tb.train) : NULL;
-    if (path) snprintf(t->event_file, sizeof t->event_file, "%s", path);
-    path = st == TFL_OK && t->tb.validation ? tfl_summary_writer_path(t->tb.validation) : NULL;
-    if (path) snprintf(t->val_event_file, sizeof t->val_event_file, "%s", path);
-    return st;
-}
-
-bool cli_tensorboard_init(cli_tensorboard *t, const tfl_config *cfg, const char *run_dir,
-                          int64_t resumed_step, const char *resolved)
-{
-    memset(t, 0, sizeof *t);
-    if (!cfg_true(cfg, "logging.tensorboard")) return false;
-    t->text = resolved ? config_text(resolved) : NULL;
-    t->tb =
-        (tfl_tensorboard){.logdir = run_dir,
-                          .every_steps = (int64_t)cfg_number(cfg, "logging.every_steps", 50),
-                          .histograms = cfg_true(cfg, "logging.histograms"),
-                          .initial_step = resumed_step, /* SessionLog{START} at resumed_step + 1 */
-                          .text = t->text,
-                          .writer = {.flush_secs = cfg_number(cfg, "logging.flush_seconds", 10)}};
-    t->inner = tfl_tensorboard_callback(&t->tb);
-    t->enabled = true;
-    return true;
-}
-
-tfl_callback cli_tensorboard_callback(cli_tensorboard *t)
-{
-    /* the library's seams, but train begin also notes the event file; the user pointer is
-     * t, whose first member is the library's settings */
-    tfl_callback cb = t->inner;
-    cb.on_train_begin = tb_begin;
-    cb.user = t;
-    return cb;
-}
-
-void cli_tensorboard_free(cli_tensorboard *t)
-{
-    free(t->text);
-    t->text = NULL;
-}
 
 /* ---- curves as SVG --------------------------------------------------------------------------- */
 
@@ -283,7 +198,7 @@ int cli_plot(int argc, char **argv)
 /* ---- the end of tapeflow train --------------------------------------------------------------- */
 
 void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
-                        const char *csv_path, const cli_tensorboard *t, bool quiet)
+                        const char *csv_path, const char *event_file, bool quiet)
 {
     /* curves.svg: loss, and accuracy when measured, from metrics.csv (else the event files) */
     char buf[256], svg[4200], csv_default[4200];
@@ -302,7 +217,7 @@ void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir
         svg[0] = 0;
     }
     if (quiet) return;
-    if (t && t->event_file[0]) {
+    if (event_file && event_file[0]) {
         char parent[4096];
         snprintf(parent, sizeof parent, "%s", run_dir);
         char *s = strrchr(parent, '/');
@@ -310,7 +225,7 @@ void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir
             *s = 0;
         else
             snprintf(parent, sizeof parent, "%s", run_dir);
-        printf("event file: %s (tensorboard --logdir %s)\n", t->event_file, parent);
+        printf("event file: %s (tensorboard --logdir %s)\n", event_file, parent);
     }
     if (svg[0]) printf("curves: %s\n", svg);
 }

@@ -9,12 +9,12 @@
 #include <string.h>
 
 volatile sig_atomic_t cli_interrupted = 0;
-volatile sig_atomic_t cli_save_request = 0;
+tfl_run *volatile cli_current_run = NULL;
 
 static void on_signal(int sig)
 {
     cli_interrupted = sig;
-    cli_save_request = 1;
+    tfl_run_cancel(cli_current_run); /* sets a sig_atomic_t: safe here */
 }
 
 void cli_catch_signals(void)
@@ -37,29 +37,12 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-static char *warnings;   /* the lines logged since cli_take_warnings, malloc'ed */
-static size_t warnings_len;
-
 void cli_log(void *user, tfl_log_level level, const char *message)
 {
     (void)user;
     /* an error reaches the user through the context's kept error (cli_ctx_error) */
-    if (level != TFL_LOG_WARNING) return;
-    const char *kind = "warning";
-    fprintf(stderr, "tapeflow: %s%s: %s\n", cli_rank_label, kind, message);
-    size_t add = strlen(kind) + strlen(message) + 3;
-    char *more = realloc(warnings, warnings_len + add + 1);
-    if (!more) return; /* on stderr already */
-    warnings = more;
-    warnings_len += (size_t)snprintf(warnings + warnings_len, add + 1, "%s: %s\n", kind, message);
-}
-
-char *cli_take_warnings(void)
-{
-    char *w = warnings ? warnings : strdup("");
-    warnings = NULL;
-    warnings_len = 0;
-    return w;
+    if (level == TFL_LOG_WARNING)
+        fprintf(stderr, "tapeflow: %swarning: %s\n", cli_rank_label, message);
 }
 
 int cli_ctx_error(tfl_ctx *ctx, const char *what)

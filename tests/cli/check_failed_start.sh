@@ -17,13 +17,13 @@ printf 'x1,x2,label\n0,0,0\n0,1,1\n1,0,1\n1,1,0\n' > data/xor.csv
 echo x > blocker
 run 1 train xor.yaml --run-dir r --set training.epochs=2 --set checkpoint.directory=blocker/ckpts
 has err.txt "blocker/ckpts"
-has err.txt "no step was trained; the run directory 'r' was removed"
+has err.txt "no step was trained: the run directory 'r' was removed"
 [ -e r ] && fail "a run that failed before its first step left: $(find r)"
 # an existing run: the same failure leaves every file as it was
 run 0 train xor.yaml --run-dir r --set training.epochs=2 --quiet
 (cd r && find . -type f | sort | xargs md5sum) > before.txt
 run 1 train xor.yaml --run-dir r --set training.epochs=3 --set checkpoint.directory=blocker/ckpts
-has err.txt "the run directory 'r' is as it was"
+has err.txt "no step was trained: the run directory 'r' is as it was"
 (cd r && find . -type f | sort | xargs md5sum) > after.txt
 cmp -s before.txt after.txt || fail "a failed start changed the run: $(diff before.txt after.txt)"
 finish

@@ -52,7 +52,7 @@ run 0 train "$xor" --set training.epochs=5 --set optimizer.learning_rate=0.5 \
   --allow-config-change --quiet --run-dir r
 has err.txt "  optimizer.learning_rate: 0.05 -> 0.5   [changes the training]"
 has err.txt "  logging.log_interval: 1 -> 0"
-has r/run.log "config changes since r/checkpoints/ckpt-00000004.safetensors (with --allow-config-change):"
+has r/run.log "config changes since r/checkpoints/ckpt-00000004.safetensors (changes of the training allowed):"
 has r/run.log "    optimizer.learning_rate: 0.05 -> 0.5"
 [ "$(wc -l < r/metrics.csv)" = 6 ] || fail "metrics.csv does not hold 5 epochs"
 

@@ -26,6 +26,7 @@
 #include <tapeflow/model.h>
 #include <tapeflow/distributed.h>
 #include <tapeflow/config.h>
+#include <tapeflow/run.h>
 #include <tapeflow/train_state.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */
