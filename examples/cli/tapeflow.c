@@ -83,7 +83,8 @@ static const char set_help[] =
     "                    the config is validated): --set optimizer.learning_rate=3e-4,\n"
     "                    --set model.layers[1].dense.units=64\n";
 
-static void print_help(const char *cmd)
+/* The help of the commands that take a config; false for another command. */
+static bool help_config_cmd(const char *cmd)
 {
     if (!strcmp(cmd, "train"))
         printf("usage: tapeflow train CONFIG [--set PATH=VALUE]... [--run-dir DIR] [--quiet]\n"
@@ -137,6 +138,15 @@ static void print_help(const char *cmd)
                "Validates CONFIG with its overrides and prints the resolved config as YAML,\n"
                "every default explicit; it loads back to the same resolved config.\n\n%s",
                set_help);
+    else
+        return false;
+    return true;
+}
+
+static void print_help(const char *cmd)
+{
+    if (help_config_cmd(cmd))
+        return;
     else if (!strcmp(cmd, "plot"))
         printf("usage: tapeflow plot RUN... [--metric NAME]... [-o FILE]\n"
                "                     [--log-y | --linear-y] [--title TEXT]\n\n"
