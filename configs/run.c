@@ -7,6 +7,7 @@
 #include "configs_internal.h"
 
 #include <tapeflow/files.h>
+#include <tapeflow/plot.h>
 #include <tapeflow/run.h>
 #include <tapeflow/train_state.h>
 
@@ -455,6 +456,31 @@ static tfl_status save_final(tfl_run *r, tfl_ckpt_manager *mgr, const tfl_train_
     return st == TFL_OK ? tfl_ckpt_manager_commit(mgr, state->step) : st;
 }
 
+/* curves.svg in the run directory: loss, and accuracy when measured, per epoch from the
+ * metrics file (else the event files); a warning when it cannot be made. */
+static void write_curves(tfl_run *r, tfl_run_result *res)
+{
+    const rval *m = GETV(r->cfg->res, "metrics");
+    bool acc = false;
+    for (int i = 0; m->set && i < m->n; i++) acc = acc || m->ints[i] == 0;
+    const char *metrics[2] = {"loss", "accuracy"};
+    char csv_default[4200], path[4200];
+    snprintf(csv_default, sizeof csv_default, "%s/metrics.csv", r->dir);
+    const char *slash = strrchr(r->dir, '/');
+    tfl_plot_run run = {r->dir, slash && slash[1] ? slash + 1 : r->dir};
+    if (strcmp(r->csv, csv_default) && access(r->csv, R_OK) == 0) run.path = r->csv;
+    snprintf(path, sizeof path, "%s/curves.svg", r->dir);
+    bool clean = tfl_ctx_status(r->ctx) == TFL_OK;
+    if (tfl_plot_runs(r->ctx, &run, 1, metrics, acc ? 2 : 1,
+                      &(tfl_plot_opts){.log_y_auto = true}, path, NULL, NULL) == TFL_OK) {
+        snprintf(res->curves, sizeof res->curves, "%s", path);
+        return;
+    }
+    tfl__log(r->ctx, TFL_LOG_WARNING, "no %s (%s); the run is complete", path,
+             tfl_ctx_error(r->ctx).message);
+    if (clean) tfl_ctx_clear_error(r->ctx);
+}
+
 /* Everything train does once the run directory holds this run. */
 typedef struct session {
     tfl_run *r;
@@ -534,6 +560,7 @@ static tfl_status fit_run(session *s, tfl_ckpt_manager *mgr, board *tb, watch *w
         TFL_TRY(save_final(r, mgr, &s->state, &so));
     }
     res->saved = true;
+    if (r->one.writer) write_curves(r, res);
     if (r->data.test)
         TFL_TRY(tfl_model_evaluate_replicated(r->model, r->data.test, fo->batch_size,
                                               fo->replicas, &res->test_loss, &res->test_accuracy));

@@ -90,21 +90,8 @@ int cli_dist_device(const char *requested, char *device, size_t size);
 const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
-/** A run to plot: its directory (or metrics.csv, or event file) and legend name (NULL: the
- * path's last component). */
-typedef struct cli_plot_run {
-    const char *path, *name;
-} cli_plot_run;
-/** Draws the runs' curves of each metric (a panel each, two per row) into path ("-":
- * standard output). Errors are printed; returns CLI_USAGE for a missing run or metric. */
-int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs,
-                     const char *const *metrics, int n_metrics, const tfl_plot_opts *opts,
-                     const char *path, int *n_curves);
-
-/** At the end of a run: curves.svg in the run directory (a warning when it cannot be made)
- * and, unless quiet, the paths of the event file ("" when none) and of the plot. */
-void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
-                        const char *csv_path, const char *event_file, bool quiet);
+/** At the end of a run, unless quiet: the paths of its event file and curves.svg ("": none). */
+void cli_train_logs_end(const char *run_dir, const char *event_file, const char *curves);
 
 int cli_train(int argc, char **argv);
 int cli_plot(int argc, char **argv);

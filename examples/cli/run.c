@@ -169,9 +169,7 @@ int cli_train(int argc, char **argv)
         code = CLI_INTERRUPTED;
     } else {
         print_summary(&res, &a);
-        if (cli_dist_writer()) /* curves.svg: rank 0's files */
-            cli_train_logs_end(j.ctx, j.cfg, res.run_dir, res.metrics_csv, res.event_file,
-                               a.quiet);
+        if (!a.quiet) cli_train_logs_end(res.run_dir, res.event_file, res.curves);
         code = CLI_OK;
     }
     job_free(&j);

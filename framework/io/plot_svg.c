@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *const palette[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -405,4 +406,82 @@ tfl_status tfl_curves_write_svg(tfl_curves *c, const char *path, const tfl_plot_
     const char *svg = tfl_curves_svg(c, opts, &n);
     if (!svg) return tfl_ctx_status(c->ctx);
     return tfl_file_write_atomic(c->ctx, path, svg, n);
+}
+
+/* ---- several metrics of several runs, a panel each ----------------------------------------- */
+
+/* One panel's document inside a larger one: without its XML declaration, placed at (x, y),
+ * its clip path's id made unique. */
+static void put_panel(out *o, const char *svg, int x, int y, int index)
+{
+    const char *p = strstr(svg, "<svg ");
+    if (!p) return;
+    put(o, "<svg x=\"%d\" y=\"%d\" ", x, y);
+    p += 5;
+    for (const char *q; (q = strstr(p, "plot-area"));) {
+        put(o, "%.*s", (int)(q - p), p);
+        put(o, "plot-area-%d", index);
+        p = q + strlen("plot-area");
+    }
+    put(o, "%s", p);
+}
+
+tfl_status tfl_plot_runs(tfl_ctx *ctx, const tfl_plot_run *runs, int n_runs,
+                         const char *const *metrics, int n_metrics, const tfl_plot_opts *opts,
+                         const char *path, FILE *stream, int *n_curves)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, runs && n_runs > 0 && metrics && n_metrics > 0 && (path || stream),
+              TFL_INVALID_ARGUMENT, "tfl_plot_runs: %s",
+              !runs || n_runs <= 0 ? "no runs" : !metrics || n_metrics <= 0 ? "no metrics"
+                                                                           : "no path or stream");
+    int cols = n_metrics < 2 ? 1 : 2, rows = (n_metrics + cols - 1) / cols;
+    tfl_plot_opts po = opts ? *opts : (tfl_plot_opts){0};
+    if (!po.width) po.width = n_metrics > 1 ? 640 : 800;
+    if (!po.height) po.height = n_metrics > 1 ? 420 : 500;
+    out doc = {.ctx = ctx};
+    if (n_metrics > 1)
+        put(&doc, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg "
+                  "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 "
+                  "%d %d\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+            cols * po.width, rows * po.height, cols * po.width, rows * po.height,
+            cols * po.width, rows * po.height);
+    tfl_status st = TFL_OK;
+    int total = 0;
+    for (int k = 0; k < n_metrics && st == TFL_OK; k++) {
+        tfl_curves *c = tfl_curves_new(ctx);
+        if (!c) {
+            st = tfl_ctx_status(ctx);
+            break;
+        }
+        for (int i = 0; i < n_runs && st == TFL_OK; i++) {
+            int added = 0;
+            st = tfl_curves_load_run(c, runs[i].path, metrics[k], runs[i].name, &added);
+            if (st == TFL_OK && !added)
+                tfl__log(ctx, TFL_LOG_WARNING, "%s has no values of '%s'", runs[i].path,
+                         metrics[k]);
+            total += added;
+        }
+        if (st == TFL_OK && tfl_curves_count(c) == 0)
+            st = tfl__set_error(ctx, TFL_NOT_FOUND, "no run has values of '%s'; nothing was "
+                                "written", metrics[k]);
+        size_t len = 0;
+        const char *svg = st == TFL_OK ? tfl_curves_svg(c, &po, &len) : NULL;
+        if (st == TFL_OK && !svg) st = tfl_ctx_status(ctx);
+        if (svg && n_metrics == 1) put(&doc, "%.*s", (int)len, svg);
+        else if (svg) put_panel(&doc, svg, k % cols * po.width, k / cols * po.height, k);
+        tfl_curves_free(c);
+    }
+    if (st == TFL_OK && n_metrics > 1) put(&doc, "</svg>\n");
+    if (st == TFL_OK && doc.oom)
+        st = tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "tfl_plot_runs: out of memory");
+    if (st == TFL_OK && path) {
+        st = tfl_file_write_atomic(ctx, path, doc.s, doc.n);
+    } else if (st == TFL_OK && (fwrite(doc.s, 1, doc.n, stream) != doc.n || fflush(stream) != 0)) {
+        st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "tfl_plot_runs: cannot write the SVG "
+                            "to the stream: %s", strerror(errno));
+    }
+    if (n_curves) *n_curves = total;
+    tfl__host_free(ctx, doc.s);
+    return st;
 }

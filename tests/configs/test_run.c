@@ -90,6 +90,10 @@ static void test_train_resume_and_use(void **state)
     snprintf(p, sizeof p, "%s/checkpoints/ckpt-00000006.safetensors", dir);
     assert_int_equal(access(p, F_OK), 0);
     assert_int_equal(access(res.event_file, F_OK), 0);
+    snprintf(p, sizeof p, "%s/curves.svg", dir);
+    assert_string_equal(res.curves, p);
+    assert_true(has_text(p, "<svg "));
+    snprintf(p, sizeof p, "%s/checkpoints/ckpt-00000006.safetensors", dir);
     /* the trained model: restored, evaluated, used */
     char used[512];
     int64_t step = 0;

@@ -325,6 +325,58 @@ static void test_y_title_clear_of_ticks(void **state)
     }
 }
 
+static void keep_warning(void *user, tfl_log_level level, const char *message)
+{
+    if (level == TFL_LOG_WARNING) snprintf(user, 256, "%s", message);
+}
+
+/* tfl_plot_runs: a panel per metric in one document, to a file or a stream; a run without
+ * values of a metric is a warning, a metric no run has an error that writes nothing. */
+static void test_plot_runs(void **state)
+{
+    fixture *f = *state;
+    char dir[256], csv[300], reg[300], svg[300];
+    temp_dir(dir, sizeof dir, "plot");
+    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    snprintf(reg, sizeof reg, "%s/b.csv", dir);
+    snprintf(svg, sizeof svg, "%s/out.svg", dir);
+    const char *a = "epoch,loss,accuracy\n0,1.5,0.5\n1,1.0,0.75\n";
+    const char *b = "epoch,loss,accuracy\n0,2.5,\n1,2.0,\n";
+    spit(csv, a, strlen(a));
+    spit(reg, b, strlen(b));
+    const tfl_plot_run runs[2] = {{csv, "a"}, {reg, "b"}};
+    const char *metrics[2] = {"loss", "accuracy"};
+    char warned[256] = "";
+    tfl_ctx_set_logger(f->ctx, keep_warning, warned, TFL_LOG_WARNING);
+    int n = 0;
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 2, metrics, 2, NULL, svg, NULL, &n), TFL_OK);
+    assert_int_equal(n, 3); /* a's loss and accuracy, b's loss */
+    assert_has(warned, "b.csv has no values of 'accuracy'");
+    size_t len = 0;
+    unsigned char *doc = slurp(svg, &len);
+    assert_int_equal(count_of((char *)doc, "<svg "), 3); /* the document and two panels */
+    assert_has((char *)doc, "plot-area-1");
+    free(doc);
+    /* no run has values of the metric: an error, the file as it was */
+    assert_int_equal(tfl_plot_runs(f->ctx, runs + 1, 1, metrics + 1, 1, NULL, svg, NULL, &n),
+                     TFL_NOT_FOUND);
+    expect_kept_error(f->ctx, TFL_NOT_FOUND, "no run has values of 'accuracy'; nothing was written");
+    doc = slurp(svg, &len);
+    assert_int_equal(count_of((char *)doc, "<svg "), 3);
+    free(doc);
+    /* one metric to a stream: the single document */
+    FILE *mem = tmpfile();
+    assert_non_null(mem);
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 1, metrics, 1, NULL, NULL, mem, NULL), TFL_OK);
+    assert_true(ftell(mem) > 100);
+    fclose(mem);
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 0, metrics, 1, NULL, svg, NULL, NULL),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(f->ctx, TFL_INVALID_ARGUMENT, "tfl_plot_runs: no runs");
+    tfl_ctx_set_logger(f->ctx, NULL, NULL, TFL_LOG_ERROR);
+    remove_tree(dir);
+}
+
 static void test_added_curves_and_errors(void **state)
 {
     fixture *f = *state;
@@ -369,6 +421,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_log_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_y_title_clear_of_ticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plot_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_added_curves_and_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,8 @@
  *   checkpoints/     every checkpoint.every epochs (or checkpoint.every_steps steps), at the
  *                    end and when cancelled; checkpoint.keep of them (checkpoint.directory
  *                    elsewhere);
- *   train/, validation/  TensorBoard event files (unless logging.tensorboard is false).
+ *   train/, validation/  TensorBoard event files (unless logging.tensorboard is false);
+ *   curves.svg       loss (and accuracy) per epoch, at the end of a complete run.
  * Training again resumes from the newest usable checkpoint (a damaged newer one is skipped
  * with a warning naming it). The config is compared with the one the checkpoint was trained
  * with: a run continues with changes to training.epochs, training.sync_every, logging.* and
@@ -111,6 +112,7 @@ typedef struct tfl_run_result {
     char run_dir[4096];       /* the run directory */
     char metrics_csv[4200];   /* its metrics file */
     char event_file[4200];    /* the training event file ("" when none was written) */
+    char curves[4200];        /* curves.svg of the run ("" when none was made) */
 } tfl_run_result;
 
 /**
