@@ -48,7 +48,10 @@ build: configure
 CONFIG ?= configs/fashion_mnist_mlp.yaml
 SET ?=
 
-train: build
+# Builds the library and the program alone (no tests, benchmarks or other examples: `make
+# test` and `make build` build those).
+train: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tapeflow_cli
 	OMP_NUM_THREADS=$(JOBS) ./$(BUILD)/examples/tapeflow train $(CONFIG) $(foreach s,$(SET),--set $(s))
 
 # TFL_TEST_FAKE_GPU=1: every context of every test has a GPU:0 (a backend module of host

@@ -173,6 +173,7 @@ static tfl_model *make_model(tfl_config *cfg, bool diag)
         tfl_model_free(model);
         return NULL;
     }
+    cfg->outputs = rank >= 2 && shape[rank - 1] > 0 ? shape[rank - 1] : 0;
     return model;
 }
 
@@ -264,6 +265,11 @@ static tfl_dataset *load_source(tfl_config *cfg, const rsec *s, const char *path
                                 float offset)
 {
     tfl_dataset_opts o = {.scale = scale, .offset = offset};
+    /* class labels of the cross-entropies over several outputs are checked against the
+     * model's outputs as they are read, so a bad one names its file and line */
+    int64_t loss = GETV(cfg->res, "loss")->i;
+    if ((loss == 0 || loss == 1) && cfg->outputs > 1 && cfg->outputs <= INT32_MAX)
+        o.num_classes = (int32_t)cfg->outputs;
     tfl_dataset *ds;
     if (s->kind == 0) {
         const rval *labels = GETV(s, "labels");
@@ -291,6 +297,18 @@ void tfl_config_datasets_free(tfl_config_datasets *data)
     tfl_dataset_free(data->validation);
     tfl_dataset_free(data->test);
     memset(data, 0, sizeof *data);
+}
+
+/* The examples have model.input_shape (no error kept). */
+static bool shape_fits(tfl_config *cfg, tfl_dataset *ds)
+{
+    const rval *input = GETV(section(cfg, "model"), "input_shape");
+    int r = tfl_dataset_feature_rank(ds);
+    const int64_t *sh = tfl_dataset_feature_shape(ds);
+    bool same = r == input->n;
+    for (int i = 0; same && i < r; i++)
+        same = sh[i] == input->ints[i];
+    return same;
 }
 
 static bool shape_matches(tfl_config *cfg, tfl_dataset *ds, const rsec *src, const char *path)
@@ -426,9 +444,27 @@ tfl_dataset *tfl_config_load_examples(tfl_config *cfg, const tfl_config_datasets
         ds = tfl_dataset_from_idx(cfg->ctx, path, NULL, &o);
     } else {
         o.header = GETV(src, "header")->i;
-        o.no_labels = true;
         o.delimiter = GETV(src, "delimiter")->s[0];
-        ds = tfl_dataset_from_csv(cfg->ctx, path, &o);
+        ds = NULL;
+        if (!GETV(src, "no_labels")->i && GETV(src, "label_kind")->i == TFL_LABEL_CLASS) {
+            /* a file laid out as the training data, its label column included: the labels
+             * are read (not taken as inputs) and the examples are predicted all the same */
+            const rval *ln = GETV(src, "label_name");
+            tfl_dataset_opts lo = o;
+            lo.label_column = (int)GETV(src, "label_column")->i;
+            lo.label_name = ln->set ? ln->s : NULL;
+            bool clean = tfl_ctx_status(cfg->ctx) == TFL_OK;
+            ds = tfl_dataset_from_csv(cfg->ctx, path, &lo);
+            if (ds && !shape_fits(cfg, ds)) {
+                tfl_dataset_free(ds);
+                ds = NULL;
+            }
+            if (!ds && clean) tfl_ctx_clear_error(cfg->ctx); /* read as features only, below */
+        }
+        if (!ds) {
+            o.no_labels = true;
+            ds = tfl_dataset_from_csv(cfg->ctx, path, &o);
+        }
     }
     if (!ds) return NULL;
     if (!shape_matches(cfg, ds, src, "data.train")) {

@@ -5,11 +5,14 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "configs_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -222,6 +225,21 @@ const char *tfl_config_name(const tfl_config *cfg)
     return cfg ? cfg->name : NULL;
 }
 
+/* A device the machine lacks (GPU:0 without a GPU): soft placement runs on CPU:0, and one
+ * WARNING says so and why (tfl_device_note), so a run shows it on stderr and in run.log. */
+static void warn_if_absent(tfl_ctx *ctx, const char *name)
+{
+    char canon[32]; /* "gpu" -> "GPU:0" */
+    snprintf(canon, sizeof canon, "%s%s", name, strchr(name, ':') ? "" : ":0");
+    for (char *c = canon; *c && *c != ':'; c++) *c = (char)toupper((unsigned char)*c);
+    for (int i = 0; i < tfl_device_count(ctx); i++)
+        if (strcmp(canon, tfl_device_name(ctx, i)) == 0) return;
+    char why[512];
+    if (tfl_device_note(ctx, why, sizeof why) <= 0) snprintf(why, sizeof why, "no such device");
+    tfl__log(ctx, TFL_LOG_WARNING, "training.device %s is not available (%s): training on CPU:0",
+             name, why);
+}
+
 tfl_status tfl_config_apply_context(tfl_config *cfg)
 {
     if (!cfg) return TFL_INVALID_ARGUMENT;
@@ -232,5 +250,13 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
     if (seed) TFL_TRY(tfl_ctx_set_seed(cfg->ctx, (uint64_t)seed));
     if (threads) TFL_TRY(tfl_ctx_set_num_threads(cfg->ctx, (int)threads));
     tfl_ctx_set_deterministic(cfg->ctx, tfl__rget(tr, "deterministic")->i != 0);
+    /* training.device: a device scope for what is made from here on (once per config) */
+    const rval *dev = tfl__rget(tr, "device");
+    if (!cfg->device_scope && dev && dev->set && strcasecmp(dev->s, "auto") != 0) {
+        const char *name = strcasecmp(dev->s, "GPU") == 0 ? "GPU:0" : dev->s;
+        TFL_TRY(tfl_device_scope_push(cfg->ctx, name));
+        cfg->device_scope = true;
+        warn_if_absent(cfg->ctx, name);
+    }
     return TFL_OK;
 }

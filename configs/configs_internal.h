@@ -188,6 +188,8 @@ struct tfl_config {
     char *format_text; /* host memory: tfl_config_format's last result */
     char *md_text;
     bool fatal; /* the document could not be read: no validation */
+    int64_t outputs; /* the model's output width (shape inference; 0 before, or unknown) */
+    bool device_scope; /* tfl_config_apply_context pushed training.device's scope */
 };
 
 /** A config record with its arena, before anything is read (config.c). */

@@ -199,6 +199,13 @@ static bool scalar_number(rctx *r, const key_def *k, const ynode *n, const char 
     }
     if (is_int) {
         if (!parse_int(n->text, i)) {
+            if (num && v == floor(v)) { /* an integer, but past 64 bits */
+                char rt[96] = "from -9223372036854775808 to 9223372036854775807";
+                if (k->flags & K_RANGE) range_text(k, rt, sizeof rt);
+                tfl__diag_at(cfg, n, path, "%s is out of range: expected an integer %s", n->text,
+                             rt);
+                return false;
+            }
             tfl__diag_at(cfg, n, path, "expected an integer, got %s", describe(cfg, n));
             return false;
         }

@@ -353,6 +353,16 @@ ynode *tfl__yaml_parse(tfl_config *cfg, const char *text, size_t len, int src)
         if (!yaml_parser_parse(&parser, &ev)) {
             const yaml_mark_t *pm = &parser.problem_mark;
             const char *problem = parser.problem ? parser.problem : "malformed YAML";
+            /* libyaml's words for a tab where YAML wants spaces ("found character that cannot
+             * start any token") name neither the tab nor what to do */
+            if (pm->index < len && text[pm->index] == '\t') {
+                tfl__diag_pos(cfg, src, mline(pm, src), mcol(pm, src), "",
+                              "a tab character (line %d, column %d): YAML indents with spaces "
+                              "only; replace the tab with spaces",
+                              (int)pm->line + 1, (int)pm->column + 1);
+                ok = false;
+                break;
+            }
             if (parser.context && !src)
                 tfl__diag_pos(cfg, src, mline(pm, src), mcol(pm, src), "",
                               "malformed YAML: %s %s (line %d, column %d)", problem, parser.context,

@@ -138,6 +138,7 @@ static bool check_format_opts(const tfl_tensor *t, const tfl_format_opts *o)
 int tfl_tensor_format_values(const tfl_tensor *t, char *buf, size_t size,
                              const tfl_format_opts *opts)
 {
+    if (buf && size > 0) buf[0] = 0; /* as snprintf: terminated, also on the errors below */
     if (!t || !tfl__tensor_alive(t, "tfl_tensor_format_values") || !check_format_opts(t, opts))
         return -1;
     writer w = {buf, buf ? size : 0, 0};
@@ -147,6 +148,7 @@ int tfl_tensor_format_values(const tfl_tensor *t, char *buf, size_t size,
 
 int tfl_tensor_format(const tfl_tensor *t, char *buf, size_t size, const tfl_format_opts *opts)
 {
+    if (buf && size > 0) buf[0] = 0; /* as snprintf: terminated, also on the errors below */
     if (!t || !tfl__tensor_alive(t, "tfl_tensor_format") || !check_format_opts(t, opts))
         return -1;
     writer w = {buf, buf ? size : 0, 0};

@@ -1,7 +1,8 @@
 /*
  * framework/handles.c: the records of the modules' handles (tapes, optimizers, models,
  * layers, datasets): made alive with a magic, poisoned when freed and kept in the ctx's pool
- * of dead records until the ctx reuses them (oldest first) or is freed, so that a handle freed
+ * of dead records until the ctx reuses them (oldest first, once DEAD_KEPT of a kind are
+ * dead) or is freed, so that a handle freed
  * twice, or used after its free, is found to be dead and reported as MISUSE instead of
  * touching memory the allocator got back.
  */
@@ -32,6 +33,8 @@ static const char *kind_name(uint32_t magic)
         return "event reader";
     case TFL__MAGIC_CURVES:
         return "curves";
+    case TFL__MAGIC_RUN:
+        return "run";
     case TFL__MAGIC_COMM:
         return "communicator";
     default:
@@ -39,14 +42,22 @@ static const char *kind_name(uint32_t magic)
     }
 }
 
+/* Dead records of a kind kept before the oldest is reused: a stale handle stays detectably
+ * dead across this many later creations of its kind (a tape a step, say), as a tensor's does
+ * across its record chunk; the pool stays bounded. */
+#define DEAD_KEPT 32
+
 void *tfl__obj_new(tfl_ctx *ctx, size_t size, uint32_t magic, void (*free_fn)(tfl__ctx_obj *))
 {
-    tfl__ctx_obj *o = NULL, *prev = NULL;
-    for (tfl__ctx_obj *d = ctx->dead_objects; d; prev = d, d = d->next)
-        if (d->kind == magic) { /* one kind, one record size */
+    tfl__ctx_obj *o = NULL, *prev = NULL, *oldest_prev = NULL;
+    int dead = 0;
+    for (tfl__ctx_obj *d = ctx->dead_objects; d && dead < DEAD_KEPT; prev = d, d = d->next)
+        if (d->kind == magic && dead++ == 0) { /* one kind, one record size */
             o = d;
-            break;
+            oldest_prev = prev;
         }
+    if (dead < DEAD_KEPT) o = NULL;
+    prev = oldest_prev;
     if (o) { /* out of the pool */
         if (prev)
             prev->next = o->next;

@@ -329,7 +329,8 @@ typedef struct tfl__ctx_obj {
  * tfl__obj_retire, which poisons the magic and keeps the record in the ctx's pool of dead
  * records (never given back to the allocator before tfl_ctx_free), so that a second free or a
  * later call reads valid memory and is reported as MISUSE by tfl__obj_check. A dead record is
- * reused, zeroed, by a later tfl__obj_new of the same kind, oldest first. Every such handle
+ * reused, zeroed, by a later tfl__obj_new of the same kind, oldest first, once 32 of that kind
+ * are dead (a stale handle stays dead across 31 later creations of its kind). Every such handle
  * has its tfl_ctx *ctx right after the header (read from a dead record for the error).
  */
 #define TFL__MAGIC_DEAD 0x64656164u      /* "dead" */
@@ -345,6 +346,7 @@ typedef struct tfl__ctx_obj {
 #define TFL__MAGIC_EVREADER 0x65767264u  /* "evrd": an event file reader */
 #define TFL__MAGIC_CURVES 0x63757276u    /* "curv": curves to plot */
 #define TFL__MAGIC_COMM 0x636f6d6du      /* "comm": a communicator (dist/) */
+#define TFL__MAGIC_RUN 0x72756e21u       /* "run!": a training run (configs/run.c) */
 
 /** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
  * struct from ops/op.h, or NULL). */

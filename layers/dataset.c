@@ -200,6 +200,9 @@ bool tfl__dataset_opts_check(tfl_ctx *ctx, const char *who, const tfl_dataset_op
                   "Dataset %s: opts.label_count is %d, but class labels are one column; several "
                   "label columns need label_kind TFL_LABEL_VALUE (real-valued targets)", who,
                   o->label_count);
+    TFL_CHECK_RET(ctx, o->num_classes >= 0, false, TFL_INVALID_ARGUMENT,
+                  "Dataset %s: opts.num_classes is %d; expected >= 0 (0: any class index)", who,
+                  (int)o->num_classes);
     if (src != TFL__SRC_CSV) {
         const char *csv_only = o->header ? "header" : o->label_column ? "label_column"
                              : o->label_name ? "label_name" : o->no_labels ? "no_labels"

@@ -325,6 +325,14 @@ tfl_dataset *tfl_dataset_from_csv(tfl_ctx *ctx, const char *path, const tfl_data
                                      "real-valued targets need label_kind value");
                     goto fail;
                 }
+                if (opts->num_classes > 0 && v >= opts->num_classes) {
+                    char why[160];
+                    if (header) header_field(header, r.delim, c, hdr, sizeof hdr);
+                    snprintf(why, sizeof why, "is not one of the %d classes (labels in [0, %d))",
+                             (int)opts->num_classes, (int)opts->num_classes);
+                    st = field_error(&r, c + 1, hdr, p, end, why);
+                    goto fail;
+                }
                 s->y[row] = (int32_t)v;
             } else {
                 if (!isfinite((float)v) && isfinite(v)) {

@@ -370,9 +370,9 @@ static tfl__ds_store *idx_load_images(tfl_ctx *ctx, const char *path, bool label
     return s;
 }
 
-/* Reads the labels into s->y (s->n of them). */
+/* Reads the labels into s->y (s->n of them), each below num_classes (0: any). */
 static tfl_status idx_load_labels(tfl_ctx *ctx, const char *path, const char *images_path,
-                                  tfl__ds_store *s)
+                                  int32_t num_classes, tfl__ds_store *s)
 {
     int64_t file_bytes = 0;
     bool gzip = false;
@@ -398,6 +398,11 @@ static tfl_status idx_load_labels(tfl_ctx *ctx, const char *path, const char *im
                                 "%s: label %g at index %lld is not a class index (an integer "
                                 "in [0, 2^31))",
                                 file, v, (long long)i);
+        else if (num_classes > 0 && v >= num_classes)
+            st = tfl__set_error(ctx, TFL_DATA_LOSS,
+                                "%s: label %g at index %lld is not one of the %d classes (labels "
+                                "in [0, %d))",
+                                file, v, (long long)i, (int)num_classes, (int)num_classes);
         else s->y[i] = (int32_t)v;
     }
     tfl__host_free(ctx, raw);
@@ -410,7 +415,8 @@ tfl_dataset *tfl_dataset_from_idx(tfl_ctx *ctx, const char *images_path, const c
     if (!ctx || !tfl__dataset_opts_check(ctx, "IDX", opts, TFL__SRC_IDX)) return NULL;
     tfl__ds_store *s = idx_load_images(ctx, images_path, labels_path != NULL);
     if (!s) return NULL;
-    if (labels_path && idx_load_labels(ctx, labels_path, images_path, s) != TFL_OK) {
+    if (labels_path && idx_load_labels(ctx, labels_path, images_path,
+                                       opts ? opts->num_classes : 0, s) != TFL_OK) {
         tfl__ds_store_release(s);
         return NULL;
     }

@@ -397,6 +397,22 @@ static tfl_status sc_begin(tfl_model *m, void *user)
                   TFL_INVALID_ARGUMENT, "step checkpoint: needs a manager and every_steps >= 0");
     c->saved = 0;
     c->last_step = -1;
+    c->epoch_end_step = -1;
+    return TFL_OK;
+}
+
+static tfl_status sc_save(tfl_model *m, tfl_step_checkpoint *c, const tfl_train_state *s)
+{
+    char path[4096];
+    int len = tfl_ckpt_manager_path(c->manager, s->step, path, sizeof path);
+    TFL_CHECK_RET(m->ctx, len > 0 && len < (int)sizeof path, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "step checkpoint: no path for step %lld",
+                  (long long)s->step);
+    tfl_status st = tfl_train_state_save(m, path, s, c->save_opts);
+    if (st == TFL_OK) st = tfl_ckpt_manager_commit(c->manager, s->step);
+    if (st != TFL_OK) return st;
+    c->saved++;
+    c->last_step = s->step;
     return TFL_OK;
 }
 
@@ -410,18 +426,17 @@ static tfl_status sc_step(tfl_model *m, const tfl_step_logs *logs, void *user, b
     tfl_status rs = tfl_step_logs_read(m, logs, &read);
     if (rs != TFL_OK) return rs;
     const tfl_step_logs *lg = &read;
+    if (!req && lg->batch + 1 == lg->batches) {
+        /* a periodic save at an epoch's last step waits for the epoch's end: the state saved
+         * is then "epoch done" (the next epoch, batch 0), and a resume does not run that
+         * epoch's end (its metrics line, its event points) a second time */
+        c->epoch_end_step = lg->step;
+        return TFL_OK;
+    }
     tfl_train_state s = {lg->epoch,    lg->batch + 1,     lg->step,  c->shuffle_seed,
                          lg->progress, c->early_stopping, c->history};
-    char path[4096];
-    int len = tfl_ckpt_manager_path(c->manager, lg->step, path, sizeof path);
-    TFL_CHECK_RET(m->ctx, len > 0 && len < (int)sizeof path, TFL_INVALID_ARGUMENT,
-                  TFL_INVALID_ARGUMENT, "step checkpoint: no path for step %lld",
-                  (long long)lg->step);
-    tfl_status st = tfl_train_state_save(m, path, &s, c->save_opts);
-    if (st == TFL_OK) st = tfl_ckpt_manager_commit(c->manager, lg->step);
+    tfl_status st = sc_save(m, c, &s);
     if (st != TFL_OK) return st;
-    c->saved++;
-    c->last_step = lg->step;
     if (req) {
         *c->request = 0;
         if (c->stop_on_request) *stop = true;
@@ -429,9 +444,22 @@ static tfl_status sc_step(tfl_model *m, const tfl_step_logs *logs, void *user, b
     return TFL_OK;
 }
 
+static tfl_status sc_epoch_end(tfl_model *m, const tfl_epoch_logs *logs, void *user, bool *stop)
+{
+    (void)stop;
+    tfl_step_checkpoint *c = user;
+    if (c->epoch_end_step < 0) return TFL_OK;
+    tfl_train_state s = {.epoch = logs->epoch + 1, .step = c->epoch_end_step,
+                         .shuffle_seed = c->shuffle_seed, .early_stopping = c->early_stopping,
+                         .history = c->history};
+    c->epoch_end_step = -1;
+    return sc_save(m, c, &s);
+}
+
 tfl_callback tfl_step_checkpoint_callback(tfl_step_checkpoint *c)
 {
-    return (tfl_callback){.on_train_begin = sc_begin, .on_step_end = sc_step, .user = c};
+    return (tfl_callback){.on_train_begin = sc_begin, .on_step_end = sc_step,
+                          .on_epoch_end = sc_epoch_end, .user = c};
 }
 
 /* ---- weights only -----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ static int positional(const char *cmd, int argc, char **argv, int min, int max)
 static tfl_ctx *new_ctx(void)
 {
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING}, &st);
     if (!ctx) cli_error("no context: %s", tfl_status_name(st));
     return ctx;
 }
@@ -124,12 +124,17 @@ int cli_diff(int argc, char **argv)
 {
     if (positional("diff", argc, argv, 2, 2) < 0) return CLI_USAGE;
     tfl_ctx *ctx = new_ctx();
-    if (!ctx) return CLI_RUNTIME;
+    if (!ctx) return CLI_USAGE; /* trouble: 2, as below */
+    /* diff(1) and cmp(1): 0 equal, 1 different, 2 trouble */
     int64_t n = 0;
     int code = CLI_OK;
-    if (tfl_ckpt_diff(ctx, argv[2], argv[3], print_diff, NULL, &n) != TFL_OK)
-        code = cli_ctx_error(ctx, "diff");
-    else printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ");
+    if (tfl_ckpt_diff(ctx, argv[2], argv[3], print_diff, NULL, &n) != TFL_OK) {
+        cli_ctx_error(ctx, "diff");
+        code = CLI_USAGE;
+    } else {
+        printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ");
+        code = n > 0 ? CLI_RUNTIME : CLI_OK;
+    }
     tfl_ctx_free(ctx);
     return code;
 }

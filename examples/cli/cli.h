@@ -27,19 +27,24 @@ typedef struct cli_args {
     size_t n_sets;
     const char *run_dir;               /* --run-dir DIR (NULL: runs/<config name>) */
     const char *input, *output;        /* predict's --input FILE / --output FILE */
+    const char *checkpoint;            /* eval's and predict's --checkpoint FILE */
     bool quiet;                        /* --quiet */
     bool allow_config_change;          /* train's --allow-config-change */
     bool help;                         /* --help / -h */
 } cli_args;
 
 /** Which options a subcommand takes (for parsing and its --help). */
-enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16 };
+enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16,
+       CLI_OPT_CKPT = 32 };
 
 /** Parses argv[first..] for a subcommand: returns CLI_OK or CLI_USAGE (message printed). */
 int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowed, cli_args *a);
 
 /** "tapeflow: error: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** The program's log sink for the contexts of the checkpoint commands (level WARNING): each
+ * line on stderr as "tapeflow: warning: ..." (a run routes its own: tapeflow/run.h). */
+void cli_log(void *user, tfl_log_level level, const char *message);
 /** The context's kept error as a runtime error; returns CLI_RUNTIME. */
 int cli_ctx_error(tfl_ctx *ctx, const char *what);
 
@@ -55,8 +60,8 @@ const char *cli_run_dir(const tfl_config *cfg, const cli_args *a, char *buf, siz
 
 /** Set (to the signal) by SIGINT/SIGTERM once cli_catch_signals ran. */
 extern volatile sig_atomic_t cli_interrupted;
-/** Set by the same signals: the step-checkpoint callback saves, clears it and stops fit. */
-extern volatile sig_atomic_t cli_save_request;
+/** The run the same signals cancel (tfl_run_cancel: its step finishes and is saved). */
+extern tfl_run *volatile cli_current_run;
 void cli_catch_signals(void);
 
 /* examples/cli/dist.c: training under mpirun (one rank without it: nothing changes) */
@@ -75,7 +80,8 @@ tfl_status cli_dist_barrier(void);
 int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
                  int cap, tfl_nonfinite_guard *guard);
 /** The device scope of this process for training.device `requested` into device ("": none).
- * One process: requested as given ("auto": ""). Under mpirun: tfl_comm_device (one rank per
+ * One process: "" (tfl_config_apply_context opened training.device's scope). Under mpirun,
+ * inside that scope: tfl_comm_device (one rank per
  * GPU: GPU:(local rank mod GPUs) for auto and GPU; an explicit GPU:N refused with several
  * ranks on a host), logged on stderr by every rank; CLI_USAGE on a refusal. */
 int cli_dist_device(const char *requested, char *device, size_t size);
@@ -84,36 +90,8 @@ int cli_dist_device(const char *requested, char *device, size_t size);
 const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
-/** TensorBoard logging of a training run (logs.c), from the config's logging section. */
-typedef struct cli_tensorboard {
-    tfl_tensorboard tb;      /* first: the library's seams get this struct as their user */
-    tfl_callback inner;
-    char *text;              /* the resolved config, for the Text tab */
-    char event_file[4200];   /* the training event file, once training began ("" before) */
-    bool enabled;
-} cli_tensorboard;
-/** Sets t up: false (nothing to add) when logging.tensorboard is false. resumed_step: the
- * step training resumes from (0: a new run); it gets SessionLog{START} at resumed_step + 1. */
-bool cli_tensorboard_init(cli_tensorboard *t, const tfl_config *cfg, const char *run_dir,
-                          int64_t resumed_step, const char *resolved);
-tfl_callback cli_tensorboard_callback(cli_tensorboard *t);
-void cli_tensorboard_free(cli_tensorboard *t);
-
-/** A run to plot: its directory (or metrics.csv, or event file) and legend name (NULL: the
- * path's last component). */
-typedef struct cli_plot_run {
-    const char *path, *name;
-} cli_plot_run;
-/** Draws the runs' curves of each metric (a panel each, two per row) into path ("-":
- * standard output). Errors are printed; returns CLI_USAGE for a missing run or metric. */
-int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs,
-                     const char *const *metrics, int n_metrics, const tfl_plot_opts *opts,
-                     const char *path, int *n_curves);
-
-/** At the end of a run: curves.svg in the run directory (a warning when it cannot be made)
- * and, unless quiet, the paths of the event file and of the plot. */
-void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
-                        const char *csv_path, const cli_tensorboard *t, bool quiet);
+/** At the end of a run, unless quiet: the paths of its event file and curves.svg ("": none). */
+void cli_train_logs_end(const char *run_dir, const char *event_file, const char *curves);
 
 int cli_train(int argc, char **argv);
 int cli_plot(int argc, char **argv);

@@ -58,8 +58,8 @@ int cli_dist_start(void)
 
 int cli_dist_device(const char *requested, char *device, size_t size)
 {
-    if (job_size == 1) { /* one process: training.device as given ("auto": no scope) */
-        snprintf(device, size, "%s", requested && strcmp(requested, "auto") ? requested : "");
+    if (job_size == 1) { /* one process: tfl_config_apply_context's scope alone */
+        snprintf(device, size, "%s", "");
         return CLI_OK;
     }
     if (tfl_comm_device(job, requested, device, size) != TFL_OK) {

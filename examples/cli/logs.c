@@ -1,8 +1,6 @@
 /*
- * examples/cli/logs.c: what a run leaves to look at beyond metrics.csv: TensorBoard event
- * files (the library's tfl_tensorboard_callback, set from the config's logging section),
- * curves.svg at the end of `tapeflow train`, and `tapeflow plot`, which draws the curves of
- * one or several runs (tapeflow/plot.h), a panel per metric.
+ * examples/cli/logs.c: `tapeflow plot`, which draws the curves of one or several runs, a panel
+ * per metric (tfl_plot_runs), and the paths printed at the end of `tapeflow train`.
  */
 #include "cli.h"
 
@@ -11,231 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- TensorBoard ----------------------------------------------------------------------------- */
-
-static bool cfg_true(const tfl_config *cfg, const char *path)
-{
-    char buf[16];
-    return tfl_config_get(cfg, path, buf, sizeof buf) >= 0 && !strcmp(buf, "true");
-}
-
-static double cfg_number(const tfl_config *cfg, const char *path, double dflt)
-{
-    char buf[64];
-    if (tfl_config_get(cfg, path, buf, sizeof buf) < 0) return dflt;
-    char *end;
-    double v = strtod(buf, &end);
-    return end != buf ? v : dflt;
-}
-
-/* the resolved config as Markdown for TensorBoard's Text tab: an indented code block */
-static char *config_text(const char *resolved)
-{
-    size_t lines = 1;
-    for (const char *p = resolved; *p; p++)
-        lines += *p == '\n';
-    char *text = malloc(strlen(resolved) + 4 * lines + 1), *o = text;
-    if (!text) return NULL;
-    for (const char *p = resolved; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        memcpy(o, "    ", 4);
-        memcpy(o + 4, p, n);
-        o += 4 + n;
-        *o++ = '\n';
-        p += n + (e != NULL);
-    }
-    *o = 0;
-    return text;
-}
-
-static tfl_status tb_begin(tfl_model *m, void *user)
-{
-    cli_tensorboard *t = user;
-    tfl_status st = t->inner.on_train_begin(m, t->inner.user);
-    const char *path = st == TFL_OK ? tfl_summary_writer_path(t->tb.train) : NULL;
-    if (path) snprintf(t->event_file, sizeof t->event_file, "%s", path);
-    return st;
-}
-
-bool cli_tensorboard_init(cli_tensorboard *t, const tfl_config *cfg, const char *run_dir,
-                          int64_t resumed_step, const char *resolved)
-{
-    memset(t, 0, sizeof *t);
-    if (!cfg_true(cfg, "logging.tensorboard")) return false;
-    t->text = resolved ? config_text(resolved) : NULL;
-    t->tb =
-        (tfl_tensorboard){.logdir = run_dir,
-                          .every_steps = (int64_t)cfg_number(cfg, "logging.every_steps", 50),
-                          .histograms = cfg_true(cfg, "logging.histograms"),
-                          .initial_step = resumed_step, /* SessionLog{START} at resumed_step + 1 */
-                          .text = t->text,
-                          .writer = {.flush_secs = cfg_number(cfg, "logging.flush_seconds", 10)}};
-    t->inner = tfl_tensorboard_callback(&t->tb);
-    t->enabled = true;
-    return true;
-}
-
-tfl_callback cli_tensorboard_callback(cli_tensorboard *t)
-{
-    /* the library's seams, but train begin also notes the event file; the user pointer is
-     * t, whose first member is the library's settings */
-    tfl_callback cb = t->inner;
-    cb.on_train_begin = tb_begin;
-    cb.user = t;
-    return cb;
-}
-
-void cli_tensorboard_free(cli_tensorboard *t)
-{
-    free(t->text);
-    t->text = NULL;
-}
-
-/* ---- curves as SVG --------------------------------------------------------------------------- */
-
-typedef struct text {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} text;
-
-static void add(text *t, const char *s, size_t n)
-{
-    if (t->oom) return;
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 16384;
-        while (cap < t->n + n + 1)
-            cap *= 2;
-        char *more = realloc(t->s, cap);
-        if (!more) {
-            t->oom = true;
-            return;
-        }
-        t->s = more;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-static void adds(text *t, const char *s)
-{
-    add(t, s, strlen(s));
-}
-
-/* One panel's document as an element of a larger one: without its XML declaration, placed
- * at (x, y), its clip path's id made unique. */
-static void add_panel(text *t, const char *svg, int x, int y, int index)
-{
-    const char *p = strstr(svg, "<svg ");
-    if (!p) return;
-    char buf[96];
-    snprintf(buf, sizeof buf, "<svg x=\"%d\" y=\"%d\" ", x, y);
-    adds(t, buf);
-    p += 5;
-    for (const char *q; (q = strstr(p, "plot-area"));) {
-        add(t, p, (size_t)(q - p));
-        snprintf(buf, sizeof buf, "plot-area-%d", index);
-        adds(t, buf);
-        p = q + strlen("plot-area");
-    }
-    adds(t, p);
-}
-
-/* Writes text to path through a temporary file beside it; "-": standard output. */
-static bool write_text(const char *path, const char *s, size_t n)
-{
-    if (!strcmp(path, "-")) return fwrite(s, 1, n, stdout) == n && fflush(stdout) == 0;
-    char tmp[4400];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return false;
-    bool ok = fwrite(s, 1, n, f) == n;
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) return true;
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-    return false;
-}
-
-int cli_write_curves(tfl_ctx *ctx, const cli_plot_run *runs, int n_runs, const char *const *metrics,
-                     int n_metrics, const tfl_plot_opts *opts, const char *path, int *n_curves)
-{
-    int cols = n_metrics < 2 ? 1 : 2, rows = (n_metrics + cols - 1) / cols;
-    tfl_plot_opts po = opts ? *opts : (tfl_plot_opts){0};
-    if (!po.width) po.width = n_metrics > 1 ? 640 : 800;
-    if (!po.height) po.height = n_metrics > 1 ? 420 : 500;
-    text doc = {0};
-    if (n_metrics > 1) {
-        char head[512];
-        snprintf(head, sizeof head,
-                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg "
-                 "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 "
-                 "%d %d\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
-                 cols * po.width, rows * po.height, cols * po.width, rows * po.height,
-                 cols * po.width, rows * po.height);
-        adds(&doc, head);
-    }
-    int code = CLI_OK, total = 0;
-    for (int k = 0; k < n_metrics && code == CLI_OK; k++) {
-        tfl_curves *c = tfl_curves_new(ctx);
-        if (!c) {
-            code = cli_ctx_error(ctx, "plot");
-            break;
-        }
-        for (int i = 0; i < n_runs && code == CLI_OK; i++) {
-            int added = 0;
-            if (tfl_curves_load_run(c, runs[i].path, metrics[k], runs[i].name, &added) != TFL_OK) {
-                tfl_error e = tfl_ctx_error(ctx);
-                cli_error("%s", e.message);
-                code = e.code == TFL_NOT_FOUND || e.code == TFL_INVALID_ARGUMENT ? CLI_USAGE
-                                                                                 : CLI_RUNTIME;
-            }
-            if (code == CLI_OK && !added)
-                fprintf(stderr, "tapeflow: warning: %s has no values of '%s'\n", runs[i].path,
-                        metrics[k]);
-            total += added;
-        }
-        if (code == CLI_OK && tfl_curves_count(c) == 0) {
-            cli_error("no run has values of '%s'; nothing was written", metrics[k]);
-            code = CLI_USAGE;
-        }
-        size_t len = 0;
-        const char *svg = code == CLI_OK ? tfl_curves_svg(c, &po, &len) : NULL;
-        if (code == CLI_OK && !svg) code = cli_ctx_error(ctx, "drawing the curves");
-        if (svg && n_metrics == 1)
-            add(&doc, svg, len);
-        else if (svg)
-            add_panel(&doc, svg, k % cols * po.width, k / cols * po.height, k);
-        tfl_curves_free(c);
-    }
-    if (code == CLI_OK && n_metrics > 1) adds(&doc, "</svg>\n");
-    if (code == CLI_OK && doc.oom) {
-        cli_error("plot: out of memory");
-        code = CLI_RUNTIME;
-    }
-    if (code == CLI_OK && !write_text(path, doc.s, doc.n)) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        code = CLI_RUNTIME;
-    }
-    if (n_curves) *n_curves = total;
-    free(doc.s);
-    return code;
-}
-
 /* ---- tapeflow plot --------------------------------------------------------------------------- */
 
 #define PLOT_MAX 32
 
 int cli_plot(int argc, char **argv)
 {
-    cli_plot_run runs[PLOT_MAX];
+    tfl_plot_run runs[PLOT_MAX];
     const char *metrics[PLOT_MAX], *out = "curves.svg";
     int n_runs = 0, n_metrics = 0;
     tfl_plot_opts po = {.log_y_auto = true};
@@ -269,7 +49,7 @@ int cli_plot(int argc, char **argv)
                 fprintf(stderr, "tapeflow plot: more than %d runs\n", PLOT_MAX);
                 return CLI_USAGE;
             }
-            runs[n_runs++] = (cli_plot_run){k, NULL};
+            runs[n_runs++] = (tfl_plot_run){k, NULL};
             continue;
         }
         i++;
@@ -280,14 +60,20 @@ int cli_plot(int argc, char **argv)
     }
     if (!n_metrics) metrics[n_metrics++] = "loss";
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING}, &st);
     if (!ctx) {
         cli_error("no context: %s", tfl_status_name(st));
         return CLI_RUNTIME;
     }
-    int curves = 0;
-    int code = cli_write_curves(ctx, runs, n_runs, metrics, n_metrics, &po, out, &curves);
-    if (code == CLI_OK && strcmp(out, "-"))
+    int curves = 0, code = CLI_OK;
+    bool to_stdout = !strcmp(out, "-");
+    st = tfl_plot_runs(ctx, runs, n_runs, metrics, n_metrics, &po, to_stdout ? NULL : out,
+                       stdout, &curves);
+    if (st != TFL_OK) { /* a missing run or metric is the arguments' fault */
+        cli_error("%s", tfl_ctx_error(ctx).message);
+        code = st == TFL_NOT_FOUND || st == TFL_INVALID_ARGUMENT ? CLI_USAGE : CLI_RUNTIME;
+    }
+    if (code == CLI_OK && !to_stdout)
         printf("wrote %s: %d curve%s of %d run%s\n", out, curves, curves == 1 ? "" : "s", n_runs,
                n_runs == 1 ? "" : "s");
     tfl_ctx_free(ctx);
@@ -296,27 +82,9 @@ int cli_plot(int argc, char **argv)
 
 /* ---- the end of tapeflow train --------------------------------------------------------------- */
 
-void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir,
-                        const char *csv_path, const cli_tensorboard *t, bool quiet)
+void cli_train_logs_end(const char *run_dir, const char *event_file, const char *curves)
 {
-    /* curves.svg: loss, and accuracy when measured, from metrics.csv (else the event files) */
-    char buf[256], svg[4200], csv_default[4200];
-    const char *metrics[2] = {"loss", "accuracy"};
-    int n_metrics =
-        tfl_config_get(cfg, "metrics", buf, sizeof buf) >= 0 && strstr(buf, "accuracy") ? 2 : 1;
-    snprintf(csv_default, sizeof csv_default, "%s/metrics.csv", run_dir);
-    const char *slash = strrchr(run_dir, '/');
-    cli_plot_run run = {run_dir, slash && slash[1] ? slash + 1 : run_dir};
-    if (strcmp(csv_path, csv_default) && access(csv_path, R_OK) == 0) run.path = csv_path;
-    snprintf(svg, sizeof svg, "%s/curves.svg", run_dir);
-    int curves = 0;
-    tfl_plot_opts po = {.log_y_auto = true};
-    if (cli_write_curves(ctx, &run, 1, metrics, n_metrics, &po, svg, &curves) != CLI_OK) {
-        fprintf(stderr, "tapeflow: warning: no %s (see above); the run is complete\n", svg);
-        svg[0] = 0;
-    }
-    if (quiet) return;
-    if (t && t->event_file[0]) {
+    if (event_file && event_file[0]) {
         char parent[4096];
         snprintf(parent, sizeof parent, "%s", run_dir);
         char *s = strrchr(parent, '/');
@@ -324,7 +92,7 @@ void cli_train_logs_end(tfl_ctx *ctx, const tfl_config *cfg, const char *run_dir
             *s = 0;
         else
             snprintf(parent, sizeof parent, "%s", run_dir);
-        printf("event file: %s (tensorboard --logdir %s)\n", t->event_file, parent);
+        printf("event file: %s (tensorboard --logdir %s)\n", event_file, parent);
     }
-    if (svg[0]) printf("curves: %s\n", svg);
+    if (curves && curves[0]) printf("curves: %s\n", curves);
 }

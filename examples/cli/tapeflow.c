@@ -9,12 +9,12 @@
 #include <string.h>
 
 volatile sig_atomic_t cli_interrupted = 0;
-volatile sig_atomic_t cli_save_request = 0;
+tfl_run *volatile cli_current_run = NULL;
 
 static void on_signal(int sig)
 {
     cli_interrupted = sig;
-    cli_save_request = 1;
+    tfl_run_cancel(cli_current_run); /* sets a sig_atomic_t: safe here */
 }
 
 void cli_catch_signals(void)
@@ -35,6 +35,14 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+void cli_log(void *user, tfl_log_level level, const char *message)
+{
+    (void)user;
+    /* an error reaches the user through the context's kept error (cli_ctx_error) */
+    if (level == TFL_LOG_WARNING)
+        fprintf(stderr, "tapeflow: %swarning: %s\n", cli_rank_label, message);
 }
 
 int cli_ctx_error(tfl_ctx *ctx, const char *what)
@@ -75,7 +83,8 @@ static const char set_help[] =
     "                    the config is validated): --set optimizer.learning_rate=3e-4,\n"
     "                    --set model.layers[1].dense.units=64\n";
 
-static void print_help(const char *cmd)
+/* The help of the commands that take a config; false for another command. */
+static bool help_config_cmd(const char *cmd)
 {
     if (!strcmp(cmd, "train"))
         printf("usage: tapeflow train CONFIG [--set PATH=VALUE]... [--run-dir DIR] [--quiet]\n"
@@ -101,27 +110,43 @@ static void print_help(const char *cmd)
                "                    resume although keys that change the training changed\n",
                set_help);
     else if (!strcmp(cmd, "eval"))
-        printf("usage: tapeflow eval CONFIG [--set PATH=VALUE]... [--run-dir DIR]\n\n"
+        printf("usage: tapeflow eval CONFIG [--set PATH=VALUE]... [--run-dir DIR]\n"
+               "                     [--checkpoint FILE]\n\n"
                "Restores the trained model from the run directory (its newest checkpoint) and\n"
-               "prints its loss and metrics on the config's test data (else its validation\n"
-               "data, else its training data).\n\n%s"
-               "  --run-dir DIR     the run directory (default runs/<config name>)\n",
+               "prints the checkpoint it used, then its loss and metrics on the config's test\n"
+               "data (else its validation data, else its training data). A newest checkpoint\n"
+               "that is damaged is skipped with a warning naming it and why.\n\n%s"
+               "  --run-dir DIR     the run directory (default runs/<config name>)\n"
+               "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
                set_help);
     else if (!strcmp(cmd, "predict"))
         printf("usage: tapeflow predict CONFIG --input FILE [--output FILE] [--set ...]\n"
-               "                        [--run-dir DIR]\n\n"
-               "Restores the trained model from the run directory and writes its outputs for\n"
-               "every example of FILE (IDX or CSV, read like the training data) as CSV: for a\n"
-               "classifier the class and the probability of each class, else the values.\n\n"
+               "                        [--run-dir DIR] [--checkpoint FILE]\n\n"
+               "Restores the trained model from the run directory (its newest checkpoint, named\n"
+               "on stderr) and writes its outputs for every example of FILE (IDX or CSV, read\n"
+               "like the training data) as CSV: for a classifier the class and the probability\n"
+               "of each class, else the values. A CSV laid out as the training file, its label\n"
+               "column included, is accepted: the label is not an input, and the loss and\n"
+               "accuracy on those labels go to stderr.\n\n"
                "  --input FILE      the examples (an IDX images file, or a CSV file)\n"
                "  --output FILE     where the CSV goes (default: standard output)\n%s"
-               "  --run-dir DIR     the run directory (default runs/<config name>)\n",
+               "  --run-dir DIR     the run directory (default runs/<config name>)\n"
+               "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
                set_help);
     else if (!strcmp(cmd, "config"))
         printf("usage: tapeflow config CONFIG [--set PATH=VALUE]...\n\n"
                "Validates CONFIG with its overrides and prints the resolved config as YAML,\n"
                "every default explicit; it loads back to the same resolved config.\n\n%s",
                set_help);
+    else
+        return false;
+    return true;
+}
+
+static void print_help(const char *cmd)
+{
+    if (help_config_cmd(cmd))
+        return;
     else if (!strcmp(cmd, "plot"))
         printf("usage: tapeflow plot RUN... [--metric NAME]... [-o FILE]\n"
                "                     [--log-y | --linear-y] [--title TEXT]\n\n"
@@ -149,7 +174,10 @@ static void print_help(const char *cmd)
                "header and checksums, and prints one line\neach; exit 1 when any fails.\n");
     else if (!strcmp(cmd, "diff"))
         printf("usage: tapeflow diff A B\n\nCompares two checkpoints tensor by tensor and "
-               "lists those that differ, with\ntheir max absolute and relative difference.\n");
+               "lists those that differ, with\ntheir max absolute and relative difference.\n\n"
+               "Exit status (as diff(1) and cmp(1)): 0 when the checkpoints hold equal\n"
+               "tensors, 1 when any tensor differs, 2 on trouble (a file that cannot be\n"
+               "read, a bad argument).\n");
     else if (!strcmp(cmd, "export"))
         printf("usage: tapeflow export RUN --weights-only OUT\n\nWrites the model's variables "
                "of the newest checkpoint of run directory RUN\n(no optimizer state) to OUT, a "
@@ -190,6 +218,7 @@ int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowe
         if (IS("--run-dir") && (allowed & CLI_OPT_RUN_DIR)) slot = &a->run_dir;
         else if (IS("--input") && (allowed & CLI_OPT_IO)) slot = &a->input;
         else if (IS("--output") && (allowed & CLI_OPT_IO)) slot = &a->output;
+        else if (IS("--checkpoint") && (allowed & CLI_OPT_CKPT)) slot = &a->checkpoint;
         else if (IS("--quiet") && (allowed & CLI_OPT_QUIET) && !eq) {
             a->quiet = true;
             continue;

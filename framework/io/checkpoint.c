@@ -350,7 +350,8 @@ tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *const *var
     for (int64_t i = 0; i < ck->n && st == TFL_OK; i++) {
         if (used[i] || (lp && strncmp(ck->e[i].name, o->ignore_prefix, lp) == 0)) continue;
         rep.unexpected++;
-        tfl__log(ctx, o->allow_unexpected ? TFL_LOG_WARNING : TFL_LOG_ERROR,
+        /* expect_partial: the caller said so, a note (INFO) and no warning */
+        tfl__log(ctx, o->allow_unexpected ? TFL_LOG_INFO : TFL_LOG_ERROR,
                  "Checkpoint '%s': "
                  "tensor '%s' has no variable",
                  ck->path, ck->e[i].name);

@@ -11,6 +11,8 @@
 #include "io/safetensors.h"
 
 #include <dirent.h>
+#include <tapeflow/files.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,13 +260,7 @@ tfl_ckpt_manager *tfl_ckpt_manager_new(tfl_ctx *ctx, const char *directory,
                   "tfl_ckpt_manager_new: "
                   "prefix '%s' must be 1 to 39 letters, digits, '_', '.' or '-'",
                   prefix);
-    if (mkdir(directory, 0755) != 0 && errno != EEXIST) {
-        tfl__set_error(ctx, TFL_FAILED_PRECONDITION,
-                       "tfl_ckpt_manager_new: cannot create '%s': "
-                       "%s",
-                       directory, strerror(errno));
-        return NULL;
-    }
+    if (tfl_make_dirs(ctx, directory) != TFL_OK) return NULL; /* mkdir -p */
     tfl_ckpt_manager *m = tfl__obj_new(ctx, sizeof *m, TFL__MAGIC_CKPT_MANAGER, manager_free_obj);
     if (!m) return NULL;
     m->ctx = ctx;
@@ -406,8 +402,10 @@ static bool usable(tfl_ctx *ctx, const char *path)
     bool ok = ck && tfl_ckpt_verify(ck, NULL) == TFL_OK;
     tfl_ckpt_close(ck);
     if (!ok) {
-        tfl__log(ctx, TFL_LOG_WARNING, "Checkpoint: skipping '%s': %s", path,
-                 tfl_ctx_error(ctx).message);
+        tfl_error e = tfl_ctx_error(ctx);
+        tfl__log(ctx, TFL_LOG_WARNING,
+                 "Checkpoint: skipping '%s', an older checkpoint is used if there is one: %s (%s)",
+                 path, e.message, tfl_status_name(e.code));
         if (clean) tfl_ctx_clear_error(ctx);
     }
     return ok;
@@ -420,18 +418,19 @@ tfl_status tfl_ckpt_latest(tfl_ctx *ctx, const char *directory, const char *pref
     if (!prefix) prefix = "ckpt";
     TFL_CHECK(ctx, directory && prefix_ok(prefix) && strlen(directory) < 3000 && buf,
               TFL_INVALID_ARGUMENT, "tfl_ckpt_latest: NULL or bad directory, prefix or buffer");
-    int64_t latest = -1, *steps = NULL, n = 0;
+    int64_t latest = -1, *steps = NULL, n = 0, tried = -1;
     double *times = NULL, lp = 0;
     char path[4096];
     if (read_index(ctx, directory, prefix, &latest, &steps, &times, &n, &lp)) {
         tfl__host_free(ctx, steps);
         tfl__host_free(ctx, times);
         file_path(directory, prefix, latest, path, sizeof path);
-        if (!usable(ctx, path)) latest = -1;
+        if (!usable(ctx, path)) tried = latest, latest = -1;
     }
     if (latest < 0) {
         n = scan(ctx, directory, prefix, false, &steps);
         for (int64_t i = n - 1; i >= 0 && latest < 0; i--) {
+            if (steps[i] == tried) continue; /* skipped once, and said so */
             file_path(directory, prefix, steps[i], path, sizeof path);
             if (usable(ctx, path)) latest = steps[i];
         }

@@ -20,6 +20,8 @@
 
 #include <tapeflow/summary.h>
 
+#include <tapeflow/files.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -66,30 +68,6 @@ static bool alive(const tfl_summary_writer *w, const char *what)
 }
 
 /* ---- the file --------------------------------------------------------------------------- */
-
-/* mkdir -p: every missing component of dir (an existing one is fine). */
-static tfl_status make_dirs(tfl_ctx *ctx, const char *dir)
-{
-    size_t n = strlen(dir);
-    char *p = tfl__strdup(ctx, dir);
-    if (!p) return TFL_RESOURCE_EXHAUSTED;
-    tfl_status st = TFL_OK;
-    for (size_t i = 1; i <= n && st == TFL_OK; i++) {
-        if (p[i] != '/' && p[i] != 0) continue;
-        char c = p[i];
-        p[i] = 0;
-        struct stat sb;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "summary writer: cannot create the "
-                                "directory '%.256s': %s", p, strerror(errno));
-        else if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "summary writer: '%.256s' exists "
-                                "and is not a directory", p);
-        p[i] = c;
-    }
-    tfl__host_free(ctx, p);
-    return st;
-}
 
 static tfl_status write_all(tfl_summary_writer *w, const unsigned char *p, size_t n)
 {
@@ -266,7 +244,7 @@ tfl_summary_writer *tfl_summary_writer_new(tfl_ctx *ctx, const char *logdir,
     const char *suffix = o.filename_suffix ? o.filename_suffix : "";
     TFL_CHECK_RET(ctx, !strchr(suffix, '/') && strlen(suffix) < 256, NULL, TFL_INVALID_ARGUMENT,
                   "summary writer: the filename suffix '%.64s' has a '/' or is too long", suffix);
-    if (make_dirs(ctx, logdir) != TFL_OK) return NULL;
+    if (tfl_make_dirs(ctx, logdir) != TFL_OK) return NULL;
     tfl_summary_writer *w = tfl__obj_new(ctx, sizeof *w, TFL__MAGIC_SUMMARY, free_obj);
     if (!w) return NULL;
     w->ctx = ctx;

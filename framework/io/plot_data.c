@@ -284,11 +284,29 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The distinct scalar tags the event files have, for a message: "a, b, c" (capped). */
+typedef struct tagset {
+    char text[400];
+    bool cut;
+} tagset;
+
+static void tagset_add(tagset *t, const char *tag)
+{
+    size_t n = strlen(t->text), k = strlen(tag);
+    for (const char *p = t->text; (p = strstr(p, tag)); p += k) /* seen: whole items only */
+        if ((p == t->text || p[-1] == ' ') && (p[k] == ',' || p[k] == 0)) return;
+    if (n + k + 3 >= sizeof t->text) {
+        t->cut = true;
+        return;
+    }
+    snprintf(t->text + n, sizeof t->text - n, "%s%s", n ? ", " : "", tag);
+}
+
 /* The scalars of tags[0..3) in the event files at path (a file, or every events.out.tfevents.*
  * of a directory in name order), with TensorBoard's purge on a later SessionLog START.
  * *files receives how many files were read. */
 static tfl_status read_events(tfl_ctx *ctx, const char *path, const char *const tags[3],
-                              plist lists[3], int *files, bool *started)
+                              plist lists[3], int *files, bool *started, tagset *seen)
 {
     struct stat sb;
     if (stat(path, &sb) != 0) return TFL_OK;
@@ -327,6 +345,7 @@ static tfl_status read_events(tfl_ctx *ctx, const char *path, const char *const 
                     for (int k = 0; k < 3; k++) plist_purge(&lists[k], (double)ev.step);
                 *started = true;
             } else if (ev.kind == TFL_EVENT_SCALAR) {
+                tagset_add(seen, ev.tag);
                 for (int k = 0; k < 3 && st == TFL_OK; k++) {
                     if (!tags[k] || strcmp(ev.tag, tags[k])) continue;
                     /* a step at or before the tag's last point replaces the points from it
@@ -380,10 +399,11 @@ static tfl_status load_events(tfl_curves *c, const char *train, const char *vald
     plist lt[3] = {{0}}, lv[3] = {{0}}, tr = {0}, va = {0};
     int files = 0;
     bool started = false, vstarted = false;
-    tfl_status st = read_events(ctx, train, tags, lt, &files, &started);
+    tagset seen = {{0}, false};
+    tfl_status st = read_events(ctx, train, tags, lt, &files, &started, &seen);
     if (st == TFL_OK)
-        st = valdir ? read_events(ctx, valdir, vtags_same, lv, &files, &vstarted)
-                    : read_events(ctx, train, vtags_here, lv, &files, &vstarted);
+        st = valdir ? read_events(ctx, valdir, vtags_same, lv, &files, &vstarted, &seen)
+                    : read_events(ctx, train, vtags_here, lv, &files, &vstarted, &seen);
     pick(lt, &tr);
     pick(lv, &va);
     for (int k = 0; k < 3; k++) {
@@ -392,8 +412,8 @@ static tfl_status load_events(tfl_curves *c, const char *train, const char *vald
     }
     if (st == TFL_OK && !tr.n && !va.n)
         st = tfl__set_error(ctx, TFL_NOT_FOUND, "plot: the event files of '%.256s' have no scalar "
-                            "'%.64s' (tags tried: %s, %s, %s)", train, metric, t_epoch, metric,
-                            t_step);
+                            "'%.64s' (nor %s or %s); their scalars: %s%s", train, metric, t_epoch,
+                            t_step, seen.text[0] ? seen.text : "none", seen.cut ? ", ..." : "");
     char label[300];
     if (st == TFL_OK && tr.n) {
         snprintf(label, sizeof label, "%s: training", name);

@@ -5,12 +5,15 @@
  * palette (training solid, validation dashed), markers when a curve has few points, and a
  * legend in the corner of the plot that hides the fewest points.
  */
+#include <tapeflow/files.h>
+
 #include "io/plot_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *const palette[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -241,8 +244,18 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     const char *title = o.title ? o.title : metric;
     const char *xl = o.x_label ? o.x_label : c->x_label[0] ? c->x_label : "x";
     const char *yl = o.y_label ? o.y_label : metric;
-    /* the plot area */
-    double L = 78, R = W - 24, T = 52, B = H - 60, pw = R - L, ph = B - T;
+    /* the plot area: on the left room for the widest y tick label (about 7.6 px a character
+     * at 12 px) and, beside it, the rotated y-axis title (14 px) */
+    char buf[64];
+    size_t widest = 0;
+    for (int i = 0; i < ay.n; i++) {
+        tick_label(&ay, ay.ticks[i], buf, sizeof buf);
+        widest = strlen(buf) > widest ? strlen(buf) : widest;
+    }
+    double label_w = 7.6 * (double)widest;
+    double L = fmax(78, 8 + label_w + 12 + 14 + 8), R = W - 24, T = 52, B = H - 60, pw = R - L,
+           ph = B - T;
+    double y_title = L - 8 - label_w - 12; /* the title's baseline: its glyphs reach 11 px left */
     out s = {.ctx = ctx};
     put(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
             "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"%s\">\n", W, H, W, H,
@@ -273,7 +286,6 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
     put(&s, "<rect class=\"frame\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/>\n", L, T,
         pw, ph);
     put(&s, "</g>\n<g class=\"x-axis\" font-size=\"12\" fill=\"#333\" text-anchor=\"middle\">\n");
-    char buf[64];
     for (int i = 0; i < ax.n; i++) {
         double X = L + pw * axis_pos(&ax, ax.ticks[i]);
         tick_label(&ax, ax.ticks[i], buf, sizeof buf);
@@ -292,8 +304,8 @@ const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, size_t *len
                 "stroke=\"#444\"/><text x=\"%.2f\" y=\"%.2f\">%s</text>\n", L - 5, Y, L, Y, L - 8,
             Y + 4, buf);
     }
-    put(&s, "<text class=\"label\" x=\"20\" y=\"%.2f\" font-size=\"14\" text-anchor=\"middle\" "
-            "transform=\"rotate(-90 20 %.2f)\">", T + ph / 2, T + ph / 2);
+    put(&s, "<text class=\"label\" x=\"%.2f\" y=\"%.2f\" font-size=\"14\" text-anchor=\"middle\" "
+            "transform=\"rotate(-90 %.2f %.2f)\">", y_title, T + ph / 2, y_title, T + ph / 2);
     if (o.y_label) put_text(&s, yl);
     else put_words(&s, yl);
     put(&s, "</text>\n</g>\n");
@@ -393,18 +405,83 @@ tfl_status tfl_curves_write_svg(tfl_curves *c, const char *path, const tfl_plot_
     size_t n = 0;
     const char *svg = tfl_curves_svg(c, opts, &n);
     if (!svg) return tfl_ctx_status(c->ctx);
-    size_t k = strlen(path) + 8;
-    char *tmp = tfl__host_alloc(c->ctx, k, 1);
-    TFL_CHECK(c->ctx, tmp, TFL_RESOURCE_EXHAUSTED, "tfl_curves_write_svg: out of memory");
-    snprintf(tmp, k, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(svg, 1, n, f) == n;
-    int err = errno;
-    if (f && fclose(f) != 0) ok = false, err = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, err = errno;
-    if (!ok) remove(tmp);
-    tfl__host_free(c->ctx, tmp);
-    TFL_CHECK(c->ctx, ok, TFL_FAILED_PRECONDITION, "tfl_curves_write_svg: cannot write '%.256s': "
-              "%s", path, strerror(err));
-    return TFL_OK;
+    return tfl_file_write_atomic(c->ctx, path, svg, n);
+}
+
+/* ---- several metrics of several runs, a panel each ----------------------------------------- */
+
+/* One panel's document inside a larger one: without its XML declaration, placed at (x, y),
+ * its clip path's id made unique. */
+static void put_panel(out *o, const char *svg, int x, int y, int index)
+{
+    const char *p = strstr(svg, "<svg ");
+    if (!p) return;
+    put(o, "<svg x=\"%d\" y=\"%d\" ", x, y);
+    p += 5;
+    for (const char *q; (q = strstr(p, "plot-area"));) {
+        put(o, "%.*s", (int)(q - p), p);
+        put(o, "plot-area-%d", index);
+        p = q + strlen("plot-area");
+    }
+    put(o, "%s", p);
+}
+
+tfl_status tfl_plot_runs(tfl_ctx *ctx, const tfl_plot_run *runs, int n_runs,
+                         const char *const *metrics, int n_metrics, const tfl_plot_opts *opts,
+                         const char *path, FILE *stream, int *n_curves)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, runs && n_runs > 0 && metrics && n_metrics > 0 && (path || stream),
+              TFL_INVALID_ARGUMENT, "tfl_plot_runs: %s",
+              !runs || n_runs <= 0 ? "no runs" : !metrics || n_metrics <= 0 ? "no metrics"
+                                                                           : "no path or stream");
+    int cols = n_metrics < 2 ? 1 : 2, rows = (n_metrics + cols - 1) / cols;
+    tfl_plot_opts po = opts ? *opts : (tfl_plot_opts){0};
+    if (!po.width) po.width = n_metrics > 1 ? 640 : 800;
+    if (!po.height) po.height = n_metrics > 1 ? 420 : 500;
+    out doc = {.ctx = ctx};
+    if (n_metrics > 1)
+        put(&doc, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg "
+                  "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 "
+                  "%d %d\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+            cols * po.width, rows * po.height, cols * po.width, rows * po.height,
+            cols * po.width, rows * po.height);
+    tfl_status st = TFL_OK;
+    int total = 0;
+    for (int k = 0; k < n_metrics && st == TFL_OK; k++) {
+        tfl_curves *c = tfl_curves_new(ctx);
+        if (!c) {
+            st = tfl_ctx_status(ctx);
+            break;
+        }
+        for (int i = 0; i < n_runs && st == TFL_OK; i++) {
+            int added = 0;
+            st = tfl_curves_load_run(c, runs[i].path, metrics[k], runs[i].name, &added);
+            if (st == TFL_OK && !added)
+                tfl__log(ctx, TFL_LOG_WARNING, "%s has no values of '%s'", runs[i].path,
+                         metrics[k]);
+            total += added;
+        }
+        if (st == TFL_OK && tfl_curves_count(c) == 0)
+            st = tfl__set_error(ctx, TFL_NOT_FOUND, "no run has values of '%s'; nothing was "
+                                "written", metrics[k]);
+        size_t len = 0;
+        const char *svg = st == TFL_OK ? tfl_curves_svg(c, &po, &len) : NULL;
+        if (st == TFL_OK && !svg) st = tfl_ctx_status(ctx);
+        if (svg && n_metrics == 1) put(&doc, "%.*s", (int)len, svg);
+        else if (svg) put_panel(&doc, svg, k % cols * po.width, k / cols * po.height, k);
+        tfl_curves_free(c);
+    }
+    if (st == TFL_OK && n_metrics > 1) put(&doc, "</svg>\n");
+    if (st == TFL_OK && doc.oom)
+        st = tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "tfl_plot_runs: out of memory");
+    if (st == TFL_OK && path) {
+        st = tfl_file_write_atomic(ctx, path, doc.s, doc.n);
+    } else if (st == TFL_OK && (fwrite(doc.s, 1, doc.n, stream) != doc.n || fflush(stream) != 0)) {
+        st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "tfl_plot_runs: cannot write the SVG "
+                            "to the stream: %s", strerror(errno));
+    }
+    if (n_curves) *n_curves = total;
+    tfl__host_free(ctx, doc.s);
+    return st;
 }

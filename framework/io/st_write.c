@@ -8,10 +8,14 @@
 
 #include "io/crc32c.h"
 
+#include <tapeflow/files.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -411,5 +415,51 @@ tfl_status tfl__st_write(tfl_ctx *ctx, const char *what, const char *path, tfl__
     tfl__host_free(ctx, h.p);
     if (st == TFL_OK) return tfl__afile_commit(ctx, what, &f, flags & TFL_CKPT_NO_FSYNC);
     if (f.tmp) tfl__afile_abort(ctx, &f);
+    return st;
+}
+
+/* ---- the public helpers (tapeflow/files.h) --------------------------------------------------- */
+
+tfl_status tfl_file_write_atomic(tfl_ctx *ctx, const char *path, const void *data, size_t len)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, path && *path && (data || len == 0), TFL_INVALID_ARGUMENT,
+              "tfl_file_write_atomic: %s", !path || !*path ? "no path" : "NULL data");
+    tfl__afile f;
+    TFL_TRY(tfl__afile_open(ctx, "tfl_file_write_atomic", path, &f));
+    tfl_status st = tfl__afile_write(ctx, "tfl_file_write_atomic", &f, data, len);
+    if (st != TFL_OK) {
+        tfl__afile_abort(ctx, &f);
+        return st;
+    }
+    return tfl__afile_commit(ctx, "tfl_file_write_atomic", &f, false);
+}
+
+tfl_status tfl_make_dirs(tfl_ctx *ctx, const char *path)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, path && *path, TFL_INVALID_ARGUMENT, "tfl_make_dirs: %s",
+              path ? "an empty path" : "a NULL path");
+    size_t n = strlen(path);
+    char *p = tfl__strdup(ctx, path);
+    if (!p) return tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "tfl_make_dirs: out of memory");
+    tfl_status st = TFL_OK;
+    for (size_t i = 1; i <= n && st == TFL_OK; i++) {
+        if (p[i] != '/' && p[i] != 0) continue;
+        if (p[i - 1] == '/') continue; /* "a//b", a trailing '/' */
+        char c = p[i];
+        p[i] = 0;
+        struct stat sb;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION,
+                                "cannot create the directory '%.256s': '%.256s': %s", path, p,
+                                strerror(errno));
+        else if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            st = tfl__set_error(ctx, TFL_FAILED_PRECONDITION,
+                                "cannot create the directory '%.256s': '%.256s' exists and is not "
+                                "a directory", path, p);
+        p[i] = c;
+    }
+    tfl__host_free(ctx, p);
     return st;
 }

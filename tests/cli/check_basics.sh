@@ -70,11 +70,19 @@ run 0 predict "$xor" --set training.epochs=150 --run-dir r1 --input in.csv --out
   fail "predictions: $(cat pred.csv)"
 run 0 predict "$xor" --set training.epochs=150 --run-dir r1 --input in.csv &&
   has out.txt "class,p0,p1"
+# the training file itself, its label column included: predicted all the same (the label is
+# not an input), and scored on those labels
+run 0 predict "$xor" --set training.epochs=150 --run-dir r1 --input "$SRC/configs/data/xor.csv" \
+  --output pred2.csv
+cmp -s pred.csv pred2.csv || fail "the labelled file's predictions differ: $(cat pred2.csv)"
+has err.txt "xor.csv has the training data's label column: not an input; on its labels loss "
+has err.txt ", accuracy 1.0000 (4 examples)"
+grep -q "warning" err.txt && fail "predict warned: $(cat err.txt)"
 run 1 predict "$xor" --set training.epochs=150 --run-dir r1 --input nope.csv && has err.txt "nope.csv"
 printf 'x1\n0\n' > narrow.csv
 run 1 predict "$xor" --set training.epochs=150 --run-dir r1 --input narrow.csv &&
   has err.txt "model.input_shape is [2]"
-run 1 eval "$xor" --run-dir never-trained && has err.txt "no checkpoint in 'never-trained/checkpoints': train first"
+run 1 eval "$xor" --run-dir never-trained && has err.txt "no usable checkpoint in 'never-trained/checkpoints': train first"
 # training again with the same config resumes (here: finds it complete)
 run 0 train "$xor" --set training.epochs=150 --run-dir r1 && has out.txt "trained already: 150 epochs"
 [ "$(wc -l < r1/metrics.csv)" = 151 ] || fail "a finished run's resume changed metrics.csv"

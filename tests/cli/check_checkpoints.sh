@@ -16,7 +16,8 @@ run 1 verify $c100 bad.safetensors && has out.txt "bad.safetensors: DATA_LOSS" &
   has out.txt "CRC"
 run 1 inspect bad.safetensors && has err.txt "CRC"
 run 1 inspect nothere.safetensors && has err.txt "nothere.safetensors"
-run 0 diff $c100 $c200 && has out.txt "dense_1/kernel " && has out.txt "max abs" &&
+# diff exits as diff(1) and cmp(1): 0 equal, 1 different, 2 trouble
+run 1 diff $c100 $c200 && has out.txt "dense_1/kernel " && has out.txt "max abs" &&
   has out.txt "tensors differ"
 run 0 diff $c200 $c200 && has out.txt "0 tensors differ"
 run 0 export r --weights-only w.safetensors && has out.txt "step 200"
@@ -25,4 +26,7 @@ grep -q "Adam" out.txt && fail "the exported weights hold optimizer state"
 run 2 export r w2.safetensors && has err.txt "--weights-only"
 run 1 export nowhere --weights-only w3.safetensors && has err.txt "nowhere"
 run 2 diff $c100 && has err.txt "tapeflow diff"
+run 2 diff $c100 nothere.safetensors && has err.txt "nothere.safetensors"
+run 0 diff --help && has out.txt "0 when the checkpoints hold equal" && has out.txt "1 when any tensor differs" &&
+  has out.txt "2 on trouble"
 finish

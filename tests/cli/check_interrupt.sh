@@ -7,6 +7,7 @@ TAPEFLOW=$1 SRC=$2
 [ -d /usr/share/datasets/fashion-mnist ] || { echo "skipped: no Fashion-MNIST"; exit 0; }
 for sig in INT TERM; do
   dir=run_$sig
+  rm -f out.txt err.txt # the last run's "step 10" must not be read as this one's
   "$TAPEFLOW" train "$SRC/configs/fashion_mnist_mlp.yaml" --set training.epochs=3 \
     --set logging.log_interval=5 --run-dir $dir > out.txt 2> err.txt &
   pid=$!

@@ -52,13 +52,21 @@ run 0 train "$xor" --set training.epochs=5 --set optimizer.learning_rate=0.5 \
   --allow-config-change --quiet --run-dir r
 has err.txt "  optimizer.learning_rate: 0.05 -> 0.5   [changes the training]"
 has err.txt "  logging.log_interval: 1 -> 0"
-has r/run.log "config changes since r/checkpoints/ckpt-00000004.safetensors (with --allow-config-change):"
+has r/run.log "config changes since r/checkpoints/ckpt-00000004.safetensors (changes of the training allowed):"
 has r/run.log "    optimizer.learning_rate: 0.05 -> 0.5"
 [ "$(wc -l < r/metrics.csv)" = 6 ] || fail "metrics.csv does not hold 5 epochs"
 
-# a model that no longer fits the checkpoint: allowed, but restoring names the mismatch
+# a model that no longer fits the checkpoint: allowed, but restoring names the mismatch, and
+# nothing of the run changes (config.yaml, run.log, metrics.csv, the checkpoints)
+cp r/config.yaml config5.yaml
+cp r/run.log runlog5.txt
+ls r/checkpoints > ckpts5.txt
 run 1 train "$xor" --set training.epochs=6 --set optimizer.learning_rate=0.5 \
   --set 'model.layers[0].dense.units=9' --allow-config-change --quiet --run-dir r
 has err.txt "shape"
+has err.txt "nothing was written"
 [ "$(wc -l < r/metrics.csv)" = 6 ] || fail "a failed resume changed metrics.csv"
+cmp -s config5.yaml r/config.yaml || fail "a failed resume wrote its rejected config to config.yaml"
+cmp -s runlog5.txt r/run.log || fail "a failed resume wrote to run.log"
+ls r/checkpoints | cmp -s ckpts5.txt - || fail "a failed resume changed the checkpoints"
 finish

@@ -274,9 +274,11 @@ static void test_xor_trains_from_its_config(void **state)
     counting c;
     tfl_ctx *ctx = counted_ctx(&c);
     const char *sets[] = {"training.epochs=60"};
-    /* the first load leaves the records of the handles it freed (the config, the model and
-     * layers of shape inference) in the ctx's pool (base.h): a second load reuses them */
-    tfl_config_free(load_ok(ctx, TFL_SOURCE_DIR "/configs/xor.yaml", sets, 1));
+    /* loads leave the records of the handles they freed (the config, the model and layers
+     * of shape inference) in the ctx's pool (base.h), which reuses a kind's records once 32
+     * of it are dead: after 40 loads a load reuses them */
+    for (int i = 0; i < 40; i++)
+        tfl_config_free(load_ok(ctx, TFL_SOURCE_DIR "/configs/xor.yaml", sets, 1));
     long base = CTR_LIVE(&c);
     tfl_config *cfg = load_ok(ctx, TFL_SOURCE_DIR "/configs/xor.yaml", sets, 1);
     tfl_config_free(cfg); /* loading and validating gives every other block back */
@@ -467,6 +469,33 @@ static void test_invalid_config_builds_nothing(void **state)
 
 /* training.deterministic reaches the context; training.sync_every the fit options, its null
  * default the gcd of the intervals logging and step checkpoints act on. */
+/* tfl_config_apply_context applies training.device: a device scope, once per config; auto
+ * opens none. */
+static void test_apply_context_device(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    const char *cpu[] = {"training.device=CPU:0"};
+    tfl_config *cfg = parse_with(f->ctx, BASE_YAML, cpu, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK); /* not a second scope */
+    tfl_tensor *t = tfl_zeros(f->ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){2});
+    assert_string_equal(tfl_tensor_device(t), "CPU:0");
+    tfl_tensor_release(t);
+    assert_int_equal(tfl_device_scope_pop(f->ctx), TFL_OK);           /* the config's */
+    assert_int_not_equal(tfl_device_scope_pop(f->ctx), TFL_OK);       /* no other */
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+    const char *autodev[] = {"training.device=auto"};
+    cfg = parse_with(f->ctx, BASE_YAML, autodev, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_not_equal(tfl_device_scope_pop(f->ctx), TFL_OK); /* auto: none opened */
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+}
+
 static void test_device_keys(void **state)
 {
     fixture *f = *state;
@@ -553,6 +582,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_invalid_config_builds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_context_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_markdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_activation_name_builds_its_layer, setup,
                                         teardown),

@@ -81,7 +81,8 @@ static void test_scalar_type_errors(void **state)
     expect_diag(ctx, BASE_YAML "training: {epochs: 1__0}\n", 9, 20,
                 "expected an integer, got '1__0'");
     expect_diag(ctx, BASE_YAML "training: {epochs: 99999999999999999999}\n", 9, 20,
-                "expected an integer, got '99999999999999999999'");
+                "training.epochs: 99999999999999999999 is out of range: expected an integer in "
+                "[1, 1000000000]");
 }
 
 static void test_booleans_are_true_or_false(void **state)

@@ -293,13 +293,26 @@ static void test_format_opts_checked(void **state)
     tfl_ctx *ctx = *state;
     tfl_tensor *t = tfl_ones(ctx, TFL_DTYPE_FLOAT32, 1, S(7));
     char buf[128];
+    /* an error leaves the caller's buffer terminated, as snprintf does (empty) */
+    memset(buf, 'x', sizeof buf);
     assert_int_equal(tfl_tensor_format(t, buf, sizeof buf, &(tfl_format_opts){.precision = -1}),
                      -1);
+    assert_string_equal(buf, "");
     expect_error(ctx, TFL_INVALID_ARGUMENT,
                  "tensor_format: opts.precision is -1; expected 0 (6) to 40");
+    memset(buf, 'x', sizeof buf);
     assert_int_equal(
         tfl_tensor_format_values(t, buf, sizeof buf, &(tfl_format_opts){.edge_items = -5}), -1);
+    assert_string_equal(buf, "");
     expect_error(ctx, TFL_INVALID_ARGUMENT, "opts.edge_items is -5");
+    memset(buf, 'x', sizeof buf);
+    assert_int_equal(tfl_tensor_format(NULL, buf, sizeof buf, NULL), -1);
+    assert_string_equal(buf, "");
+    /* size 0: nothing is written */
+    buf[0] = 'x';
+    assert_int_equal(tfl_tensor_format(t, buf, 0, &(tfl_format_opts){.threshold = -1}), -1);
+    assert_int_equal(buf[0], 'x');
+    expect_error(ctx, TFL_INVALID_ARGUMENT, "opts.threshold is -1");
     assert_int_equal(tfl_tensor_format_values(t, buf, sizeof buf,
                                               &(tfl_format_opts){.threshold = 2, .edge_items = 1}),
                      11);

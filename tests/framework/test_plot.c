@@ -285,6 +285,98 @@ static void test_auto_log_and_labels(void **state)
     remove_tree(dir);
 }
 
+/* The y axis's title stays clear of its tick labels, however long they are (a small learning
+ * rate's "0.00013"): its glyphs (14 px, rotated: about 11 px left of its x and 3 right) end
+ * left of the widest label (12 px, right-aligned 8 px left of the frame; at most 7.6 px a
+ * character). */
+static void test_y_title_clear_of_ticks(void **state)
+{
+    fixture *f = *state;
+    const double x[4] = {1, 2, 3, 4};
+    const double small[4] = {0.000123, 0.00011, 0.00009, 0.00006}, big[4] = {0.69, 0.68, 0.67, 0.66};
+    const double *ys[2] = {small, big};
+    for (int k = 0; k < 2; k++) {
+        tfl_curves *c = tfl_curves_new(f->ctx);
+        assert_int_equal(tfl_curves_add(c, "r", "r: training", false, 4, x, ys[k]), TFL_OK);
+        const char *svg = tfl_curves_svg(c, NULL, NULL);
+        assert_non_null(svg);
+        double frame_x = -1, title_x = -1;
+        const char *p = strstr(svg, "<rect class=\"frame\" x=\"");
+        assert_non_null(p);
+        frame_x = strtod(p + strlen("<rect class=\"frame\" x=\""), NULL);
+        p = strstr(svg, "<g class=\"y-axis\"");
+        assert_non_null(p);
+        const char *t = strstr(p, "<text class=\"label\" x=\"");
+        assert_non_null(t);
+        title_x = strtod(t + strlen("<text class=\"label\" x=\""), NULL);
+        size_t widest = 0; /* the tick labels: "...><text x=.. y=..>LABEL</text>" before it */
+        for (const char *q = p; (q = strstr(q, "\"/><text x=\"")) && q < t; q++) {
+            const char *open = strchr(q + 3, '>'), *close = strstr(open, "</text>");
+            if ((size_t)(close - open - 1) > widest) widest = (size_t)(close - open - 1);
+        }
+        assert_true(widest >= (k == 0 ? 7u : 4u)); /* "0.00012", "0.69" */
+        double labels_left = frame_x - 8 - 7.6 * (double)widest;
+        if (!(title_x + 3 + 4 <= labels_left))
+            print_error("title at x %.1f, tick labels from x %.1f (frame %.1f)\n", title_x,
+                        labels_left, frame_x);
+        assert_true(title_x + 3 + 4 <= labels_left); /* 4 px apart at least */
+        assert_true(title_x - 11 >= 0);                 /* inside the picture */
+        tfl_curves_free(c);
+    }
+}
+
+static void keep_warning(void *user, tfl_log_level level, const char *message)
+{
+    if (level == TFL_LOG_WARNING) snprintf(user, 256, "%s", message);
+}
+
+/* tfl_plot_runs: a panel per metric in one document, to a file or a stream; a run without
+ * values of a metric is a warning, a metric no run has an error that writes nothing. */
+static void test_plot_runs(void **state)
+{
+    fixture *f = *state;
+    char dir[256], csv[300], reg[300], svg[300];
+    temp_dir(dir, sizeof dir, "plot");
+    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    snprintf(reg, sizeof reg, "%s/b.csv", dir);
+    snprintf(svg, sizeof svg, "%s/out.svg", dir);
+    const char *a = "epoch,loss,accuracy\n0,1.5,0.5\n1,1.0,0.75\n";
+    const char *b = "epoch,loss,accuracy\n0,2.5,\n1,2.0,\n";
+    spit(csv, a, strlen(a));
+    spit(reg, b, strlen(b));
+    const tfl_plot_run runs[2] = {{csv, "a"}, {reg, "b"}};
+    const char *metrics[2] = {"loss", "accuracy"};
+    char warned[256] = "";
+    tfl_ctx_set_logger(f->ctx, keep_warning, warned, TFL_LOG_WARNING);
+    int n = 0;
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 2, metrics, 2, NULL, svg, NULL, &n), TFL_OK);
+    assert_int_equal(n, 3); /* a's loss and accuracy, b's loss */
+    assert_has(warned, "b.csv has no values of 'accuracy'");
+    size_t len = 0;
+    unsigned char *doc = slurp(svg, &len);
+    assert_int_equal(count_of((char *)doc, "<svg "), 3); /* the document and two panels */
+    assert_has((char *)doc, "plot-area-1");
+    free(doc);
+    /* no run has values of the metric: an error, the file as it was */
+    assert_int_equal(tfl_plot_runs(f->ctx, runs + 1, 1, metrics + 1, 1, NULL, svg, NULL, &n),
+                     TFL_NOT_FOUND);
+    expect_kept_error(f->ctx, TFL_NOT_FOUND, "no run has values of 'accuracy'; nothing was written");
+    doc = slurp(svg, &len);
+    assert_int_equal(count_of((char *)doc, "<svg "), 3);
+    free(doc);
+    /* one metric to a stream: the single document */
+    FILE *mem = tmpfile();
+    assert_non_null(mem);
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 1, metrics, 1, NULL, NULL, mem, NULL), TFL_OK);
+    assert_true(ftell(mem) > 100);
+    fclose(mem);
+    assert_int_equal(tfl_plot_runs(f->ctx, runs, 0, metrics, 1, NULL, svg, NULL, NULL),
+                     TFL_INVALID_ARGUMENT);
+    expect_kept_error(f->ctx, TFL_INVALID_ARGUMENT, "tfl_plot_runs: no runs");
+    tfl_ctx_set_logger(f->ctx, NULL, NULL, TFL_LOG_ERROR);
+    remove_tree(dir);
+}
+
 static void test_added_curves_and_errors(void **state)
 {
     fixture *f = *state;
@@ -328,6 +420,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_csv_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_log_and_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_y_title_clear_of_ticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plot_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_added_curves_and_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,16 @@ for lib in "$libdir"/libtapeflow.so*; do
 done
 [ -f "$libdir/libtapeflow.a" ] || fail "libtapeflow.a is not installed"
 [ -f "$libdir/cmake/tapeflow/FindBLIS.cmake" ] || fail "FindBLIS.cmake is not installed"
+# The installed program starts from the prefix alone (a relative rpath to the prefix's
+# library folder), also after the prefix moved.
+(unset LD_LIBRARY_PATH; "$tmp/prefix/bin/tapeflow" version > "$tmp/version.txt") ||
+  fail "the installed tapeflow does not start (exit $?)"
+grep -q "^tapeflow " "$tmp/version.txt" || fail "the installed 'tapeflow version' printed: $(cat "$tmp/version.txt")"
+readelf -d "$tmp/prefix/bin/tapeflow" | grep -q 'R.*PATH.*\$ORIGIN/\.\./lib' ||
+  fail "the installed tapeflow has no \$ORIGIN-relative rpath: $(readelf -d "$tmp/prefix/bin/tapeflow" | grep PATH)"
+mv "$tmp/prefix" "$tmp/moved"
+(unset LD_LIBRARY_PATH; "$tmp/moved/bin/tapeflow" version >/dev/null) || fail "tapeflow does not start from a moved prefix"
+mv "$tmp/moved" "$tmp/prefix"
 
 # no_tapeflow_so BINARY: the program runs without libtapeflow.so.
 no_tapeflow_so() {

@@ -87,6 +87,13 @@ static void test_csv_errors(void **state)
                      "line 1, column 1: '1.5' is not a class index");
     expect_csv_error(ctx, "-1,2\n", NULL, TFL_DATA_LOSS, "'-1' is not a class index");
     expect_csv_error(ctx, "1,1e39\n", NULL, TFL_DATA_LOSS, "out of the range of float32");
+    /* num_classes: a label at or past it names its line and column; one below it loads */
+    expect_csv_error(ctx, "x,cls\n1,0\n2,3\n3,1\n", &(tfl_dataset_opts){.header = true,
+                     .label_column = -1, .num_classes = 3}, TFL_DATA_LOSS,
+                     "line 3, column 2 ('cls'): '3' is not one of the 3 classes (labels in [0, 3))");
+    assert_null(tfl_dataset_from_csv(ctx, tmp_path(4, "err.csv"),
+                                     &(tfl_dataset_opts){.num_classes = -1}));
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "opts.num_classes is -1");
     expect_csv_error(ctx, "a,b\n", &hdr, TFL_INVALID_ARGUMENT, "no data lines");
     expect_csv_error(ctx, "", &hdr, TFL_INVALID_ARGUMENT, "empty");
     expect_csv_error(ctx, "a,b\n1,2\n", &(tfl_dataset_opts){.header = true, .label_name = "c"},
@@ -97,6 +104,12 @@ static void test_csv_errors(void **state)
                      "label_column 2 is out of range for 2 columns");
     expect_csv_error(ctx, "1,2\n", &(tfl_dataset_opts){.label_column = -3}, TFL_INVALID_ARGUMENT,
                      "label_column -3");
+    const char *ok = tmp_path(6, "ok.csv");
+    write_text(ok, "0,5\n2,6\n", false);
+    tfl_dataset *ds = tfl_dataset_from_csv(ctx, ok, &(tfl_dataset_opts){.num_classes = 3});
+    assert_non_null(ds);
+    assert_int_equal(tfl_dataset_num_classes(ds), 3);
+    tfl_dataset_free(ds);
     /* a cut gzip CSV */
     char text[20000];
     size_t n = 0;

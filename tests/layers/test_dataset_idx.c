@@ -120,6 +120,15 @@ static void test_idx_types_and_scale(void **state)
     assert_int_equal(ys[0], 3);
     assert_int_equal(ys[2], 1);
     tfl_dataset_free(ds);
+    /* num_classes: label 3 (index 0) is past 3 classes; 4 classes hold it */
+    assert_null(tfl_dataset_from_idx(f->ctx, tmp_path(0, "i32-images"), tmp_path(1, "i32-labels"),
+                                     &(tfl_dataset_opts){.num_classes = 3}));
+    expect_kept_error(f->ctx, TFL_DATA_LOSS,
+                      "i32-labels': label 3 at index 0 is not one of the 3 classes (labels in [0, 3))");
+    ds = tfl_dataset_from_idx(f->ctx, tmp_path(0, "i32-images"), tmp_path(1, "i32-labels"),
+                              &(tfl_dataset_opts){.num_classes = 4});
+    assert_non_null(ds);
+    tfl_dataset_free(ds);
 
     /* float32 images, rank-1 examples: one dimension means scalar examples */
     float fv[4] = {0.25f, -2.0f, 3.5f, 1e-3f};

@@ -170,6 +170,63 @@ static void test_tape_double_free(void **state)
     assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
 }
 
+/* A handle freed twice after new handles of its kind were made (a tape a step) is still
+ * MISUSE with the message kept, and the new handles are untouched: a freed record is not
+ * handed out again at once (as a tensor's is not). */
+static void test_stale_handle_after_new_ones(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_tape *a = tfl_tape_begin(ctx, 0);
+    tfl_tape_free(a);
+    tfl_tape *live[20];
+    for (int i = 0; i < 20; i++) {
+        live[i] = tfl_tape_begin(ctx, 0);
+        assert_non_null(live[i]);
+        assert_ptr_not_equal(live[i], a);
+    }
+    tfl_tape_free(a);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_tape_free: tape " FREED);
+    for (int i = 19; i >= 0; i--) { /* every new tape is alive: its free keeps no error */
+        assert_int_equal(tfl_tape_end(live[i]), TFL_OK);
+        tfl_tape_free(live[i]);
+        assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    }
+    tfl_optimizer *o = sgd(ctx, 0.1);
+    tfl_optimizer_free(o);
+    tfl_optimizer *o2 = sgd(ctx, 0.1);
+    assert_ptr_not_equal(o2, o);
+    tfl_optimizer_free(o);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_optimizer_free: optimizer " FREED);
+    tfl_optimizer_free(o2);
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    tfl_model *m = tfl_model_new(ctx, NULL);
+    tfl_model_free(m);
+    tfl_model *m2 = tfl_model_new(ctx, NULL);
+    assert_ptr_not_equal(m2, m);
+    tfl_model_free(m);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_model_free: model " FREED);
+    tfl_model_free(m2);
+    tfl_dataset *d = small_dataset(ctx);
+    tfl_dataset_free(d);
+    tfl_dataset *d2 = small_dataset(ctx);
+    assert_ptr_not_equal(d2, d);
+    tfl_dataset_free(d);
+    expect_kept_error(ctx, TFL_MISUSE, "tfl_dataset_free: dataset " FREED);
+    tfl_dataset_free(d2);
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    /* records are reused once enough of a kind are dead: the pool stays bounded */
+    tfl_tape *first = tfl_tape_begin(ctx, 0);
+    bool reused = false;
+    for (int i = 0; i < 200 && !reused; i++) {
+        tfl_tape *t = tfl_tape_begin(ctx, 0);
+        reused = t == first || t == a;
+        tfl_tape_free(t);
+    }
+    tfl_tape_free(first);
+    assert_true(reused);
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+}
+
 /* A context freed with dead tapes (and a live one) in it gives everything back. */
 static void test_ctx_free_with_dead_handles(void **state)
 {
@@ -403,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tensor_use_after_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frame_tensor_released_by_caller, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tape_double_free, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_handle_after_new_ones, setup, teardown),
         cmocka_unit_test(test_ctx_free_with_dead_handles),
         cmocka_unit_test_setup_teardown(test_optimizer_double_free, setup, teardown),
         cmocka_unit_test_setup_teardown(test_model_double_free, setup, teardown),

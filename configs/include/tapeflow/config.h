@@ -150,11 +150,14 @@ TFL_API tfl_status tfl_config_build_datasets(tfl_config *cfg, tfl_config_dataset
 
 /**
  * Examples to predict, from a file read as the training source is (an IDX images file, or a
- * CSV file of feature columns only, with the training source's header and delimiter), scaled
- * and (standardize) normalised with the training examples' moments, as in training; their
- * shape is checked against model.input_shape. `data` is what tfl_config_build_datasets gave.
- * Returns: a dataset without labels, or NULL (the loaders' errors: NOT_FOUND, DATA_LOSS, ...;
- * INVALID_ARGUMENT for a shape that does not fit, naming both).
+ * CSV file with the training source's header and delimiter: feature columns only, or laid
+ * out as the training file, its class label column included), scaled and (standardize)
+ * normalised with the training examples' moments, as in training; their shape is checked
+ * against model.input_shape. `data` is what tfl_config_build_datasets gave.
+ * Returns: a dataset, with labels when the CSV had the training data's label column (they
+ * are never inputs: tfl_dataset_has_labels says so, and they can score the predictions), or
+ * NULL (the loaders' errors: NOT_FOUND, DATA_LOSS, ...; INVALID_ARGUMENT for a shape that
+ * does not fit, naming both).
  */
 TFL_API tfl_dataset *tfl_config_load_examples(tfl_config *cfg, const tfl_config_datasets *data,
                                               const char *path);
@@ -172,8 +175,12 @@ TFL_API void tfl_config_datasets_free(tfl_config_datasets *data);
 TFL_API tfl_status tfl_config_fit_opts(const tfl_config *cfg, const tfl_config_datasets *data,
                                        tfl_fit_opts *out);
 
-/** Applies training.seed (when not 0), training.threads (when not 0) and
- * training.deterministic (tfl_ctx_set_deterministic) to the context. */
+/** Applies training.seed (when not 0), training.threads (when not 0),
+ * training.deterministic (tfl_ctx_set_deterministic) and training.device to the context: a
+ * device other than auto opens a device scope (tfl_device_scope_push; "GPU" is GPU:0) for
+ * everything made afterwards, once per config, and stays open (soft placement: a GPU the
+ * machine lacks falls back to the CPU). Errors: FAILED_PRECONDITION (an invalid config),
+ * tfl_ctx_set_seed's, tfl_device_scope_push's. */
 TFL_API tfl_status tfl_config_apply_context(tfl_config *cfg);
 
 /* ---- reading resolved values ---------------------------------------------------------------- */

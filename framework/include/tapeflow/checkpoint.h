@@ -150,7 +150,8 @@ TFL_API tfl_status tfl_ckpt_save(tfl_ctx *ctx, const char *path, int64_t n,
  * tensor of the file must have a variable (TensorFlow's assert_consumed). */
 typedef struct tfl_ckpt_restore_opts {
     bool allow_missing;        /* variables the file lacks keep their values (a partial restore) */
-    bool allow_unexpected;     /* tensors no variable asks for are ignored (expect_partial) */
+    bool allow_unexpected;     /* tensors no variable asks for are ignored (expect_partial;
+                                  each is logged at INFO, not as a warning) */
     const char *ignore_prefix; /* tensors whose names start with it are not variables' (a
                                   training checkpoint's "_tapeflow/" state): never unexpected */
 } tfl_ckpt_restore_opts;

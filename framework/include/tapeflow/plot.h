@@ -29,6 +29,10 @@
 
 #include <tapeflow/base.h>
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,6 +87,26 @@ TFL_API const char *tfl_curves_svg(tfl_curves *c, const tfl_plot_opts *opts, siz
 /** tfl_curves_svg written to `path` (atomically: a temporary file renamed). */
 TFL_API tfl_status tfl_curves_write_svg(tfl_curves *c, const char *path,
                                         const tfl_plot_opts *opts);
+
+/** A run to plot: a run directory, a metrics.csv or an event file (as tfl_curves_load_run);
+ * `name` labels its curves (NULL: the path's last component). */
+typedef struct tfl_plot_run {
+    const char *path, *name;
+} tfl_plot_run;
+
+/**
+ * The training and validation curves of every run for each metric, a panel per metric (two
+ * panels a row when there are several; opts' size is a panel's, 0: 800 x 500 alone, 640 x 420
+ * in panels), as one SVG document written atomically to `path`, or (path NULL) to `stream`.
+ * A run without values of a metric is logged at WARNING; *n_curves (optional) counts the
+ * curves drawn. Errors: tfl_curves_load_run's (NOT_FOUND: a missing run, a metric a run does
+ * not have, naming the ones it has), NOT_FOUND when no run has values of a metric ("nothing
+ * was written"), FAILED_PRECONDITION (the file or stream cannot be written), INVALID_ARGUMENT.
+ */
+TFL_API tfl_status tfl_plot_runs(tfl_ctx *ctx, const tfl_plot_run *runs, int n_runs,
+                                 const char *const *metrics, int n_metrics,
+                                 const tfl_plot_opts *opts, const char *path, FILE *stream,
+                                 int *n_curves);
 
 #ifdef __cplusplus
 }

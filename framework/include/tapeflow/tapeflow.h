@@ -14,6 +14,7 @@
 #include <tapeflow/random.h>
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
+#include <tapeflow/files.h>
 #include <tapeflow/checkpoint.h>
 #include <tapeflow/summary.h>
 #include <tapeflow/plot.h>
@@ -25,6 +26,7 @@
 #include <tapeflow/model.h>
 #include <tapeflow/distributed.h>
 #include <tapeflow/config.h>
+#include <tapeflow/run.h>
 #include <tapeflow/train_state.h>
 
 #endif /* TAPEFLOW_TAPEFLOW_H */

@@ -105,8 +105,9 @@ typedef struct tfl_format_opts {
  * `<tfl.Tensor shape=(2, 2) dtype=float32 device=CPU:0 [[1, 2], [3, 4]]>` into buf
  * (always NUL-terminated when size > 0), like snprintf.
  * Returns: the length the full text has (>= size means it was cut), or -1 for NULL t or
- * options out of range (precision in 0..40, threshold and edge_items >= 0; the error,
- * INVALID_ARGUMENT naming the field, is kept in t's context).
+ * options out of range (precision in 0..40, threshold and edge_items >= 0: a negative one is
+ * an error, not the default; INVALID_ARGUMENT naming the field is kept in t's context).
+ * On -1 a buf of size > 0 holds the empty string.
  */
 TFL_API int tfl_tensor_format(const tfl_tensor *t, char *buf, size_t size,
                               const tfl_format_opts *opts);

@@ -88,6 +88,9 @@ typedef struct tfl_dataset_opts {
                                (b, label_count) */
     bool no_labels;         /* every column is a feature; batches have no labels */
     char delimiter;         /* the field separator; 0: ',' */
+    /* CSV and IDX class labels: each must be below num_classes (a model's outputs), or the
+     * load fails with DATA_LOSS naming the file and the line (CSV) or index (IDX); 0: any */
+    int32_t num_classes;
 } tfl_dataset_opts;
 
 /**

@@ -85,6 +85,9 @@ TFL_API tfl_fit_opts tfl_fit_opts_resume(tfl_fit_opts opts, const tfl_train_stat
  * tfl_ckpt_manager_commit). After a requested save *request is cleared and, with
  * stop_on_request, fit stops there (in the middle of the epoch). The saved progress is the
  * step's exact sums: read from the device when fit left them there (tfl_step_logs_read).
+ * A periodic save that falls on an epoch's last step is made at that epoch's end instead
+ * (this callback's on_epoch_end; its state: the next epoch, batch 0), so that a resume does
+ * not run the epoch's end again; put the early-stopping callback before this one.
  */
 typedef struct tfl_step_checkpoint {
     tfl_ckpt_manager *manager;      /* required */
@@ -97,6 +100,7 @@ typedef struct tfl_step_checkpoint {
     const tfl_ckpt_save_opts *save_opts; /* optional */
     int64_t saved;                       /* state: checkpoints written */
     int64_t last_step;                   /* state: the step of the last one (-1: none) */
+    int64_t epoch_end_step;              /* state: a save waiting for the epoch's end (-1) */
 } tfl_step_checkpoint;
 TFL_API tfl_callback tfl_step_checkpoint_callback(tfl_step_checkpoint *c);
 

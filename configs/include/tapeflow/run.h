@@ -1,0 +1,177 @@
+/*
+ * tapeflow/run.h: a training run as a library call. A run trains what a config describes into
+ * a run directory, and resumes it: everything `tapeflow train`, `eval` and `predict` do
+ * besides parsing arguments, printing and catching signals.
+ *
+ *     tfl_config *cfg = tfl_config_load(ctx, "configs/xor.yaml", NULL, 0, &st);
+ *     tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.on_event = show, .user = app}, &st);
+ *     tfl_run_result res;
+ *     st = tfl_run_train(run, &res);       // resumes from the newest checkpoint
+ *     tfl_run_close(run);
+ *     tfl_config_free(cfg);
+ *
+ * The run directory (opts.run_dir, default runs/<config name>) receives:
+ *   config.yaml      the resolved config the run trains with;
+ *   run.log          a line per start or resume, the config changes, the library's warnings;
+ *   metrics.csv      a line per epoch (logging.metrics_csv elsewhere);
+ *   checkpoints/     every checkpoint.every epochs (or checkpoint.every_steps steps), at the
+ *                    end and when cancelled; checkpoint.keep of them (checkpoint.directory
+ *                    elsewhere);
+ *   train/, validation/  TensorBoard event files (unless logging.tensorboard is false);
+ *   curves.svg       loss (and accuracy) per epoch, at the end of a complete run.
+ * Training again resumes from the newest usable checkpoint (a damaged newer one is skipped
+ * with a warning naming it). The config is compared with the one the checkpoint was trained
+ * with: a run continues with changes to training.epochs, training.sync_every, logging.* and
+ * checkpoint.* only, unless opts.allow_config_change. Nothing of a run changes before its
+ * checkpoint restored, and a run that fails before its first step leaves the directory as
+ * it found it (a new one goes again).
+ *
+ * While a run is open, its context logs through it: every line goes on to opts.log_fn (at
+ * opts.log_level), and WARNING lines also to run.log and, as TFL_RUN_EVENT_WARNING, to
+ * opts.on_event. tfl_run_close gives the context opts.log_fn back.
+ */
+#ifndef TAPEFLOW_RUN_H
+#define TAPEFLOW_RUN_H
+
+#include <tapeflow/config.h>
+#include <tapeflow/model.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfl_run tfl_run;
+
+/** What a run tells its application (tfl_run_opts.on_event). */
+typedef enum tfl_run_event_kind {
+    TFL_RUN_EVENT_NOTE,          /* a line about the run: where it resumes, its directory, ... */
+    TFL_RUN_EVENT_WARNING,       /* a warning of the library (also in run.log) */
+    TFL_RUN_EVENT_CONFIG_CHANGE, /* a key changed since the run began ("path: was -> now") */
+    TFL_RUN_EVENT_STEP,          /* every logging.log_interval steps: `step` */
+    TFL_RUN_EVENT_EPOCH,         /* an epoch ended: `epoch` */
+} tfl_run_event_kind;
+
+typedef struct tfl_run_event {
+    tfl_run_event_kind kind;
+    const char *message;          /* one line, no newline */
+    const tfl_step_logs *step;    /* STEP: the step's figures (read from the device) */
+    const tfl_epoch_logs *epoch;  /* EPOCH */
+} tfl_run_event;
+
+typedef void (*tfl_run_event_fn)(void *user, const tfl_run_event *event);
+
+/**
+ * Several processes training one run (data parallelism, <tapeflow/distributed.h>): every
+ * process opens the run; `writer` (rank 0) alone writes its files. barrier waits for every
+ * process (before and after the run directory is written); prepare_fit adds the data-parallel
+ * callbacks to fit's: it may put callbacks first and last into cbs[0..*n) (cap entries),
+ * set fo->replicas and wrap cbs[*n - 1], the step checkpoint. NULL: one process.
+ */
+typedef struct tfl_run_parallel {
+    bool writer;
+    tfl_status (*barrier)(void *user);
+    tfl_status (*prepare_fit)(void *user, tfl_fit_opts *fo, tfl_callback *cbs, int *n, int cap,
+                              tfl_nonfinite_guard *guard);
+    const tfl_replicas *(*replicas)(void *user); /* evaluation's; NULL: one process */
+    void *user;
+} tfl_run_parallel;
+
+/** Options of a run; all-zero means defaults. */
+typedef struct tfl_run_opts {
+    const char *run_dir;          /* NULL: runs/<config name> */
+    bool allow_config_change;     /* resume although keys that change the training changed */
+    FILE *progress;               /* fit's progress (a bar on a terminal, lines otherwise) */
+    tfl_run_event_fn on_event;    /* NULL: none */
+    void *user;                   /* passed to on_event */
+    tfl_log_fn log_fn;            /* the context's log sink while the run is open, and after */
+    void *log_user;
+    tfl_log_level log_level;
+    const tfl_run_parallel *parallel; /* NULL: one process */
+} tfl_run_opts;
+
+/** What tfl_run_train did. */
+typedef struct tfl_run_result {
+    bool refused;             /* the config changed keys that change the training: nothing ran */
+    bool resumed;             /* from `checkpoint` */
+    bool trained_already;     /* every epoch was done: nothing to train */
+    bool cancelled;           /* tfl_run_cancel stopped it (its checkpoint saved when `saved`) */
+    bool saved;               /* a checkpoint of the last step trained exists */
+    int epochs;               /* epochs the run has now (all of them, resumed ones included) */
+    int stopped_epoch;        /* cancelled: the epoch it stopped in (0-based) */
+    int64_t steps;            /* steps the run has now */
+    double seconds;           /* of this call's training */
+    tfl_epoch_logs last;      /* the last epoch's figures (epochs > 0) */
+    double test_loss, test_accuracy; /* on data.test (NaN without test data, or not measured) */
+    bool skipped_steps;       /* on_nonfinite: skip skipped some */
+    char checkpoint[4200];    /* resumed: the checkpoint it resumed from */
+    char run_dir[4096];       /* the run directory */
+    char metrics_csv[4200];   /* its metrics file */
+    char event_file[4200];    /* the training event file ("" when none was written) */
+    char curves[4200];        /* curves.svg of the run ("" when none was made) */
+} tfl_run_result;
+
+/**
+ * Opens a run of a valid config (borrowed: free it after tfl_run_close): applies its context
+ * settings (tfl_config_apply_context, training.device included) and builds its model,
+ * optimizer and datasets. Nothing is written. Returns NULL with *status (optional) set:
+ * the builders' errors (INVALID_ARGUMENT naming the config key and file, DATA_LOSS of a data
+ * file, RESOURCE_EXHAUSTED), FAILED_PRECONDITION for an invalid config.
+ */
+TFL_API tfl_run *tfl_run_open(tfl_config *config, const tfl_run_opts *opts, tfl_status *status);
+
+/**
+ * Trains the run: resumes from the run directory's newest usable checkpoint (or starts),
+ * writes the run directory, fits until training.epochs or tfl_run_cancel, saves the final
+ * checkpoint and evaluates the test data. result (required) is filled in also on error.
+ * Returns TFL_OK also when cancelled (result->cancelled) or refused (result->refused,
+ * FAILED_PRECONDITION); errors: those of restoring (INVALID_ARGUMENT: a model that does not
+ * fit the checkpoint), writing (FAILED_PRECONDITION naming the file) and training.
+ */
+TFL_API tfl_status tfl_run_train(tfl_run *run, tfl_run_result *result);
+
+/**
+ * Restores the trained model: the checkpoint `checkpoint` (an error when it is damaged, never
+ * another one), or NULL: the run directory's newest usable one (a damaged newer one is skipped
+ * with a warning). Its path goes to used[0..size) (optional), its step to *step (optional, -1
+ * when unknown). Errors: NOT_FOUND (no usable checkpoint), tfl_model_restore_weights'.
+ */
+TFL_API tfl_status tfl_run_restore(tfl_run *run, const char *checkpoint, char *used, size_t size,
+                                   int64_t *step);
+
+/**
+ * The restored model's loss and accuracy (NaN for a regression) on the config's test data
+ * (else its validation data, else its training data); *which (optional) names it ("test",
+ * "validation", "train") and *examples (optional) counts it.
+ */
+TFL_API tfl_status tfl_run_evaluate(tfl_run *run, double *loss, double *accuracy,
+                                    const char **which, int64_t *examples);
+
+/**
+ * The restored model's outputs for the examples of a file read as the training data
+ * (tfl_config_load_examples): a new tensor (n, outputs) the caller releases, or NULL. When
+ * the file has the training data's label column, *labelled (optional) is set and *loss and
+ * *accuracy (optional) get the figures on those labels.
+ */
+TFL_API tfl_tensor *tfl_run_predict(tfl_run *run, const char *path, bool *labelled, double *loss,
+                                    double *accuracy);
+
+/** Asks a training run to stop after its current step, saving a checkpoint of it. Safe from a
+ * signal handler and from another thread (it sets one sig_atomic_t). */
+TFL_API void tfl_run_cancel(tfl_run *run);
+
+/** The run's model (owned by the run), for an application's own use between calls. */
+TFL_API tfl_model *tfl_run_model(tfl_run *run);
+
+/** Closes the run: frees its model, optimizer and datasets, gives the context its log sink
+ * back. NULL is fine. */
+TFL_API void tfl_run_close(tfl_run *run);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TAPEFLOW_RUN_H */
