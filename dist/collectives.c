@@ -126,11 +126,19 @@ static bool is_gpu(tfl_comm *c, const tfl_tensor *t)
     return tfl__tensor_device(t) != tfl__cpu(c->ctx);
 }
 
+/* Whether NCCL can drive the device: a build with NCCL and a device that gives its vendor
+ * handles (CUDA's ordinal and streams); any other device's tensors go through host memory
+ * (run_staged), as in a build without NCCL. */
+static bool nccl_drives(const tfl__device *gpu)
+{
+    return TFL_HAVE_NCCL && gpu && gpu->ops->native_ordinal && gpu->ops->native_stream;
+}
+
 /* Whether the GPU tensors of a collective go through NCCL: with several ranks, or with one
  * when the communicator asked for NCCL always (otherwise one rank has nothing to move). */
 static bool use_nccl(tfl_comm *c, const tfl__device *gpu)
 {
-    return gpu && (c->t.size > 1 || c->nccl_always);
+    return nccl_drives(gpu) && (c->t.size > 1 || c->nccl_always);
 }
 
 static tfl_status broadcast_host(tfl_comm *comm, const char *who, item *it, int n, int root);
@@ -386,7 +394,7 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
         if (!tensors[i]) continue;
         TFL_TRY(check_tensor(comm, who, tensors, i, true, &dev));
         tfl_dtype dt = tfl_tensor_dtype(tensors[i]);
-        bool gpu = TFL_HAVE_NCCL && is_gpu(comm, tensors[i]); /* else staged on the host */
+        bool gpu = is_gpu(comm, tensors[i]) && nccl_drives(dev); /* else staged on the host */
         if (gpu) {
             TFL_CHECK(ctx, !tfl__nccl_check_dtype(who, i, dt, msg, sizeof msg),
                       TFL_INVALID_ARGUMENT, "%s", msg);
