@@ -46,7 +46,8 @@ static inline void remove_tree(const char *path)
     rmdir(path);
 }
 
-/* The whole file, malloc'ed; *n its size. NULL when it cannot be read. */
+/* The whole file, malloc'ed and followed by a NUL (so text may be searched as a string); *n
+ * its size. NULL when it cannot be read. */
 static inline unsigned char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -54,8 +55,9 @@ static inline unsigned char *slurp(const char *path, size_t *n)
     fseek(f, 0, SEEK_END);
     long sz = ftell(f);
     fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
+    unsigned char *b = malloc(sz > 0 ? (size_t)sz + 1 : 1);
+    *n = b && sz > 0 ? fread(b, 1, (size_t)sz, f) : 0;
+    if (b) b[*n] = 0;
     fclose(f);
     return b;
 }
