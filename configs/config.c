@@ -5,7 +5,6 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "configs_internal.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -229,11 +228,7 @@ const char *tfl_config_name(const tfl_config *cfg)
  * WARNING says so and why (tfl_device_note), so a run shows it on stderr and in run.log. */
 static void warn_if_absent(tfl_ctx *ctx, const char *name)
 {
-    char canon[32]; /* "gpu" -> "GPU:0" */
-    snprintf(canon, sizeof canon, "%s%s", name, strchr(name, ':') ? "" : ":0");
-    for (char *c = canon; *c && *c != ':'; c++) *c = (char)toupper((unsigned char)*c);
-    for (int i = 0; i < tfl_device_count(ctx); i++)
-        if (strcmp(canon, tfl_device_name(ctx, i)) == 0) return;
+    if (tfl__find_device(ctx, name)) return; /* the framework's parser: "gpu" is GPU:0 */
     char why[512];
     if (tfl_device_note(ctx, why, sizeof why) <= 0) snprintf(why, sizeof why, "no such device");
     tfl__log(ctx, TFL_LOG_WARNING, "training.device %s is not available (%s): training on CPU:0",
