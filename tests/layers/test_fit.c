@@ -5,6 +5,7 @@
 #include "test_fixture.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <pty.h>
 #include <unistd.h>
 
@@ -420,6 +421,30 @@ static void progress_lines_when_not_a_terminal(void **state)
     tfl_dataset_free(train);
 }
 
+/* Drains a pseudo-terminal's master side while fit writes to the slave: a terminal's buffer
+ * is a few KiB, and a writer nobody reads blocks once it is full (more redraws, on a slower
+ * device or machine, would otherwise hang the test). */
+typedef struct tty_reader {
+    int fd;
+    char text[1 << 16];
+    size_t n;
+} tty_reader;
+
+static void *drain_tty(void *arg)
+{
+    tty_reader *r = arg;
+    char sink[4096];
+    for (;;) {
+        bool full = r->n >= sizeof r->text - 1;
+        ssize_t got = full ? read(r->fd, sink, sizeof sink)
+                           : read(r->fd, r->text + r->n, sizeof r->text - 1 - r->n);
+        if (got <= 0) break; /* EIO once the slave side is closed */
+        if (!full) r->n += (size_t)got;
+    }
+    r->text[r->n] = 0;
+    return NULL;
+}
+
 /* On a terminal: a header per epoch, a bar redrawn in place with ETA, samples/s and the
  * running loss, then the epoch's line over it. */
 static void progress_bar_on_a_terminal(void **state)
@@ -427,6 +452,11 @@ static void progress_bar_on_a_terminal(void **state)
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
     int master, slave;
     assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    static tty_reader reader;
+    reader.fd = master;
+    reader.n = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, drain_tty, &reader), 0);
     FILE *out = fdopen(slave, "w");
     assert_non_null(out);
     tfl_dataset *train = blobs(ctx, 3000, 9);
@@ -436,13 +466,9 @@ static void progress_bar_on_a_terminal(void **state)
                                    NULL),
                      TFL_OK);
     fclose(out);
-    static char text[1 << 16];
-    size_t n = 0;
-    ssize_t got;
-    while (n < sizeof text - 1 && (got = read(master, text + n, sizeof text - 1 - n)) > 0)
-        n += (size_t)got;
-    text[n] = 0;
+    assert_int_equal(pthread_join(th, NULL), 0);
     close(master);
+    const char *text = reader.text;
     assert_int_equal(strncmp(text, "epoch 1/1\r\n", 11), 0); /* the tty turns \n into \r\n */
     assert_has(text, "/3000 [");
     assert_has(text, "] - ETA ");
