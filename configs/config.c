@@ -235,6 +235,18 @@ static void warn_if_absent(tfl_ctx *ctx, const char *name)
              name, why);
 }
 
+/* A policy other than float32 where training runs on the CPU: one WARNING that the CPU
+ * computes in float32 (it has no TF32 format), as TensorFlow's TF32 switch does nothing there. */
+static void warn_if_cpu_precision(tfl_ctx *ctx, tfl_precision precision)
+{
+    if (precision == TFL_PRECISION_FLOAT32) return;
+    const tfl__device *d = tfl__resolve_device(ctx, "training.precision", NULL); /* the model's */
+    if (!d || d != tfl__cpu(ctx)) return;
+    tfl__log(ctx, TFL_LOG_WARNING,
+             "training.precision %s applies to a GPU's matmuls and convolutions: on %s they "
+             "run in float32", tfl_precision_name(precision), d->name);
+}
+
 tfl_status tfl_config_apply_context(tfl_config *cfg)
 {
     if (!cfg) return TFL_INVALID_ARGUMENT;
@@ -245,6 +257,8 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
     if (seed) TFL_TRY(tfl_ctx_set_seed(cfg->ctx, (uint64_t)seed));
     if (threads) TFL_TRY(tfl_ctx_set_num_threads(cfg->ctx, (int)threads));
     tfl_ctx_set_deterministic(cfg->ctx, tfl__rget(tr, "deterministic")->i != 0);
+    tfl_precision precision = (tfl_precision)tfl__rget(tr, "precision")->i;
+    TFL_TRY(tfl_ctx_set_precision(cfg->ctx, precision));
     /* training.device: a device scope for what is made from here on (once per config) */
     const rval *dev = tfl__rget(tr, "device");
     if (!cfg->device_scope && dev && dev->set && strcasecmp(dev->s, "auto") != 0) {
@@ -253,5 +267,6 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
         cfg->device_scope = true;
         warn_if_absent(cfg->ctx, name);
     }
+    warn_if_cpu_precision(cfg->ctx, precision);
     return TFL_OK;
 }

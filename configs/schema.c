@@ -33,6 +33,7 @@ ENUM(tfl__enum_padding, "padding", "valid", "same");
 ENUM(tfl__enum_format, "data format", "idx", "csv");
 ENUM(enum_label_kind, "label kind", "class", "value"); /* tfl_label_kind's order */
 ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
+ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's order */
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
 enum { L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB };
@@ -262,6 +263,10 @@ static const key_def training_keys[] = {
     {"deterministic", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0,
      "GPU kernels pick run-to-run reproducible algorithms, at some speed (the CPU's are "
      "deterministic either way)"},
+    {"precision", VT_ENUM, 0, 0, "float32", 0, 0, &enum_precision, 0, 0, 0,
+     "float32: float32 arithmetic everywhere; tf32: a GPU's float32 matmuls and convolutions "
+     "on TF32 tensor cores (as TensorFlow's default); the CPU computes in float32 either way "
+     "(a warning says so when training there)"},
     {"sync_every", VT_INT, 0, NUL | RNG, NULL, 0, 1e9, 0, 0, 0, 0,
      "on a GPU, steps between the host's reads of the loss (the epoch's sums stay on the "
      "device); 0: every step; null: every step that logging or checkpoint.every_steps acts on "

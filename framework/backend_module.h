@@ -59,6 +59,7 @@
     X(size_t, tfl_dtype_size, (tfl_dtype dtype), (dtype))                                          \
     V(tfl_tensor_release, (tfl_tensor * t), (t))                                             \
     X(bool, tfl_ctx_deterministic, (const tfl_ctx *ctx), (ctx))                                  \
+    X(tfl_precision, tfl_ctx_precision, (const tfl_ctx *ctx), (ctx))                             \
     X(const char *, tfl__op_name, (tfl__op_id op), (op))
 
 typedef struct tfl__module_host {

@@ -262,6 +262,44 @@ bool tfl_ctx_deterministic(const tfl_ctx *ctx)
     return ctx && ctx->deterministic;
 }
 
+static const char *const precision_names[TFL_PRECISION_COUNT] = {"float32", "tf32", "bfloat16",
+                                                                  "float16"};
+
+tfl_status tfl_ctx_set_precision(tfl_ctx *ctx, tfl_precision precision)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, (unsigned)precision < TFL_PRECISION_COUNT, TFL_INVALID_ARGUMENT,
+              "tfl_ctx_set_precision: %d is not a tfl_precision (float32, tf32, bfloat16, "
+              "float16)", (int)precision);
+    TFL_CHECK(ctx, precision != TFL_PRECISION_BFLOAT16 && precision != TFL_PRECISION_FLOAT16,
+              TFL_UNIMPLEMENTED,
+              "tfl_ctx_set_precision: mixed precision (%s) is not available yet; the policies "
+              "are float32 (the default) and tf32", precision_names[precision]);
+    ctx->precision = precision;
+    return TFL_OK;
+}
+
+tfl_precision tfl_ctx_precision(const tfl_ctx *ctx)
+{
+    return ctx ? ctx->precision : TFL_PRECISION_FLOAT32;
+}
+
+const char *tfl_precision_name(tfl_precision precision)
+{
+    return (unsigned)precision < TFL_PRECISION_COUNT ? precision_names[precision] : "?";
+}
+
+tfl_status tfl_precision_parse(const char *name, tfl_precision *out)
+{
+    if (!name || !out) return TFL_INVALID_ARGUMENT;
+    for (int i = 0; i < TFL_PRECISION_COUNT; i++)
+        if (!strcmp(name, precision_names[i])) {
+            *out = (tfl_precision)i;
+            return TFL_OK;
+        }
+    return TFL_INVALID_ARGUMENT;
+}
+
 /* ---- frames ------------------------------------------------------------------------------ */
 
 tfl_status tfl_frame_push(tfl_ctx *ctx)

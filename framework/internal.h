@@ -361,6 +361,7 @@ struct tfl_ctx {
     bool log_placement;
     bool deterministic;                /* tfl_ctx_set_deterministic: kernels pick
                                           run-to-run reproducible algorithms only */
+    tfl_precision precision;           /* tfl_ctx_set_precision */
 
     tfl_status err_code;               /* the first error kept */
     char err_msg[TFL_MSG_SIZE];

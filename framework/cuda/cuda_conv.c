@@ -83,6 +83,7 @@ static tfl_status gemm(const tfl__kcall *k, const char *name, tfl_dtype dt, cubl
     cublasStatus_t bs;
     if (dt == TFL_DTYPE_FLOAT32) {
         const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        tfl__cuda_blas_policy(k);
         bs = cublasSgemm(h, ta, tb, (int)m, (int)n, (int)kk, &one, a, (int)lda, b, (int)ldb, &beta,
                          c, (int)ldc);
     } else {

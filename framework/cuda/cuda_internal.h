@@ -23,6 +23,7 @@ typedef struct tfl__cuda_device {
     int multi;                /* more than one GPU: set the current device before launches */
     cudaStream_t stream;      /* the device's own stream (NULL tfl__stream) */
     cublasHandle_t blas;      /* bound to stream */
+    bool blas_tf32;           /* blas is in CUBLAS_TF32_TENSOR_OP_MATH (tfl__cuda_blas_policy) */
     void *staging;            /* pinned host memory, TFL_CUDA_STAGING_BYTES, or NULL */
     cudaEvent_t staging_done; /* recorded after the last copy out of staging */
     int64_t *check;           /* device word for index checks (tflcu_gather ...) */
@@ -64,6 +65,22 @@ static inline void *tfl__cuda_stream(tfl__device *dev)
 {
     (void)tfl__cuda_use(dev);
     return (void *)tfl__cuda(dev)->stream;
+}
+
+/**
+ * Puts the device's cuBLAS handle in the math mode of the ctx's precision policy before a
+ * float32 product: TF32 tensor cores under TFL_PRECISION_TF32, cuBLAS's default (float32
+ * FMA, no TF32) otherwise. The handle is told only when the mode changes; a refusal keeps
+ * the mode it had (the default math is always valid).
+ */
+static inline void tfl__cuda_blas_policy(const tfl__kcall *k)
+{
+    tfl__cuda_device *cu = tfl__cuda(k->dev);
+    bool tf32 = tfl_ctx_precision(k->ctx) == TFL_PRECISION_TF32;
+    if (cu->blas_tf32 == tf32) return;
+    if (cublasSetMathMode(cu->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) ==
+        CUBLAS_STATUS_SUCCESS)
+        cu->blas_tf32 = tf32;
 }
 
 /** The kernel tables of the op families (cuda_ops.c, cuda_ops_shape.c). */

@@ -352,6 +352,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
         switch ((tfl_dtype)c->dtype) {
         case TFL_DTYPE_FLOAT32: {
             const float one = 1.0f, zero = 0.0f;
+            tfl__cuda_blas_policy(k);
             bs = cublasSgemmStridedBatched(cu->blas, opb, opa, M, N, K, &one, pb, ldb, sb, pa, lda,
                                            sa, &zero, pc, ldc, sc, batches);
             break;

@@ -15,16 +15,23 @@
  *  - Padding: cuDNN pads both sides alike; SAME padding with an odd total pads one more
  *    after than before (TensorFlow's rule), which cuDNN cannot express: those shapes, found
  *    by cuDNN's output size differing from the op's, run im2col.
- *  - Arithmetic: CUDNN_FMA_MATH (no TF32 tensor cores), the convolution computed in the
- *    data type; FFT algorithms, whose rounding is far from the CPU's, are not taken.
- *  - Algorithms: cudnnGet*Algorithm_v7 (cuDNN's heuristics, nothing run), the first result
- *    that succeeds, is deterministic when tfl_ctx_deterministic(ctx) (perf determinism, and
- *    never the atomics-based BWD_DATA_ALGO_0, BWD_FILTER_ALGO_0 / _3), and needs at most
- *    WS_CAP bytes of workspace. The choice is cached per shape key (kind, dtype,
- *    deterministic flag, shapes, strides, dilations, padding) in a table of CACHE_SLOTS per
- *    device, replaced round robin; a shape without an algorithm is cached as "im2col", with
- *    its reason logged once (INFO) when the entry is made. A cuDNN call that fails at run
- *    time is logged (WARNING) and its shape moved to im2col.
+ *  - Arithmetic: under the float32 policy CUDNN_FMA_MATH (no tensor cores), the convolution
+ *    computed in the data type; under tf32 (tfl_ctx_set_precision) float32 data may take TF32
+ *    tensor cores (CUDNN_TENSOR_OP_MATH asked, each algorithm run with the math type cuDNN
+ *    timed it with). FFT algorithms, whose rounding is far from the CPU's, are not taken.
+ *  - Algorithms: measured, as TensorFlow's autotuning and PyTorch's cudnn.benchmark do:
+ *    cudnnFind*AlgorithmEx times every algorithm on the op's own buffers the first time a
+ *    shape runs, and the fastest that may run wins (logged at INFO with its time). In
+ *    deterministic mode, or with TFL_CUDNN_AUTOTUNE=0, cuDNN's heuristics rank them instead
+ *    (cudnnGet*Algorithm_v7, nothing run), so that two runs pick the same algorithm. Either
+ *    way an algorithm may run when it succeeded, is not FFT, is deterministic in
+ *    deterministic mode (and never the atomics-based BWD_DATA_ALGO_0, BWD_FILTER_ALGO_0 / _3
+ *    there), uses tensor cores only under tf32, and needs at most the workspace limit:
+ *    256 MiB, or TFL_CUDNN_WORKSPACE_MB. The choice is cached per shape key (kind, dtype,
+ *    deterministic flag, policy, shapes, strides, dilations, padding) in a table of
+ *    CACHE_SLOTS per device, replaced round robin; a shape without an algorithm is cached as
+ *    "im2col", with its reason logged once (INFO) when the entry is made. A cuDNN call that
+ *    fails at run time is logged (WARNING) and its shape moved to im2col.
  *  - Workspaces come from the device's caching allocator and go back after the call is
  *    enqueued (later work on the same stream may reuse them).
  */
@@ -32,24 +39,40 @@
 
 #include <cudnn.h>
 
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
 #define CACHE_SLOTS 64
-#define WS_CAP ((size_t)256 << 20) /* the largest workspace an algorithm may ask for */
-#define KEY_LEN 18
+#define WS_CAP ((size_t)256 << 20) /* the default workspace limit (TFL_CUDNN_WORKSPACE_MB) */
+#define KEY_LEN 19
+#define MAX_ALGOS 16 /* more than any of cuDNN's three algorithm counts */
 
 typedef struct entry {
     bool used;
     int64_t key[KEY_LEN];
-    int algo;  /* the cuDNN algorithm, or -1: im2col for this shape */
-    size_t ws; /* its workspace bytes */
+    int algo;             /* the cuDNN algorithm, or -1: im2col for this shape */
+    cudnnMathType_t math; /* the math type it runs with */
+    size_t ws;            /* its workspace bytes */
 } entry;
 
+/* one of cuDNN's answers, whichever kind asked */
+typedef struct candidate {
+    int algo;
+    cudnnStatus_t status;
+    cudnnDeterminism_t determinism;
+    cudnnMathType_t math;
+    size_t memory;
+    float ms; /* measured (autotuning), or 0 */
+} candidate;
+
 struct tfl__cudnn_state {
-    bool off; /* TFL_CUDNN=0, or no handle: every convolution runs im2col */
+    bool off;        /* TFL_CUDNN=0, or no handle: every convolution runs im2col */
+    bool autotune;   /* time the algorithms (TFL_CUDNN_AUTOTUNE=0: cuDNN's heuristics) */
+    size_t ws_limit; /* the largest workspace an algorithm may ask for */
     cudnnHandle_t h;
     cudnnTensorDescriptor_t xd, yd;
     cudnnFilterDescriptor_t wd;
@@ -60,10 +83,27 @@ struct tfl__cudnn_state {
 
 static const char *const kind_name[] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
 
-static bool env_off(void)
+static bool env_off(const char *name)
 {
-    const char *v = getenv("TFL_CUDNN");
+    const char *v = getenv(name);
     return v && (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false"));
+}
+
+/* TFL_CUDNN_WORKSPACE_MB, or WS_CAP when unset or not a number of MiB (logged) */
+static size_t env_ws_limit(const tfl__kcall *k)
+{
+    const char *v = getenv("TFL_CUDNN_WORKSPACE_MB");
+    if (!v || !*v) return WS_CAP;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long mb = strtoull(v, &end, 10);
+    if (*v == '-' || *end || errno || mb > (SIZE_MAX >> 20)) {
+        tfl__log(k->ctx, TFL_LOG_WARNING,
+                 "%s: TFL_CUDNN_WORKSPACE_MB=%s is not a number of MiB: the convolutions' "
+                 "workspace limit stays %zu MiB", k->dev->name, v, WS_CAP >> 20);
+        return WS_CAP;
+    }
+    return (size_t)mb << 20;
 }
 
 void tfl__cudnn_free(tfl__cuda_device *cu)
@@ -99,7 +139,9 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
     if (!s) return no_memory(k);
     memset(s, 0, sizeof *s);
     cu->dnn = s;
-    if (env_off()) {
+    s->autotune = !env_off("TFL_CUDNN_AUTOTUNE");
+    s->ws_limit = env_ws_limit(k);
+    if (env_off("TFL_CUDNN")) {
         s->off = true;
         tfl__log(k->ctx, TFL_LOG_INFO,
                  "%s: cuDNN is off (TFL_CUDNN=%s): convolutions run as im2col + cuBLAS, "
@@ -145,15 +187,26 @@ struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k, bool *failed)
 }
 
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,
-                     const tflcu_conv *g)
+                     cudnnMathType_t math, const tflcu_conv *g)
 {
-    const int64_t v[KEY_LEN] = {kind, dt,    det,   g->n,  g->h,  g->w,  g->c,  g->kh, g->kw,
-                                g->f, g->oh, g->ow, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl};
+    const int64_t v[KEY_LEN] = {kind,  dt,    det,   math,  g->n,  g->h,  g->w,
+                                g->c,  g->kh, g->kw, g->f,  g->oh, g->ow, g->sh,
+                                g->sw, g->dh, g->dw, g->pt, g->pl};
     memcpy(key, v, sizeof v);
 }
 
+/* The math type the policy allows for data type dt: tensor cores (TF32) only for float32
+ * data under the tf32 policy, plain FMA otherwise. */
+static cudnnMathType_t policy_math(const tfl__kcall *k, cudnnDataType_t dt)
+{
+    return dt == CUDNN_DATA_FLOAT && tfl_ctx_precision(k->ctx) == TFL_PRECISION_TF32
+               ? CUDNN_TENSOR_OP_MATH
+               : CUDNN_FMA_MATH;
+}
+
 /* the descriptors of shape g; CUDNN_STATUS_SUCCESS or cuDNN's complaint */
-static cudnnStatus_t describe(struct tfl__cudnn_state *s, const tflcu_conv *g, cudnnDataType_t dt)
+static cudnnStatus_t describe(struct tfl__cudnn_state *s, const tflcu_conv *g, cudnnDataType_t dt,
+                              cudnnMathType_t math)
 {
     cudnnStatus_t r = cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NHWC, dt, (int)g->n, (int)g->c,
                                                  (int)g->h, (int)g->w);
@@ -166,7 +219,7 @@ static cudnnStatus_t describe(struct tfl__cudnn_state *s, const tflcu_conv *g, c
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnSetConvolution2dDescriptor(s->cd, (int)g->pt, (int)g->pl, (int)g->sh, (int)g->sw,
                                             (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION, dt);
-    if (r == CUDNN_STATUS_SUCCESS) r = cudnnSetConvolutionMathType(s->cd, CUDNN_FMA_MATH);
+    if (r == CUDNN_STATUS_SUCCESS) r = cudnnSetConvolutionMathType(s->cd, math);
     return r;
 }
 
@@ -175,125 +228,144 @@ static bool fits_int(int64_t v)
     return v >= 0 && v <= INT32_MAX;
 }
 
-/* Picks the algorithm of a shape not in the cache: e->algo and e->ws, or algo -1 and the
- * reason in why. */
-static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
-                   const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e, char *why,
-                   size_t size)
+/* cuDNN's algorithm names, per kind, for the log */
+static const char *algo_name(tfl__conv_kind kind, int algo)
 {
-    e->algo = -1;
-    e->ws = 0;
-    int64_t pb_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1 - g->h - g->pt;
-    int64_t pb_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 - g->w - g->pl;
-    if (!fits_int(g->n * g->h * g->w * g->c) || !fits_int(g->n * g->oh * g->ow * g->f) ||
-        !fits_int(g->kh * g->kw * g->c * g->f)) {
-        snprintf(why, size,
-                 "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
-        return;
-    }
-    cudnnStatus_t r = describe(s, g, dt);
-    if (r != CUDNN_STATUS_SUCCESS) {
-        snprintf(why, size, "cuDNN refuses the descriptors: %s", cudnnGetErrorString(r));
-        return;
-    }
-    int on, oc, ohh, oww;
-    r = cudnnGetConvolution2dForwardOutputDim(s->cd, s->xd, s->wd, &on, &oc, &ohh, &oww);
-    if (r != CUDNN_STATUS_SUCCESS || on != g->n || oc != g->f || ohh != g->oh || oww != g->ow) {
-        snprintf(why, size,
-                 "cuDNN pads both sides alike, this padding is (%lld, %lld) before and "
-                 "(%lld, %lld) after",
-                 (long long)g->pt, (long long)g->pl, (long long)pb_h, (long long)pb_w);
-        return;
-    }
-    int count = 0;
-    bool any = false; /* an algorithm that succeeds, before the filters below */
+    static const char *const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                      "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    static const char *const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD",
+                                       "WINOGRAD_NONFUSED"};
+    static const char *const filt[] = {"ALGO_0", "ALGO_1",   "FFT",        "ALGO_3",
+                                       "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+    const char *const *t = kind == TFL__CONV_FWD ? fwd : kind == TFL__CONV_BWD_DATA ? data : filt;
+    int n = kind == TFL__CONV_FWD ? 8 : kind == TFL__CONV_BWD_DATA ? 6 : 7;
+    return algo >= 0 && algo < n ? t[algo] : "?";
+}
+
+static bool is_fft(tfl__conv_kind kind, int algo)
+{
+    if (kind == TFL__CONV_FWD)
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+    if (kind == TFL__CONV_BWD_DATA)
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING;
+    return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+           algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING;
+}
+
+/* the algorithms that add with atomics, whatever their determinism field says */
+static bool uses_atomics(tfl__conv_kind kind, int algo)
+{
+    return (kind == TFL__CONV_BWD_DATA && algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) ||
+           (kind == TFL__CONV_BWD_FILTER && (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 ||
+                                             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3));
+}
+
+/* the workspace algorithm `algo` needs for the described shape; false when cuDNN won't say */
+static bool workspace_of(struct tfl__cudnn_state *s, tfl__conv_kind kind, int algo, size_t *ws)
+{
+    cudnnStatus_t r;
+    if (kind == TFL__CONV_FWD)
+        r = cudnnGetConvolutionForwardWorkspaceSize(s->h, s->xd, s->wd, s->cd, s->yd,
+                                                    (cudnnConvolutionFwdAlgo_t)algo, ws);
+    else if (kind == TFL__CONV_BWD_DATA)
+        r = cudnnGetConvolutionBackwardDataWorkspaceSize(s->h, s->wd, s->yd, s->cd, s->xd,
+                                                         (cudnnConvolutionBwdDataAlgo_t)algo, ws);
+    else
+        r = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            s->h, s->xd, s->yd, s->cd, s->wd, (cudnnConvolutionBwdFilterAlgo_t)algo, ws);
+    return r == CUDNN_STATUS_SUCCESS;
+}
+
+/* copies n perf records of any kind into c (the three structs share their fields) */
+#define TO_CANDIDATES(p, n, c)                                                                     \
+    for (int i_ = 0; i_ < (n); i_++)                                                               \
+    (c)[i_] = (candidate){(int)(p)[i_].algo,        (p)[i_].status, (p)[i_].determinism,          \
+                          (p)[i_].mathType,         (p)[i_].memory, (p)[i_].time}
+
+/* cuDNN's heuristic ranking of the described shape (nothing run): *count candidates */
+static cudnnStatus_t rank_heuristic(struct tfl__cudnn_state *s, tfl__conv_kind kind, candidate *c,
+                                    int *count)
+{
+    cudnnStatus_t r;
+    *count = 0;
     if (kind == TFL__CONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         r = cudnnGetConvolutionForwardAlgorithm_v7(s->h, s->xd, s->wd, s->cd, s->yd,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, p);
-        for (int i = 0; r == CUDNN_STATUS_SUCCESS && i < count; i++) {
-            size_t ws = 0;
-            if (p[i].status != CUDNN_STATUS_SUCCESS) continue;
-            any = true;
-            if (p[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
-                p[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING)
-                continue;
-            if (det && p[i].determinism != CUDNN_DETERMINISTIC) continue;
-            if (cudnnGetConvolutionForwardWorkspaceSize(s->h, s->xd, s->wd, s->cd, s->yd, p[i].algo,
-                                                        &ws) != CUDNN_STATUS_SUCCESS ||
-                ws > WS_CAP)
-                continue;
-            e->algo = (int)p[i].algo;
-            e->ws = ws;
-            break;
-        }
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, p);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
     } else if (kind == TFL__CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         r = cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            s->h, s->wd, s->yd, s->cd, s->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, p);
-        for (int i = 0; r == CUDNN_STATUS_SUCCESS && i < count; i++) {
-            size_t ws = 0;
-            if (p[i].status != CUDNN_STATUS_SUCCESS) continue;
-            any = true;
-            if (p[i].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
-                p[i].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING)
-                continue;
-            if (det && (p[i].determinism != CUDNN_DETERMINISTIC ||
-                        p[i].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0))
-                continue;
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(
-                    s->h, s->wd, s->yd, s->cd, s->xd, p[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
-                ws > WS_CAP)
-                continue;
-            e->algo = (int)p[i].algo;
-            e->ws = ws;
-            break;
-        }
+            s->h, s->wd, s->yd, s->cd, s->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, p);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         r = cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            s->h, s->xd, s->yd, s->cd, s->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, p);
-        for (int i = 0; r == CUDNN_STATUS_SUCCESS && i < count; i++) {
-            size_t ws = 0;
-            if (p[i].status != CUDNN_STATUS_SUCCESS) continue;
-            any = true;
-            if (p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
-                p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING)
-                continue;
-            if (det && (p[i].determinism != CUDNN_DETERMINISTIC ||
-                        p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 ||
-                        p[i].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3))
-                continue;
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                    s->h, s->xd, s->yd, s->cd, s->wd, p[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
-                ws > WS_CAP)
-                continue;
-            e->algo = (int)p[i].algo;
-            e->ws = ws;
-            break;
-        }
+            s->h, s->xd, s->yd, s->cd, s->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, p);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
     }
-    if (e->algo >= 0) return;
-    if (r != CUDNN_STATUS_SUCCESS)
-        snprintf(why, size, "cuDNN's algorithm query failed: %s", cudnnGetErrorString(r));
-    else if (!any)
-        snprintf(why, size, "cuDNN has no algorithm for this shape and dtype (%d answers)", count);
-    else
-        snprintf(why, size,
-                 "no algorithm of cuDNN's %d is %sFFT-free and within %zu MiB of workspace", count,
-                 det ? "deterministic, " : "", WS_CAP >> 20);
-    (void)k;
+    if (r != CUDNN_STATUS_SUCCESS) *count = 0;
+    /* the heuristics' memory field is not always the workspace: ask for each */
+    for (int i = 0; i < *count; i++)
+        if (c[i].status == CUDNN_STATUS_SUCCESS && !workspace_of(s, kind, c[i].algo, &c[i].memory))
+            c[i].status = CUDNN_STATUS_NOT_SUPPORTED;
+    return r;
 }
 
-static void log_im2col(const tfl__kcall *k, tfl_log_level level, tfl__conv_kind kind,
-                       const tflcu_conv *g, const char *why)
+/* Every algorithm timed on the op's buffers (x/w/dy in, the output written: the real run
+ * overwrites it), fastest first: *count candidates. w is the KRSC filter (an input of FWD and
+ * BWD_DATA, BWD_FILTER's output). */
+static cudnnStatus_t rank_measured(struct tfl__cudnn_state *s, tfl__conv_kind kind, const void *a,
+                                   const void *b, void *out, void *krsc, void *work, size_t ws,
+                                   candidate *c, int *count)
 {
-    tfl__log(k->ctx, level,
-             "%s on %s runs im2col + cuBLAS, not cuDNN, for input (%lld, %lld, %lld, %lld), "
-             "filter (%lld, %lld, %lld, %lld), strides (%lld, %lld), dilations (%lld, %lld): %s",
-             kind_name[kind], k->dev->name, (long long)g->n, (long long)g->h, (long long)g->w,
-             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->c, (long long)g->f,
-             (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw, why);
+    cudnnStatus_t r;
+    *count = 0;
+    if (kind == TFL__CONV_FWD) { /* a = x, w = krsc, y = out */
+        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        r = cudnnFindConvolutionForwardAlgorithmEx(s->h, s->xd, a, s->wd, krsc, s->cd, s->yd, out,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, p,
+                                                   work, ws);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
+    } else if (kind == TFL__CONV_BWD_DATA) { /* w = krsc, dy = b, dx = out */
+        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        r = cudnnFindConvolutionBackwardDataAlgorithmEx(s->h, s->wd, krsc, s->yd, b, s->cd, s->xd,
+                                                        out, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                        count, p, work, ws);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
+    } else { /* x = a, dy = b, dw = krsc */
+        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        r = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            s->h, s->xd, a, s->yd, b, s->cd, s->wd, krsc, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            count, p, work, ws);
+        TO_CANDIDATES(p, r == CUDNN_STATUS_SUCCESS ? *count : 0, c);
+    }
+    if (r != CUDNN_STATUS_SUCCESS) *count = 0;
+    return r;
+}
+
+/* The first of cuDNN's ranked answers that may run (see the file's comment); its index, or -1
+ * with *any set when some answer succeeded before these rules. */
+static int pick(tfl__conv_kind kind, const candidate *c, int count, bool det, cudnnMathType_t allowed,
+                size_t limit, bool *any)
+{
+    *any = false;
+    for (int i = 0; i < count; i++) {
+        /* a search answers ALLOC_FAILED for an algorithm above the workspace it was offered */
+        if (c[i].status == CUDNN_STATUS_ALLOC_FAILED) *any = true;
+        if (c[i].status != CUDNN_STATUS_SUCCESS) continue;
+        *any = true;
+        if (is_fft(kind, c[i].algo)) continue;
+        if (det && (c[i].determinism != CUDNN_DETERMINISTIC || uses_atomics(kind, c[i].algo)))
+            continue;
+        if (allowed == CUDNN_FMA_MATH &&
+            (c[i].math == CUDNN_TENSOR_OP_MATH || c[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+            continue;
+        if (c[i].memory > limit) continue;
+        return i;
+    }
+    return -1;
 }
 
 /* dst (cols x rows, row-major) = the transpose of src (rows x cols, row-major), on the
@@ -313,6 +385,128 @@ static cublasStatus_t transpose(const tfl__kcall *k, bool dbl, const void *src, 
                        &zero, dst, (int)rows, dst, (int)rows);
 }
 
+/* the KRSC filter's bytes, rounded up so that a workspace after it stays aligned */
+static size_t krsc_bytes(const tflcu_conv *g, bool dbl)
+{
+    size_t es = dbl ? sizeof(double) : sizeof(float);
+    return ((size_t)(g->kh * g->kw * g->c * g->f) * es + 255) / 256 * 256;
+}
+
+/* A device block of `bytes` from the caching allocator, or NULL when it has none: then the
+ * allocator's complaint is taken back out of the ctx when the ctx had no error before (the
+ * caller carries on with less), so measuring never fails an op that could run. */
+static void *try_block(const tfl__kcall *k, size_t bytes, size_t *got)
+{
+    tfl_status before = k->ctx->err_code;
+    void *p = tfl__allocator_get(&k->dev->alloc, bytes, got);
+    if (!p && before == TFL_OK) {
+        k->ctx->err_code = TFL_OK;
+        k->ctx->err_msg[0] = '\0';
+    }
+    return p;
+}
+
+/* Times the algorithms of the described shape (rank_measured) with a workspace of up to the
+ * limit: c and *count, the workspace offered in *offered; false (nothing measured) when not
+ * even the KRSC filter's memory could be had. */
+static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
+                    const tflcu_conv *g, bool dbl, const void *a, const void *b, void *out,
+                    candidate *c, int *count, size_t *offered, cudnnStatus_t *r)
+{
+    size_t filt = krsc_bytes(g, dbl), got = 0, ws = s->ws_limit;
+    char *block = try_block(k, filt + ws, &got);
+    if (!block && ws) block = try_block(k, filt + (ws = 0), &got);
+    if (!block) return false;
+    int64_t K = g->kh * g->kw * g->c, F = g->f;
+    cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
+    if (kind != TFL__CONV_BWD_FILTER)
+        bs = transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, K, F, block);
+    *r = bs == CUBLAS_STATUS_SUCCESS
+             ? rank_measured(s, kind, a, b, out, block, ws ? block + filt : NULL, ws, c, count)
+             : CUDNN_STATUS_EXECUTION_FAILED;
+    tfl__allocator_put(&k->dev->alloc, block, got);
+    *offered = ws;
+    return true;
+}
+
+/* Picks the algorithm of a shape not in the cache: e->algo, e->math and e->ws, or algo -1
+ * and the reason in why. a, b and out are the op's buffers (autotuning runs on them). */
+static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
+                   const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e, const void *a,
+                   const void *b, void *out, char *why, size_t size)
+{
+    e->algo = -1;
+    e->ws = 0;
+    e->math = policy_math(k, dt);
+    int64_t pb_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1 - g->h - g->pt;
+    int64_t pb_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 - g->w - g->pl;
+    if (!fits_int(g->n * g->h * g->w * g->c) || !fits_int(g->n * g->oh * g->ow * g->f) ||
+        !fits_int(g->kh * g->kw * g->c * g->f)) {
+        snprintf(why, size,
+                 "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
+        return;
+    }
+    cudnnStatus_t r = describe(s, g, dt, e->math);
+    if (r != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, size, "cuDNN refuses the descriptors: %s", cudnnGetErrorString(r));
+        return;
+    }
+    int on, oc, ohh, oww;
+    r = cudnnGetConvolution2dForwardOutputDim(s->cd, s->xd, s->wd, &on, &oc, &ohh, &oww);
+    if (r != CUDNN_STATUS_SUCCESS || on != g->n || oc != g->f || ohh != g->oh || oww != g->ow) {
+        snprintf(why, size,
+                 "cuDNN pads both sides alike, this padding is (%lld, %lld) before and "
+                 "(%lld, %lld) after",
+                 (long long)g->pt, (long long)g->pl, (long long)pb_h, (long long)pb_w);
+        return;
+    }
+    candidate c[MAX_ALGOS];
+    int count = 0;
+    size_t limit = s->ws_limit;
+    bool timed = s->autotune && !det &&
+                 measure(k, s, kind, g, dt == CUDNN_DATA_DOUBLE, a, b, out, c, &count, &limit, &r);
+    if (!timed) r = rank_heuristic(s, kind, c, &count);
+    bool any = false;
+    int i = pick(kind, c, count, det, e->math, limit, &any);
+    if (i >= 0) {
+        e->algo = c[i].algo;
+        e->ws = c[i].memory;
+        if (e->math != CUDNN_FMA_MATH) e->math = c[i].math; /* as cuDNN timed or ranked it */
+        if (timed)
+            tfl__log(k->ctx, TFL_LOG_INFO,
+                     "%s on %s, input (%lld, %lld, %lld, %lld), filter (%lld, %lld, %lld, %lld): "
+                     "cuDNN algorithm %s (%d), %.3f ms, the fastest that may run of %d timed "
+                     "(%s, workspace %.1f MiB)",
+                     kind_name[kind], k->dev->name, (long long)g->n, (long long)g->h,
+                     (long long)g->w, (long long)g->c, (long long)g->kh, (long long)g->kw,
+                     (long long)g->c, (long long)g->f, algo_name(kind, e->algo), e->algo,
+                     (double)c[i].ms, count,
+                     e->math == CUDNN_FMA_MATH ? "FMA math" : "tensor cores allowed",
+                     (double)e->ws / 1048576.0);
+        return;
+    }
+    if (r != CUDNN_STATUS_SUCCESS)
+        snprintf(why, size, "cuDNN's algorithm %s failed: %s", timed ? "search" : "query",
+                 cudnnGetErrorString(r));
+    else if (!any)
+        snprintf(why, size, "cuDNN has no algorithm for this shape and dtype (%d answers)", count);
+    else
+        snprintf(why, size,
+                 "no algorithm of cuDNN's %d is %sFFT-free and within %zu MiB of workspace", count,
+                 det ? "deterministic, " : "", limit >> 20);
+}
+
+static void log_im2col(const tfl__kcall *k, tfl_log_level level, tfl__conv_kind kind,
+                       const tflcu_conv *g, const char *why)
+{
+    tfl__log(k->ctx, level,
+             "%s on %s runs im2col + cuBLAS, not cuDNN, for input (%lld, %lld, %lld, %lld), "
+             "filter (%lld, %lld, %lld, %lld), strides (%lld, %lld), dilations (%lld, %lld): %s",
+             kind_name[kind], k->dev->name, (long long)g->n, (long long)g->h, (long long)g->w,
+             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->c, (long long)g->f,
+             (long long)g->sh, (long long)g->sw, (long long)g->dh, (long long)g->dw, why);
+}
+
 /* Runs entry e's algorithm; false when cuBLAS or cuDNN refused (nothing kept in the ctx, the
  * reason in why), true otherwise (*st: TFL_OK or the allocator's error, kept). */
 static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
@@ -320,10 +514,8 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
                 const void *b, void *out, tfl_status *st, char *why, size_t size)
 {
     bool dbl = dt == CUDNN_DATA_DOUBLE;
-    size_t es = dbl ? sizeof(double) : sizeof(float);
     int64_t K = g->kh * g->kw * g->c, F = g->f;
-    size_t filt = ((size_t)(K * F) * es + 255) / 256 * 256; /* the KRSC filter */
-    size_t got = 0;
+    size_t filt = krsc_bytes(g, dbl), got = 0;
     char *ws = tfl__allocator_get(&k->dev->alloc, filt + e->ws, &got);
     if (!ws) {
         *st = k->ctx->err_code;
@@ -335,7 +527,7 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
     const void *one = dbl ? (const void *)&d1 : (const void *)&f1;
     const void *zero = dbl ? (const void *)&d0 : (const void *)&f0;
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
-    cudnnStatus_t r = describe(s, g, dt);
+    cudnnStatus_t r = describe(s, g, dt, e->math);
     if (r == CUDNN_STATUS_SUCCESS && kind != TFL__CONV_BWD_FILTER)
         bs = transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, K, F, krsc);
     if (r == CUDNN_STATUS_SUCCESS && bs == CUBLAS_STATUS_SUCCESS) {
@@ -387,7 +579,7 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
         return false;
     bool det = tfl_ctx_deterministic(k->ctx);
     int64_t key[KEY_LEN];
-    make_key(key, kind, dtype, det, g);
+    make_key(key, kind, dtype, det, policy_math(k, dt), g);
     entry *e = NULL;
     for (int i = 0; i < CACHE_SLOTS && !e; i++)
         if (s->cache[i].used && !memcmp(s->cache[i].key, key, sizeof key)) e = &s->cache[i];
@@ -398,7 +590,7 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
         memset(e, 0, sizeof *e);
         memcpy(e->key, key, sizeof key);
         e->used = true;
-        choose(k, s, kind, g, dt, det, e, why, sizeof why);
+        choose(k, s, kind, g, dt, det, e, a, b, out, why, sizeof why);
         if (e->algo < 0) log_im2col(k, TFL_LOG_INFO, kind, g, why);
     }
     if (e->algo < 0) return false;

@@ -496,6 +496,61 @@ static void test_apply_context_device(void **state)
     tfl_config_free(cfg);
 }
 
+/* the log lines a context sends, one after another */
+typedef struct log_lines {
+    char text[4096];
+    int warnings;
+} log_lines;
+
+static void keep_line(void *user, tfl_log_level level, const char *msg)
+{
+    log_lines *l = user;
+    size_t n = strlen(l->text);
+    snprintf(l->text + n, sizeof l->text - n, "%s\n", msg);
+    if (level == TFL_LOG_WARNING) l->warnings++;
+}
+
+/* training.precision reaches the context (float32 by default); under tf32 training on the
+ * CPU warns once that the CPU computes in float32; a policy the schema lacks is refused at
+ * parse time. */
+static void test_apply_context_precision(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    log_lines lines = {{0}, 0};
+    tfl_ctx_set_logger(f->ctx, keep_line, &lines, TFL_LOG_WARNING);
+    const char *cpu32[] = {"training.device=CPU:0"};
+    tfl_config *cfg = parse_with(f->ctx, BASE_YAML, cpu32, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_ctx_set_precision(f->ctx, TFL_PRECISION_TF32), TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_equal(tfl_ctx_precision(f->ctx), TFL_PRECISION_FLOAT32); /* the default, set */
+    assert_int_equal(lines.warnings, 0);
+    assert_int_equal(tfl_device_scope_pop(f->ctx), TFL_OK);
+    tfl_config_free(cfg);
+
+    const char *cpu_tf32[] = {"training.device=CPU:0", "training.precision=tf32"};
+    cfg = parse_with(f->ctx, BASE_YAML, cpu_tf32, 2, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+    assert_int_equal(tfl_ctx_precision(f->ctx), TFL_PRECISION_TF32);
+    assert_int_equal(lines.warnings, 1);
+    assert_non_null(strstr(lines.text, "training.precision tf32 applies to a GPU's matmuls and "
+                                       "convolutions: on CPU:0 they run in float32"));
+    assert_int_equal(tfl_device_scope_pop(f->ctx), TFL_OK);
+    tfl_config_free(cfg);
+    assert_int_equal(tfl_ctx_set_precision(f->ctx, TFL_PRECISION_FLOAT32), TFL_OK);
+
+    const char *bf16[] = {"training.precision=bfloat16"};
+    cfg = parse_with(f->ctx, BASE_YAML, bf16, 1, &st);
+    assert_int_not_equal(st, TFL_OK);
+    assert_non_null(strstr(tfl_ctx_error(f->ctx).message,
+                           "training.precision: unknown precision policy 'bfloat16'"));
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+    tfl_ctx_set_logger(f->ctx, NULL, NULL, TFL_LOG_ERROR);
+}
+
 static void test_device_keys(void **state)
 {
     fixture *f = *state;
@@ -583,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_config_builds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_context_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_context_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_markdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_activation_name_builds_its_layer, setup,
                                         teardown),

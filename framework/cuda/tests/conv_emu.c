@@ -23,6 +23,7 @@ int64_t emu_gets, emu_puts, emu_largest_get;
 int emu_errors, emu_log_info, emu_log_warning, emu_host_allocs, emu_host_frees;
 int emu_refuse_host;
 char emu_last_log[1024];
+char emu_log_all[8192];
 
 const tfl_tensor *tfl__cuda_contiguous(const tfl__kcall *k, const tfl_tensor *t, tfl_tensor **tmp)
 {
@@ -55,6 +56,8 @@ void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(emu_last_log, sizeof emu_last_log, fmt, ap);
     va_end(ap);
+    size_t used = strlen(emu_log_all);
+    snprintf(emu_log_all + used, sizeof emu_log_all - used, "%s\n", emu_last_log);
     if (level == TFL_LOG_INFO) emu_log_info++;
     if (level == TFL_LOG_WARNING) emu_log_warning++;
 }
@@ -103,6 +106,14 @@ cudaError_t tfl_emu_set_device(int device)
 {
     (void)device;
     return cudaSuccess;
+}
+int emu_blas_math = CUBLAS_DEFAULT_MATH, emu_blas_math_sets;
+cublasStatus_t tfl_emu_set_math_mode(cublasHandle_t h, cublasMath_t mode)
+{
+    (void)h;
+    emu_blas_math = (int)mode;
+    emu_blas_math_sets++;
+    return CUBLAS_STATUS_SUCCESS;
 }
 const char *tfl_emu_status_string(cublasStatus_t s)
 {

@@ -19,6 +19,8 @@ extern int emu_log_info, emu_log_warning;           /* tfl__log by level */
 extern int emu_host_allocs, emu_host_frees;         /* tfl__host_alloc / free */
 extern int emu_refuse_host;                         /* > 0: tfl__host_alloc gives NULL */
 extern char emu_last_log[1024];
+extern char emu_log_all[8192]; /* every log line since the last reset, one per line */
+extern int emu_blas_math, emu_blas_math_sets;      /* cublasSetMathMode: the last mode, calls */
 
 /* a tensor record over host memory, as the kernels see a device tensor */
 typedef struct emu_fake {

@@ -45,8 +45,8 @@ struct cudnnConvolutionStruct {
 };
 
 int dnn_creates, dnn_bad;
-static int dnn_destroys, dnn_queries, dnn_runs[3], dnn_fail_forward;
-static int dnn_last_algo[3];
+static int dnn_destroys, dnn_queries, dnn_finds, dnn_runs[3], dnn_fail_forward;
+static int dnn_last_algo[3], dnn_last_math[3], dnn_find_math;
 
 
 size_t cudnnGetVersion(void)
@@ -143,7 +143,8 @@ static cudnnStatus_t fits(const cudnnTensorDescriptor_t x, const cudnnFilterDesc
     BAD(x->format != CUDNN_TENSOR_NHWC || y->format != CUDNN_TENSOR_NHWC ||
         w->format != CUDNN_TENSOR_NHWC);
     BAD(x->dt != y->dt || x->dt != w->dt || cd->compute != x->dt);
-    BAD(cd->mode != CUDNN_CROSS_CORRELATION || cd->math != CUDNN_FMA_MATH);
+    BAD(cd->mode != CUDNN_CROSS_CORRELATION);
+    BAD(cd->math != CUDNN_FMA_MATH && x->dt != CUDNN_DATA_FLOAT); /* tensor cores: float only */
     BAD(cudnnGetConvolution2dForwardOutputDim(cd, x, w, &n, &c, &h, &wo) != CUDNN_STATUS_SUCCESS);
     BAD(n != y->n || c != y->c || h != y->h || wo != y->w);
     return CUDNN_STATUS_SUCCESS;
@@ -244,6 +245,91 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The timing searches: each answers a fixed list, fastest first, as cudnnFind*AlgorithmEx
+ * does: an FFT algorithm (never taken), one with tensor-core math (taken only under tf32),
+ * one needing 2 MiB of workspace (taken when the limit allows), atomics-based ones in the
+ * backprops (taken only outside deterministic mode), then plain ones. An algorithm whose
+ * workspace is above the one offered is answered CUDNN_STATUS_ALLOC_FAILED, as cuDNN does.
+ * The output buffer is scribbled on (the op's real run must overwrite it). */
+typedef struct find_row {
+    int algo;
+    float ms;
+    size_t memory;
+    cudnnDeterminism_t det;
+    cudnnMathType_t math;
+} find_row;
+#define MiB2 ((size_t)2 << 20)
+static const find_row find_fwd[] = {
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, 0.10f, 1004, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, 0.20f, 1002, CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, 0.25f, MiB2, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, 0.30f, 1001, CUDNN_DETERMINISTIC,
+     CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 0.50f, 1000, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+};
+static const find_row find_data[] = {
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, 0.10f, 1002, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, 0.15f, 1000, CUDNN_NON_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, 0.30f, 1001, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+};
+static const find_row find_filter[] = {
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, 0.10f, 1002, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, 0.12f, 1003, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, 0.20f, 1000, CUDNN_NON_DETERMINISTIC, CUDNN_FMA_MATH},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, 0.40f, 1001, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH},
+};
+#define FIND(NAME, PERF, ROWS, FITS, OUT_BYTES)                                                    \
+    {                                                                                              \
+        BAD(!h->stream_set);                                                                       \
+        if (FITS != CUDNN_STATUS_SUCCESS) return CUDNN_STATUS_BAD_PARAM;                           \
+        int n_ = (int)(sizeof ROWS / sizeof ROWS[0]);                                              \
+        BAD(requested < n_ || (bytes > 0 && !ws));                                                 \
+        dnn_finds++;                                                                               \
+        dnn_find_math = cd->math;                                                                  \
+        if (bytes) memset(ws, 0x5a, bytes);                                                        \
+        memset(out, 0x5a, OUT_BYTES);                                                              \
+        memset(p, 0, sizeof *p * (size_t)n_);                                                      \
+        for (int i = 0; i < n_; i++) {                                                             \
+            p[i].algo = (PERF)ROWS[i].algo, p[i].time = ROWS[i].ms, p[i].memory = ROWS[i].memory;  \
+            p[i].determinism = ROWS[i].det, p[i].mathType = ROWS[i].math;                          \
+            p[i].status = ROWS[i].memory > bytes ? CUDNN_STATUS_ALLOC_FAILED : CUDNN_STATUS_SUCCESS; \
+        }                                                                                          \
+        *returned = n_;                                                                            \
+        return CUDNN_STATUS_SUCCESS;                                                               \
+    }
+static size_t tensor_bytes(const cudnnTensorDescriptor_t t)
+{
+    return (size_t)t->n * t->c * t->h * t->w * (t->dt == CUDNN_DATA_DOUBLE ? 8 : 4);
+}
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t x, const void *xp,
+    const cudnnFilterDescriptor_t w, const void *wp, const cudnnConvolutionDescriptor_t cd,
+    const cudnnTensorDescriptor_t y, void *out, const int requested, int *returned,
+    cudnnConvolutionFwdAlgoPerf_t *p, void *ws, size_t bytes)
+{
+    BAD(!xp || !wp);
+    FIND(fwd, cudnnConvolutionFwdAlgo_t, find_fwd, fits(x, w, cd, y), tensor_bytes(y))
+}
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t h, const cudnnFilterDescriptor_t w, const void *wp,
+    const cudnnTensorDescriptor_t dy, const void *dyp, const cudnnConvolutionDescriptor_t cd,
+    const cudnnTensorDescriptor_t dx, void *out, const int requested, int *returned,
+    cudnnConvolutionBwdDataAlgoPerf_t *p, void *ws, size_t bytes)
+{
+    BAD(!wp || !dyp);
+    FIND(data, cudnnConvolutionBwdDataAlgo_t, find_data, fits(dx, w, cd, dy), tensor_bytes(dx))
+}
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t x, const void *xp,
+    const cudnnTensorDescriptor_t dy, const void *dyp, const cudnnConvolutionDescriptor_t cd,
+    const cudnnFilterDescriptor_t dw, void *out, const int requested, int *returned,
+    cudnnConvolutionBwdFilterAlgoPerf_t *p, void *ws, size_t bytes)
+{
+    BAD(!xp || !dyp);
+    FIND(filter, cudnnConvolutionBwdFilterAlgo_t, find_filter, fits(x, dw, cd, dy),
+         (size_t)dw->k * dw->c * dw->h * dw->w * (x->dt == CUDNN_DATA_DOUBLE ? 8 : 4))
+}
+
 /* element i of a float or double array */
 double at(cudnnDataType_t dt, const void *p, int64_t i)
 {
@@ -306,6 +392,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
     free(acc);
     dnn_runs[0]++;
     dnn_last_algo[0] = algo;
+    dnn_last_math[0] = cd->math;
     return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
@@ -328,6 +415,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
     free(acc);
     dnn_runs[1]++;
     dnn_last_algo[1] = algo;
+    dnn_last_math[1] = cd->math;
     return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
@@ -350,6 +438,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
     free(acc);
     dnn_runs[2]++;
     dnn_last_algo[2] = algo;
+    dnn_last_math[2] = cd->math;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -367,12 +456,29 @@ tfl_ctx *setup(void)
     memset(&cu, 0, sizeof cu);
     cu.base.ctx = ctx;
     snprintf(cu.base.name, sizeof cu.base.name, "GPU:0");
-    dnn_creates = dnn_destroys = dnn_queries = dnn_bad = dnn_fail_forward = 0;
+    dnn_creates = dnn_destroys = dnn_queries = dnn_finds = dnn_bad = dnn_fail_forward = 0;
+    dnn_find_math = -1;
+    memset(dnn_last_math, 0xff, sizeof dnn_last_math);
+    /* autotuning on (the default), its workspace limit small: the allocator's blocks are
+     * host memory here; tests of the heuristic rules turn autotuning off (heuristic()) */
+    unsetenv("TFL_CUDNN_AUTOTUNE");
+    setenv("TFL_CUDNN_WORKSPACE_MB", "4", 1);
+    emu_blas_math_sets = 0;
     memset(dnn_runs, 0, sizeof dnn_runs);
     memset(dnn_last_algo, 0xff, sizeof dnn_last_algo);
     emu_errors = emu_log_info = emu_log_warning = emu_host_allocs = emu_host_frees = 0;
-    emu_gets = emu_puts = 0;
+    emu_gets = emu_puts = emu_largest_get = 0;
+    emu_log_all[0] = '\0';
     norm_emu_reset();
+    return ctx;
+}
+
+/* a context whose device ranks convolution algorithms by cuDNN's heuristics
+ * (TFL_CUDNN_AUTOTUNE=0), nothing timed */
+static tfl_ctx *heuristic(void)
+{
+    tfl_ctx *ctx = setup();
+    setenv("TFL_CUDNN_AUTOTUNE", "0", 1);
     return ctx;
 }
 
@@ -395,7 +501,7 @@ void teardown(tfl_ctx *ctx)
 static void test_paths_and_cache(void **state)
 {
     (void)state;
-    tfl_ctx *ctx = setup();
+    tfl_ctx *ctx = heuristic();
     tfl__device *dev = &cu.base;
     const tfl_dtype f32 = TFL_DTYPE_FLOAT32, f64 = TFL_DTYPE_FLOAT64;
     assert_true(
@@ -441,7 +547,7 @@ static void test_paths_and_cache(void **state)
 static void test_deterministic(void **state)
 {
     (void)state;
-    tfl_ctx *ctx = setup();
+    tfl_ctx *ctx = heuristic();
     tfl_ctx_set_deterministic(ctx, true);
     assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 5, 5, 2),
                                 SHAPE(3, 3, 2, 3), 1, 1, 1, 1, true));
@@ -454,6 +560,125 @@ static void test_deterministic(void **state)
                                 SHAPE(3, 3, 2, 3), 1, 1, 1, 1, true));
     assert_int_equal(dnn_last_algo[2], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
     assert_int_equal(dnn_queries, 6);
+    assert_int_equal(dnn_finds, 0);
+    teardown(ctx);
+}
+
+/* Autotuning (the default): each kind's algorithms timed once per shape on the op's buffers,
+ * the fastest that may run taken (no FFT, no tensor cores under float32, within the
+ * workspace limit; atomics allowed outside deterministic mode), logged once with its time;
+ * results right; deterministic mode ranks by heuristics even with autotuning on. */
+static void test_autotune(void **state)
+{
+    (void)state;
+    tfl_ctx *ctx = setup();
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_finds, 3);
+    assert_int_equal(dnn_queries, 0);
+    assert_int_equal(dnn_find_math, CUDNN_FMA_MATH);
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
+    assert_int_equal(dnn_last_algo[1], CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+    assert_int_equal(dnn_last_algo[2], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(dnn_last_math[i], CUDNN_FMA_MATH);
+    assert_int_equal(emu_log_info, 3); /* the winner of each kind */
+    assert_non_null(strstr(emu_last_log, "Conv2DBackpropFilter on GPU:0, input (2, 6, 5, 3), "
+                                         "filter (3, 3, 3, 4): cuDNN algorithm ALGO_3 (3), "
+                                         "0.120 ms, the fastest that may run of 4 timed"));
+    /* the same shape again: from the cache, nothing timed or logged */
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_finds, 3);
+    assert_int_equal(emu_log_info, 3);
+    assert_int_equal(dnn_runs[0], 2);
+    /* deterministic mode: heuristics, deterministic algorithms */
+    tfl_ctx_set_deterministic(ctx, true);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_finds, 3);
+    assert_int_equal(dnn_queries, 3);
+    assert_int_equal(dnn_last_algo[1], CUDNN_CONVOLUTION_BWD_DATA_ALGO_1);
+    assert_int_equal(dnn_last_algo[2], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+    teardown(ctx);
+}
+
+/* The tf32 policy: the search may take tensor-core algorithms for float32 data, each run
+ * with the math type it was timed with; float64 keeps FMA; cuBLAS's products (im2col here)
+ * switch to TF32 math and back with the policy. */
+static void test_autotune_tf32(void **state)
+{
+    (void)state;
+    tfl_ctx *ctx = setup();
+    assert_int_equal(tfl_ctx_set_precision(ctx, TFL_PRECISION_TF32), TFL_OK);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_find_math, CUDNN_TENSOR_OP_MATH);
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+    assert_int_equal(dnn_last_math[0], CUDNN_TENSOR_OP_MATH);
+    assert_non_null(strstr(emu_log_all, "tensor cores allowed"));
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT64, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_find_math, CUDNN_FMA_MATH);
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
+    assert_int_equal(dnn_last_math[0], CUDNN_FMA_MATH);
+    /* the policy is part of the key: float32 again is a new entry, timed under FMA */
+    assert_int_equal(tfl_ctx_set_precision(ctx, TFL_PRECISION_FLOAT32), TFL_OK);
+    int finds = dnn_finds;
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_finds, finds + 3);
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
+    assert_int_equal(dnn_last_math[0], CUDNN_FMA_MATH);
+    /* cuBLAS: a shape cuDNN cannot pad runs im2col + gemm, in the policy's math mode */
+    assert_int_equal(tfl_ctx_set_precision(ctx, TFL_PRECISION_TF32), TFL_OK);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 8, 8, 3),
+                                SHAPE(3, 3, 3, 2), 2, 2, 1, 1, true));
+    assert_int_equal(emu_blas_math, CUBLAS_TF32_TENSOR_OP_MATH);
+    int sets = emu_blas_math_sets;
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 8, 8, 3),
+                                SHAPE(3, 3, 3, 2), 2, 2, 1, 1, true));
+    assert_int_equal(emu_blas_math_sets, sets); /* told only when the mode changes */
+    assert_int_equal(tfl_ctx_set_precision(ctx, TFL_PRECISION_FLOAT32), TFL_OK);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 8, 8, 3),
+                                SHAPE(3, 3, 3, 2), 2, 2, 1, 1, true));
+    assert_int_equal(emu_blas_math, CUBLAS_DEFAULT_MATH);
+    cu.blas_tf32 = false;
+    teardown(ctx);
+}
+
+/* TFL_CUDNN_WORKSPACE_MB bounds the workspace: the 2 MiB algorithm is not offered under 1 MiB;
+ * under 0 no algorithm fits (im2col, the reason logged); a value that is not a number of MiB
+ * is logged and the default kept */
+static void test_workspace_limit(void **state)
+{
+    (void)state;
+    tfl_ctx *ctx = setup();
+    setenv("TFL_CUDNN_WORKSPACE_MB", "1", 1);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+    assert_true(emu_largest_get <= (int64_t)1 << 21); /* the filter plus at most 1 MiB */
+    teardown(ctx);
+
+    ctx = setup();
+    setenv("TFL_CUDNN_WORKSPACE_MB", "0", 1);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT64, SHAPE(2, 6, 5, 3),
+                                SHAPE(3, 3, 3, 4), 1, 1, 1, 1, true));
+    assert_int_equal(dnn_runs[0] + dnn_runs[1] + dnn_runs[2], 0);
+    assert_int_equal(emu_log_info, 3);
+    assert_non_null(strstr(emu_last_log, "FFT-free and within 0 MiB of workspace"));
+    teardown(ctx);
+
+    ctx = setup();
+    setenv("TFL_CUDNN_WORKSPACE_MB", "lots", 1);
+    assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT32, SHAPE(1, 4, 4, 2),
+                                SHAPE(3, 3, 2, 2), 1, 1, 1, 1, true));
+    assert_int_equal(emu_log_warning, 1);
+    assert_non_null(strstr(emu_log_all, "TFL_CUDNN_WORKSPACE_MB=lots is not a number of MiB: "
+                                        "the convolutions' workspace limit stays 256 MiB"));
+    assert_int_equal(dnn_last_algo[0], CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
+    setenv("TFL_CUDNN_WORKSPACE_MB", "4", 1);
     teardown(ctx);
 }
 
@@ -462,7 +687,7 @@ static void test_deterministic(void **state)
 static void test_runtime_failure(void **state)
 {
     (void)state;
-    tfl_ctx *ctx = setup();
+    tfl_ctx *ctx = heuristic();
     dnn_fail_forward = 1;
     assert_true(emu_check_shape(ctx, &cu.base, TFL_DTYPE_FLOAT64, SHAPE(1, 5, 4, 2),
                                 SHAPE(3, 3, 2, 2), 1, 1, 1, 1, true));
@@ -519,6 +744,8 @@ int main(void)
     unsetenv("TFL_CUDNN");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_and_cache), cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_autotune), cmocka_unit_test(test_autotune_tf32),
+        cmocka_unit_test(test_workspace_limit),
         cmocka_unit_test(test_runtime_failure), cmocka_unit_test(test_many_shapes),
         cmocka_unit_test(test_env_off), cmocka_unit_test(test_bn_shapes),
         cmocka_unit_test(test_bn_refused), cmocka_unit_test(test_bn_runtime_failure),

@@ -127,6 +127,42 @@ TFL_API void tfl_ctx_set_deterministic(tfl_ctx *ctx, bool on);
 /** Whether deterministic mode is on (false for a NULL ctx). */
 TFL_API bool tfl_ctx_deterministic(const tfl_ctx *ctx);
 
+/**
+ * The precision policy: how a GPU computes what the model describes in float32. Variables,
+ * optimizer slots and checkpoints are float32 under every policy.
+ *   FLOAT32   the default: float32 arithmetic everywhere (cuBLAS and cuDNN without tensor
+ *             cores), results comparable with the CPU's to float32 rounding.
+ *   TF32      matmuls and convolutions of float32 data on a GPU use TF32 tensor cores
+ *             (10-bit mantissa products, float32 accumulation; cuBLAS's
+ *             CUBLAS_TF32_TENSOR_OP_MATH, cuDNN's default math), as TensorFlow does by
+ *             default and PyTorch with allow_tf32. The CPU has no TF32 format and computes in
+ *             float32 under it, as TensorFlow does.
+ *   BFLOAT16, FLOAT16  mixed precision (bf16 / fp16 compute, float32 master weights).
+ */
+typedef enum tfl_precision {
+    TFL_PRECISION_FLOAT32,
+    TFL_PRECISION_TF32,
+    TFL_PRECISION_BFLOAT16,
+    TFL_PRECISION_FLOAT16,
+    TFL_PRECISION_COUNT
+} tfl_precision;
+
+/**
+ * Sets the precision policy for the ops that follow. Errors (the policy is unchanged):
+ * INVALID_ARGUMENT (not a tfl_precision), UNIMPLEMENTED (BFLOAT16 and FLOAT16: mixed
+ * precision is not built yet; the message says so).
+ */
+TFL_API tfl_status tfl_ctx_set_precision(tfl_ctx *ctx, tfl_precision precision);
+/** The precision policy (FLOAT32 for a NULL ctx). */
+TFL_API tfl_precision tfl_ctx_precision(const tfl_ctx *ctx);
+/** "float32", "tf32", "bfloat16", "float16"; "?" for a value outside tfl_precision. */
+TFL_API const char *tfl_precision_name(tfl_precision precision);
+/**
+ * Parses a policy's name (as tfl_precision_name writes it). Errors: INVALID_ARGUMENT (NULL
+ * or an unknown name; *out unchanged).
+ */
+TFL_API tfl_status tfl_precision_parse(const char *name, tfl_precision *out);
+
 /*
  * Frames. Every call that returns a new tensor registers it with the innermost open
  * frame, and tfl_frame_pop releases what that frame owns. With no frame open, the caller
