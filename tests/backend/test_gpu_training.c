@@ -14,7 +14,9 @@
  *      CPU's minus MARGIN (0.015: float32 sums in another order change a few predictions of
  *      2000; a broken kernel costs tens of points), and both must beat FLOOR (far above the
  *      10% of chance);
- *   3. two runs on the device with tfl_ctx_set_deterministic on: every variable equal bit for
+ *   3. a run under the tf32 precision policy (TF32 tensor cores in matmuls and convolutions):
+ *      the same accuracy floor as 2 (TF32 rounds products to 10 mantissa bits);
+ *   4. two runs on the device with tfl_ctx_set_deterministic on: every variable equal bit for
  *      bit (memcmp of tfl_tensor_to_host).
  * The weights after each run are saved to a checkpoint and restored into the CPU model's
  * twin; its accuracy evaluated on the CPU must equal the device's within MARGIN too (the
@@ -90,12 +92,14 @@ typedef struct run {
     double accuracy, seconds;
 } run;
 
-static bool make_model(run *r, const char *device, bool cnn, bool deterministic)
+static bool make_model(run *r, const char *device, bool cnn, bool deterministic,
+                       tfl_precision precision)
 {
     memset(r, 0, sizeof *r);
     r->ctx = tfl_ctx_new(&(tfl_ctx_opts){.seed = SEED}, NULL);
     if (!r->ctx) return false;
     tfl_ctx_set_deterministic(r->ctx, deterministic);
+    if (tfl_ctx_set_precision(r->ctx, precision) != TFL_OK) return false;
     r->test = load(r->ctx, "t10k", EVAL_N);
     if (tfl_device_scope_push(r->ctx, device) != TFL_OK) return false;
     r->model = tfl_model_new(r->ctx, cnn ? "cnn" : "mlp");
@@ -112,10 +116,11 @@ static bool make_model(run *r, const char *device, bool cnn, bool deterministic)
     return r->n_vars > 0 && r->n_vars <= MAX_VARS;
 }
 
-static bool train(run *r, const char *device, bool cnn, bool deterministic)
+static bool train_as(run *r, const char *device, bool cnn, bool deterministic,
+                     tfl_precision precision)
 {
     double t0 = now_s();
-    if (!make_model(r, device, cnn, deterministic)) return false;
+    if (!make_model(r, device, cnn, deterministic, precision)) return false;
     tfl_dataset *tr = load(r->ctx, "train", TRAIN_N);
     if (!tr || !r->test) return false;
     tfl_model_fit(
@@ -126,6 +131,11 @@ static bool train(run *r, const char *device, bool cnn, bool deterministic)
         tfl_model_evaluate(r->model, r->test, 500, NULL, &r->accuracy);
     r->seconds = now_s() - t0;
     return tfl_ctx_status(r->ctx) == TFL_OK;
+}
+
+static bool train(run *r, const char *device, bool cnn, bool deterministic)
+{
+    return train_as(r, device, cnn, deterministic, TFL_PRECISION_FLOAT32);
 }
 
 static void drop(run *r)
@@ -178,7 +188,7 @@ static double on_cpu_from_checkpoint(const run *r, bool cnn)
         return acc;
     }
     run c;
-    if (make_model(&c, "CPU:0", cnn, false) &&
+    if (make_model(&c, "CPU:0", cnn, false, TFL_PRECISION_FLOAT32) &&
         tfl_ckpt_restore(c.ctx, path, c.n_vars, c.vars, NULL, NULL) == TFL_OK)
         tfl_model_evaluate(c.model, c.test, 500, NULL, &acc);
     CHECK(tfl_ctx_status(c.ctx) == TFL_OK, "restore on CPU:0: %s", err(&c));
@@ -214,6 +224,17 @@ static void one_model(const char *device, bool cnn)
               "%s: %s's weights give %.4f on CPU:0, %.4f there", name, device, back, dev.accuracy);
     }
     drop(&dev);
+
+    /* the tf32 policy: TF32 tensor cores in the products, the same accuracy, finite */
+    run t;
+    ok = train_as(&t, device, cnn, false, TFL_PRECISION_TF32);
+    CHECK(ok, "%s on %s, tf32: %s", name, device, err(&t));
+    if (ok) {
+        printf("%s %s tf32: accuracy %.4f (%.1f s)\n", name, device, t.accuracy, t.seconds);
+        CHECK(t.accuracy >= ref - MARGIN, "%s on %s, tf32: accuracy %.4f, CPU:0's %.4f - %.3f",
+              name, device, t.accuracy, ref, MARGIN);
+    }
+    drop(&t);
 
     bool ok1 = train(&d1, device, cnn, true), ok2 = ok1 && train(&d2, device, cnn, true);
     CHECK(ok1 && ok2, "%s on %s, deterministic: %s", name, device, err(ok1 ? &d2 : &d1));

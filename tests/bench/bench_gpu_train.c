@@ -9,15 +9,20 @@
  *       scope, on in-memory float32 images (28x28, values in [0, 1)) and random labels in
  *       host memory, as torch_gpu_train.py's (the data's values do not change the work);
  *       WARM steps first, then the timed ones (mlp 400, cnn 200; --quick 10).
+ *   gpu_train_big_cnn_samples_per_s, gpu_train_big_cnn_tf32_samples_per_s  samples/s: the
+ *       same for a VGG-style CNN (conv 3x3 SAME relu: 64, 64, pool, 128, 128, pool, 256, 256,
+ *       pool, dense 512 relu, dense 10) in batches of 256 (timed steps 100; --quick 5), under
+ *       the float32 and the tf32 precision policies (tfl_ctx_set_precision);
  *   gpu_adam_<1e7|1e8>, gpu_adam_1e8_x64  GB/s: one tfl_optimizer_apply of Adam (PyTorch's
  *       formulas) on n float32 parameters on GPU:0 (one tensor, or 64 tensors of n/64),
  *       counted as 28 n bytes: it reads g, p, m, v (16 n) and writes p, m, v (12 n);
  *   gpu_copy_d2d_<1e7|1e8>  GB/s: cudaMemcpy device to device of 4 n bytes, counted as 8 n
  *       (read and write), the bandwidth the Adam figure is measured against;
  *   gpu_adam_copy_ratio_1e8  ratio: gpu_adam_1e8 / gpu_copy_d2d_1e8 (the aim: >= 0.8);
- *   gpu_conv_<l1|l2>_<fwd|bwd_input|bwd_filter>  GFLOP/s: tfl_conv2d and its two backprops
- *       on the layers of bench_conv.c (batch 128, NHWC, float32: l1 3x3 1->32 on 28x28, l2
- *       3x3 32->64 on 13x13, VALID), 2·N·OH·OW·KH·KW·Cin·Cout flops each;
+ *   gpu_conv_<l1|l2|l3>_<fwd|bwd_input|bwd_filter>  GFLOP/s: tfl_conv2d and its two
+ *       backprops on the layers of bench_conv.c (batch 128, NHWC, float32: l1 3x3 1->32 on
+ *       28x28, l2 3x3 32->64 on 13x13, VALID) and big_cnn's middle layer (l3 3x3 64->128 on
+ *       14x14), 2·N·OH·OW·KH·KW·Cin·Cout flops each;
  *   gpu_maxpool_<l1|l2>_fwd  GB/s: tfl_max_pool2d 2x2 on the conv's output (in + out bytes).
  * Each timed figure is the best of several blocks after a warm-up, synchronised with
  * cudaDeviceSynchronize around each block (the library's kernels run in the device's primary
@@ -66,18 +71,45 @@ static tfl_dataset *synthetic(tfl_ctx *ctx, int64_t n, uint64_t seed)
     return ds;
 }
 
+typedef enum model_kind { MLP, CNN, BIG_CNN } model_kind;
+
+/* big_cnn: the VGG-style CNN (torch_gpu_train.py's big_cnn) */
+static void add_big_cnn(tfl_model *m)
+{
+    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_RESHAPE, .target_rank = 3,
+                                       .target_shape = {28, 28, 1}});
+    static const int64_t filters[3] = {64, 128, 256};
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < 2; i++)
+            tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_CONV2D, .units = filters[b],
+                                               .kernel_size = {3, 3}, .padding = TFL_PADDING_SAME,
+                                               .activation = TFL_ACT_RELU});
+        tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_MAX_POOL2D});
+    }
+    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN});
+    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 512,
+                                       .activation = TFL_ACT_RELU});
+    tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 10});
+}
+
 /* In a context of its own (freed with the model, optimizer and data): the data on the host,
- * the model built and trained under a GPU:0 scope. */
-static double train_samples_per_s(bool cnn, int steps)
+ * the model built and trained under a GPU:0 scope, under a precision policy. */
+static double train_samples_per_s(model_kind kind, int steps, tfl_precision precision)
 {
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.seed = 1}, &st);
     if (!ctx) die(NULL, "tfl_ctx_new", tfl_status_name(st));
-    tfl_dataset *warm = synthetic(ctx, WARM * BATCH, 11);
-    tfl_dataset *timed = synthetic(ctx, (int64_t)steps * BATCH, 12);
+    check_status(ctx, tfl_ctx_set_precision(ctx, precision), "precision");
+    const int64_t batch = kind == BIG_CNN ? 256 : BATCH;
+    tfl_dataset *warm = synthetic(ctx, WARM * batch, 11);
+    tfl_dataset *timed = synthetic(ctx, (int64_t)steps * batch, 12);
     check_status(ctx, tfl_device_scope_push(ctx, "GPU:0"), "scope");
-    tfl_model *m = tfl_model_new(ctx, cnn ? "cnn" : "mlp");
-    fashion_mnist_add_layers(m, cnn);
+    static const char *const names[] = {"mlp", "cnn", "big_cnn"};
+    tfl_model *m = tfl_model_new(ctx, names[kind]);
+    if (kind == BIG_CNN)
+        add_big_cnn(m);
+    else
+        fashion_mnist_add_layers(m, kind == CNN);
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     oo.learning_rate = 1e-3;
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);
@@ -85,7 +117,7 @@ static double train_samples_per_s(bool cnn, int steps)
         ctx,
         tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, TFL_METRIC_ACCURACY),
         "compile");
-    tfl_fit_opts fo = {.epochs = 1, .batch_size = BATCH, .shuffle = true, .seed = 1};
+    tfl_fit_opts fo = {.epochs = 1, .batch_size = batch, .shuffle = true, .seed = 1};
     check_status(ctx, tfl_model_fit(m, warm, &fo, NULL), "warm-up");
     tfl_tensor *v0 = NULL;
     tfl_model_variables(m, TFL_VARS_TRAINABLE, &v0, 1);
@@ -168,7 +200,8 @@ typedef struct layer {
     int64_t h, w, cin, cout, k;
 } layer;
 
-static const layer k_layers[] = {{"l1", 28, 28, 1, 32, 3}, {"l2", 13, 13, 32, 64, 3}};
+static const layer k_layers[] = {
+    {"l1", 28, 28, 1, 32, 3}, {"l2", 13, 13, 32, 64, 3}, {"l3", 14, 14, 64, 128, 3}};
 static const tfl_pool2d_opts k_pool = {{2, 2}, {0, 0}, TFL_PADDING_VALID};
 
 typedef enum which { FWD, BWD_INPUT, BWD_FILTER, POOL_FWD } which;
@@ -272,7 +305,13 @@ int main(int argc, char **argv)
     for (int cnn = 0; cnn < 2; cnn++) {
         int steps = quick ? 10 : cnn ? 200 : 400;
         printf("bench gpu_train_%s_samples_per_s %.0f samples/s\n", cnn ? "cnn" : "mlp",
-               train_samples_per_s(cnn, steps));
+               train_samples_per_s(cnn ? CNN : MLP, steps, TFL_PRECISION_FLOAT32));
+        fflush(stdout);
+    }
+    for (int tf32 = 0; tf32 < 2; tf32++) {
+        printf("bench gpu_train_big_cnn%s_samples_per_s %.0f samples/s\n", tf32 ? "_tf32" : "",
+               train_samples_per_s(BIG_CNN, quick ? 5 : 100,
+                                   tf32 ? TFL_PRECISION_TF32 : TFL_PRECISION_FLOAT32));
         fflush(stdout);
     }
 

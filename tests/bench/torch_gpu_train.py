@@ -9,13 +9,17 @@ Prints `bench torch_<name> <value> <unit>` with bench_gpu_train's names:
       shuffled order taken from float32 images (28x28, values in [0, 1)) and random labels
       in host memory, each batch copied to the GPU (as bench_gpu_train's tfl_model_fit);
       20 warm-up steps, then the timed ones (mlp 400, cnn 200; --quick 10);
+  gpu_train_big_cnn[_tf32|_bf16]_samples_per_s  samples/s: the same for bench_gpu_train's
+      VGG-style CNN (conv 3x3 padding 1 relu: 64, 64, maxpool, 128, 128, maxpool, 256, 256,
+      maxpool, linear 512 relu, linear 10), batches of 256 (timed steps 100; --quick 5), in
+      float32 (TF32 off), with TF32 on for matmuls and cuDNN, and under bf16 autocast;
   gpu_adam_<1e7|1e8>, gpu_adam_1e8_x64  GB/s: one step of torch.optim.Adam(fused=True) on n
       float32 parameters (one tensor, or 64 of n/64), counted as 28 n bytes (reads g, p, m, v,
       writes p, m, v), as bench_gpu_train counts;
   gpu_copy_d2d_<1e7|1e8>  GB/s: b.copy_(a) of n float32 on the device, 8 n bytes;
   gpu_adam_copy_ratio_1e8  ratio;
-  gpu_conv_<l1|l2>_<fwd|bwd_input|bwd_filter>  GFLOP/s: F.conv2d and
-      aten.convolution_backward (one output asked for) on bench_conv's layers, batch 128,
+  gpu_conv_<l1|l2|l3>_<fwd|bwd_input|bwd_filter>  GFLOP/s: F.conv2d and
+      aten.convolution_backward (one output asked for) on bench_gpu_train's layers, batch 128,
       channels_last, cuDNN with cudnn.benchmark on, TF32 off (full float32, as tapeflow);
   gpu_maxpool_<l1|l2>_fwd  GB/s: F.max_pool2d 2x2 on the conv's output (in + out bytes).
 Each figure is the best of several blocks after a warm-up, synchronised around each block.
@@ -34,7 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 
 BATCH = 128
 WARM = 20
-LAYERS = (("l1", (28, 28, 1), 32, 3), ("l2", (13, 13, 32), 64, 3))
+LAYERS = (("l1", (28, 28, 1), 32, 3), ("l2", (13, 13, 32), 64, 3), ("l3", (14, 14, 64), 128, 3))
 
 
 def note(msg):
@@ -61,9 +65,23 @@ def synthetic(n, seed):
     return torch.rand(n, 28, 28, generator=gen), torch.randint(0, 10, (n,), generator=gen)
 
 
-def train_samples_per_s(model_name, steps, dev):
+def big_cnn():
+    def block(cin, cout):
+        return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+    return nn.Sequential(*block(1, 64), *block(64, 128), *block(128, 256), nn.Flatten(),
+                         nn.Linear(256 * 3 * 3, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def train_samples_per_s(model_name, steps, dev, mode="fp32"):
     torch.manual_seed(1)
-    if model_name == "mlp":
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+    batch = 256 if model_name == "big_cnn" else BATCH
+    if model_name == "big_cnn":
+        model = big_cnn()
+        shape = (-1, 1, 28, 28)
+    elif model_name == "mlp":
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
                               nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         shape = (-1, 28, 28)
@@ -72,7 +90,7 @@ def train_samples_per_s(model_name, steps, dev):
                               nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(64 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10))
         shape = (-1, 1, 28, 28)
-    cl = model_name == "cnn"
+    cl = model_name != "mlp"
     model = model.to(dev)
     if cl:
         model = model.to(memory_format=torch.channels_last)
@@ -82,32 +100,35 @@ def train_samples_per_s(model_name, steps, dev):
         order = torch.randperm(x_all.shape[0], generator=torch.Generator().manual_seed(seed))
         loss_sum = torch.zeros((), device=dev)
         correct = torch.zeros((), device=dev, dtype=torch.int64)
-        for i in range(0, x_all.shape[0], BATCH):
-            idx = order[i:i + BATCH]
+        for i in range(0, x_all.shape[0], batch):
+            idx = order[i:i + batch]
             x = x_all[idx].view(shape).to(dev)
             y = y_all[idx].to(dev)
             if cl:
                 x = x.contiguous(memory_format=torch.channels_last)
             opt.zero_grad(set_to_none=True)
-            logits = model(x)
-            loss = F.cross_entropy(logits, y)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode == "bf16"):
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
             loss.backward()
             opt.step()
             loss_sum += loss.detach() * y.shape[0]
             correct += (logits.argmax(1) == y).sum()
         return (loss_sum / x_all.shape[0]).item()
 
-    wx, wy = synthetic(WARM * BATCH, 11)
-    tx, ty = synthetic(steps * BATCH, 12)
+    wx, wy = synthetic(WARM * batch, 11)
+    tx, ty = synthetic(steps * batch, 12)
     epoch(wx, wy, 1)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     loss = epoch(tx, ty, 1)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     if not 0 < loss < 10:
         raise SystemExit(f"torch_gpu_train: the loss {loss} is not finite")
-    return steps * BATCH / wall
+    return steps * batch / wall
 
 
 def adam_gbs(n, parts, reps, dev):
@@ -172,6 +193,11 @@ def main():
         steps = 10 if args.quick else (200 if model == "cnn" else 400)
         print(f"bench torch_gpu_train_{model}_samples_per_s "
               f"{train_samples_per_s(model, steps, dev):.0f} samples/s", flush=True)
+    for mode in ("fp32", "tf32", "bf16"):
+        suffix = "" if mode == "fp32" else "_" + mode
+        print(f"bench torch_gpu_train_big_cnn{suffix}_samples_per_s "
+              f"{train_samples_per_s('big_cnn', 5 if args.quick else 100, dev, mode):.0f} "
+              "samples/s", flush=True)
     if args.quick:
         print(f"bench torch_gpu_adam_1e6 {adam_gbs(10 ** 6, 1, reps, dev):.1f} GB/s")
         print(f"bench torch_gpu_copy_d2d_1e6 {copy_gbs(10 ** 6, reps, dev):.1f} GB/s")

@@ -10,6 +10,11 @@
  * FFT algorithm first and non-deterministic ones before deterministic ones, so that the
  * choice rules are checked: no FFT, deterministic only in deterministic mode, never
  * BWD_FILTER_ALGO_3 (atomics) there even when it claims to be deterministic.
+ * The timing searches (cudnnFind*AlgorithmEx) answer fixed lists, fastest first, with an FFT
+ * algorithm, a tensor-core one, a 2 MiB-workspace one and atomics-based ones ahead of plain
+ * ones, so that autotuning's rules are checked too: the fastest admissible algorithm taken
+ * and logged once per shape, tensor cores only under the tf32 policy (run with the math type
+ * timed), the workspace limit (TFL_CUDNN_WORKSPACE_MB), heuristics in deterministic mode.
  * Checked: the results (filter transposes included) for symmetric shapes through cuDNN and
  * for SAME padding with an odd total through the im2col fallback (logged once per shape);
  * the algorithm cache (no second query for a shape; more shapes than slots); deterministic
