@@ -2,7 +2,7 @@
 # check_install.sh BUILD_DIR SOURCE_DIR: installs tapeflow into a temporary prefix and
 # builds the small consumer four ways, as applications embedding the library do, and runs
 # each: find_package with tapeflow::tapeflow and with tapeflow::tapeflow_static, pkg-config
-# tapeflow (shared, found at run time through the .pc's rpath variable, no LD_LIBRARY_PATH)
+# tapeflow (shared, found at run time through the .pc's rpath variable, not LD_LIBRARY_PATH)
 # and pkg-config --static tapeflow-static. The static programs must not need libtapeflow.so.
 # Also: the installed headers and .pc files are the ones the README names, and no .pc
 # requires a package the library does not use.
@@ -11,6 +11,17 @@ build="$1" src="$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "check_install: $*" >&2; exit 1; }
+# The programs below must find libtapeflow through their own rpath, never the loader's path:
+# they run with LD_LIBRARY_PATH stripped of every folder holding a libtapeflow.so. Folders of
+# the dependencies stay (a machine whose libyaml or BLIS live in a prefix of their own, found
+# through LD_LIBRARY_PATH, as on a GPU machine without Debian's packages).
+deps_only=""
+IFS=: read -ra _ld_dirs <<< "${LD_LIBRARY_PATH:-}"
+for d in "${_ld_dirs[@]}"; do
+  [ -n "$d" ] && ! ls "$d"/libtapeflow.so* >/dev/null 2>&1 && deps_only="${deps_only:+$deps_only:}$d"
+done
+# run_alone CMD...: CMD with that LD_LIBRARY_PATH
+run_alone() { env LD_LIBRARY_PATH="$deps_only" "$@"; }
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 pcdir=$(ls -d "$tmp"/prefix/lib*/pkgconfig | head -n 1)
 libdir=$(dirname "$pcdir")
@@ -35,13 +46,13 @@ done
 [ -f "$libdir/cmake/tapeflow/FindBLIS.cmake" ] || fail "FindBLIS.cmake is not installed"
 # The installed program starts from the prefix alone (a relative rpath to the prefix's
 # library folder), also after the prefix moved.
-(unset LD_LIBRARY_PATH; "$tmp/prefix/bin/tapeflow" version > "$tmp/version.txt") ||
+run_alone "$tmp/prefix/bin/tapeflow" version > "$tmp/version.txt" ||
   fail "the installed tapeflow does not start (exit $?)"
 grep -q "^tapeflow " "$tmp/version.txt" || fail "the installed 'tapeflow version' printed: $(cat "$tmp/version.txt")"
 readelf -d "$tmp/prefix/bin/tapeflow" | grep -q 'R.*PATH.*\$ORIGIN/\.\./lib' ||
   fail "the installed tapeflow has no \$ORIGIN-relative rpath: $(readelf -d "$tmp/prefix/bin/tapeflow" | grep PATH)"
 mv "$tmp/prefix" "$tmp/moved"
-(unset LD_LIBRARY_PATH; "$tmp/moved/bin/tapeflow" version >/dev/null) || fail "tapeflow does not start from a moved prefix"
+run_alone "$tmp/moved/bin/tapeflow" version >/dev/null || fail "tapeflow does not start from a moved prefix"
 mv "$tmp/moved" "$tmp/prefix"
 
 # no_tapeflow_so BINARY: the program runs without libtapeflow.so.
@@ -85,24 +96,24 @@ for q in "--exists --print-errors" "--cflags --libs" "--static --libs" "--static
       fail "pkg-config $q $pc fails with only the .pc files of zlib, yaml-0.1 and libcjson"
   done
 done
-# 3. pkg-config, shared, with the rpath variable: runs with no LD_LIBRARY_PATH
+# 3. pkg-config, shared, with the rpath variable: runs with no LD_LIBRARY_PATH to the library
 rpath=$(pkg-config --variable=rpath tapeflow)
 [ -n "$rpath" ] || fail "tapeflow.pc has no rpath variable"
 cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$tmp/pc_consumer" \
    $(pkg-config --cflags --libs tapeflow) $rpath
 needs_tapeflow_so "$tmp/pc_consumer"
-env -u LD_LIBRARY_PATH "$tmp/pc_consumer"
+run_alone "$tmp/pc_consumer"
 # 4. pkg-config --static: libtapeflow.a linked in
 cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$tmp/pc_static_consumer" \
    $(pkg-config --static --cflags --libs tapeflow-static)
 no_tapeflow_so "$tmp/pc_static_consumer"
-env -u LD_LIBRARY_PATH "$tmp/pc_static_consumer"
+run_alone "$tmp/pc_static_consumer"
 # 5. the GPU backend is a module both libraries load on demand: a shared and a static
 # consumer given the test suite's fake GPU module see GPU:0 and run their matmul there
 fake="$build/tests/libtfl_fake_gpu.so"
 if [ -f "$fake" ]; then
   for c in "$tmp/pc_consumer" "$tmp/pc_static_consumer"; do
-    out=$(env -u LD_LIBRARY_PATH TFL_GPU_MODULE="$fake" "$c") || fail "$c with the fake GPU: $out"
+    out=$(run_alone env TFL_GPU_MODULE="$fake" "$c") || fail "$c with the fake GPU: $out"
     case "$out" in *"devices: CPU:0 GPU:0; matmul on GPU:0"*) ;;
       *) fail "$c with TFL_GPU_MODULE=$fake does not use GPU:0: $out" ;; esac
   done
