@@ -36,6 +36,15 @@
  *    enqueued (later work on the same stream may reuse them).
  */
 #include "cuda_internal.h"
+#ifndef TFL_CUDNN_NO_GRAPH /* the host tests of this file leave the graph API out */
+#include "cudnn_graph.h"
+#else
+struct tfl__dnn_plan;
+static inline void tfl__dnn_plan_free(tfl_ctx *ctx, struct tfl__dnn_plan *p)
+{
+    (void)ctx, (void)p;
+}
+#endif
 
 #include <cudnn.h>
 
@@ -48,15 +57,18 @@
 
 #define CACHE_SLOTS 64
 #define WS_CAP ((size_t)256 << 20) /* the default workspace limit (TFL_CUDNN_WORKSPACE_MB) */
-#define KEY_LEN 19
+#define KEY_LEN 20
+#define KEY_ALIGN 4 /* the key's slot of the operands' alignment */
+#define ALGO_GRAPH 1000 /* entry.algo of a shape that runs a graph API plan */
 #define MAX_ALGOS 16 /* more than any of cuDNN's three algorithm counts */
 
 typedef struct entry {
     bool used;
     int64_t key[KEY_LEN];
-    int algo;             /* the cuDNN algorithm, or -1: im2col for this shape */
+    int algo;             /* the cuDNN algorithm, ALGO_GRAPH, or -1: im2col for this shape */
     cudnnMathType_t math; /* the math type it runs with */
     size_t ws;            /* its workspace bytes */
+    struct tfl__dnn_plan *plan; /* ALGO_GRAPH: the graph API's plan (cudnn_graph.c) */
 } entry;
 
 /* one of cuDNN's answers, whichever kind asked */
@@ -72,6 +84,7 @@ typedef struct candidate {
 struct tfl__cudnn_state {
     bool off;        /* TFL_CUDNN=0, or no handle: every convolution runs im2col */
     bool autotune;   /* time the algorithms (TFL_CUDNN_AUTOTUNE=0: cuDNN's heuristics) */
+    bool graph;      /* try the graph API first (TFL_CUDNN_GRAPH=0: the legacy API only) */
     size_t ws_limit; /* the largest workspace an algorithm may ask for */
     cudnnHandle_t h;
     cudnnTensorDescriptor_t xd, yd;
@@ -110,6 +123,8 @@ void tfl__cudnn_free(tfl__cuda_device *cu)
 {
     struct tfl__cudnn_state *s = cu->dnn;
     if (!s) return;
+    for (int i = 0; i < CACHE_SLOTS; i++) /* the plans before the handle they were made with */
+        tfl__dnn_plan_free(cu->base.ctx, s->cache[i].plan);
     if (s->cd) (void)cudnnDestroyConvolutionDescriptor(s->cd);
     if (s->wd) (void)cudnnDestroyFilterDescriptor(s->wd);
     if (s->yd) (void)cudnnDestroyTensorDescriptor(s->yd);
@@ -140,6 +155,9 @@ static struct tfl__cudnn_state *state(const tfl__kcall *k)
     memset(s, 0, sizeof *s);
     cu->dnn = s;
     s->autotune = !env_off("TFL_CUDNN_AUTOTUNE");
+#ifndef TFL_CUDNN_NO_GRAPH
+    s->graph = !env_off("TFL_CUDNN_GRAPH");
+#endif
     s->ws_limit = env_ws_limit(k);
     if (env_off("TFL_CUDNN")) {
         s->off = true;
@@ -187,11 +205,11 @@ struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k, bool *failed)
 }
 
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,
-                     cudnnMathType_t math, const tflcu_conv *g)
+                     cudnnMathType_t math, int64_t align, const tflcu_conv *g)
 {
-    const int64_t v[KEY_LEN] = {kind,  dt,    det,   math,  g->n,  g->h,  g->w,
-                                g->c,  g->kh, g->kw, g->f,  g->oh, g->ow, g->sh,
-                                g->sw, g->dh, g->dw, g->pt, g->pl};
+    const int64_t v[KEY_LEN] = {kind,  dt,    det,   math,  align, g->n,  g->h,
+                                g->w,  g->c,  g->kh, g->kw, g->f,  g->oh, g->ow,
+                                g->sh, g->sw, g->dh, g->dw, g->pt, g->pl};
     memcpy(key, v, sizeof v);
 }
 
@@ -352,8 +370,9 @@ static int pick(tfl__conv_kind kind, const candidate *c, int count, bool det, cu
 {
     *any = false;
     for (int i = 0; i < count; i++) {
-        /* a search answers ALLOC_FAILED for an algorithm above the workspace it was offered */
-        if (c[i].status == CUDNN_STATUS_ALLOC_FAILED) *any = true;
+        /* a search answers ALLOC_FAILED (cuDNN 9's INTERNAL_ERROR_HOST_ALLOCATION_FAILED, the
+         * same value) for an algorithm above the workspace it was offered */
+        if (c[i].status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) *any = true;
         if (c[i].status != CUDNN_STATUS_SUCCESS) continue;
         *any = true;
         if (is_fft(kind, c[i].algo)) continue;
@@ -429,11 +448,90 @@ static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_k
     return true;
 }
 
-/* Picks the algorithm of a shape not in the cache: e->algo, e->math and e->ws, or algo -1
- * and the reason in why. a, b and out are the op's buffers (autotuning runs on them). */
+/* the graph API's operands of kind: x (dx for BWD_DATA), w (the KRSC filter; dw for
+ * BWD_FILTER), y (dy for the backprops) */
+static void graph_operands(tfl__conv_kind kind, const void *a, const void *b, void *out,
+                           void *krsc, const void **x, const void **w, const void **y)
+{
+    *w = krsc;
+    if (kind == TFL__CONV_FWD)
+        *x = a, *y = out;
+    else if (kind == TFL__CONV_BWD_DATA)
+        *x = out, *y = b;
+    else
+        *x = a, *y = b;
+}
+
+#ifndef TFL_CUDNN_NO_GRAPH
+/* Tries cuDNN's graph API for a shape not in the cache (cudnn_graph.c): true with e->plan set
+ * (logged at INFO), or with *failed set when there was no host memory (the op fails); false
+ * when the legacy API's algorithms are to be asked (the reason logged at INFO). */
+static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
+                         const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e,
+                         const void *a, const void *b, void *out, tfl_status *failed)
+{
+    bool dbl = dt == CUDNN_DATA_DOUBLE, tune = s->autotune && !det;
+    size_t filt = krsc_bytes(g, dbl), got = 0, limit = s->ws_limit;
+    char *block = NULL;
+    if (tune) { /* the op's buffers for the timing, and a KRSC filter and a workspace */
+        block = try_block(k, filt + limit, &got);
+        if (!block && limit) block = try_block(k, filt + (limit = 0), &got);
+        if (block && kind != TFL__CONV_BWD_FILTER &&
+            transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, g->kh * g->kw * g->c, g->f, block) !=
+                CUBLAS_STATUS_SUCCESS) {
+            tfl__allocator_put(&k->dev->alloc, block, got);
+            block = NULL;
+        }
+        if (!block) tune = false, limit = s->ws_limit;
+    }
+    const void *x = NULL, *w = NULL, *y = NULL;
+    if (block) graph_operands(kind, a, b, out, block, &x, &w, &y);
+    int tried = 0;
+    float ms = 0;
+    bool no_memory = false;
+    char why[320];
+    e->plan = tfl__dnn_plan_choose(k, s->h, kind, g, dt, det, e->math != CUDNN_FMA_MATH, tune,
+                                   (int64_t)limit, e->key[KEY_ALIGN], x, w, y,
+                                   block && limit ? block + filt : NULL, &tried, &ms, &no_memory,
+                                   why, sizeof why);
+    if (block) tfl__allocator_put(&k->dev->alloc, block, got);
+    char shape[160];
+    snprintf(shape, sizeof shape,
+             "%s on %s, input (%lld, %lld, %lld, %lld), filter (%lld, %lld, %lld, %lld)",
+             kind_name[kind], k->dev->name, (long long)g->n, (long long)g->h, (long long)g->w,
+             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->c, (long long)g->f);
+    if (no_memory) {
+        *failed = TFL_RESOURCE_EXHAUSTED;
+        return true;
+    }
+    if (!e->plan) {
+        tfl__log(k->ctx, TFL_LOG_INFO, "%s: not through cuDNN's graph API (%s): its legacy "
+                 "algorithms instead", shape, why);
+        return false;
+    }
+    e->algo = ALGO_GRAPH;
+    e->ws = (size_t)tfl__dnn_plan_workspace(e->plan);
+    char how[96];
+    if (tune)
+        snprintf(how, sizeof how, "%.3f ms, the fastest of %d timed", (double)ms, tried);
+    else
+        snprintf(how, sizeof how, "cuDNN's heuristic choice");
+    tfl__log(k->ctx, TFL_LOG_INFO,
+             "%s: cuDNN graph API engine %lld, %s (%s, workspace %.1f MiB)", shape,
+             (long long)tfl__dnn_plan_engine(e->plan), how,
+             e->math == CUDNN_FMA_MATH ? "no tensor cores" : "tensor cores allowed",
+             (double)e->ws / 1048576.0);
+    return true;
+}
+#endif
+
+/* Picks the algorithm of a shape not in the cache: e->algo, e->math and e->ws (and e->plan
+ * through the graph API), or algo -1 and the reason in why; *failed set when the op must
+ * fail (no host memory for a plan). a, b and out are the op's buffers (autotuning runs on
+ * them). */
 static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
                    const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e, const void *a,
-                   const void *b, void *out, char *why, size_t size)
+                   const void *b, void *out, tfl_status *failed, char *why, size_t size)
 {
     e->algo = -1;
     e->ws = 0;
@@ -446,6 +544,11 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
                  "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
         return;
     }
+#ifndef TFL_CUDNN_NO_GRAPH
+    if (s->graph && graph_choose(k, s, kind, g, dt, det, e, a, b, out, failed)) return;
+#else
+    (void)failed;
+#endif
     cudnnStatus_t r = describe(s, g, dt, e->math);
     if (r != CUDNN_STATUS_SUCCESS) {
         snprintf(why, size, "cuDNN refuses the descriptors: %s", cudnnGetErrorString(r));
@@ -527,9 +630,18 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
     const void *one = dbl ? (const void *)&d1 : (const void *)&f1;
     const void *zero = dbl ? (const void *)&d0 : (const void *)&f0;
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
-    cudnnStatus_t r = describe(s, g, dt, e->math);
+    cudnnStatus_t r = e->plan ? CUDNN_STATUS_SUCCESS : describe(s, g, dt, e->math);
     if (r == CUDNN_STATUS_SUCCESS && kind != TFL__CONV_BWD_FILTER)
         bs = transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, K, F, krsc);
+#ifndef TFL_CUDNN_NO_GRAPH
+    if (e->plan && bs == CUBLAS_STATUS_SUCCESS) {
+        const void *x, *w, *y;
+        graph_operands(kind, a, b, out, krsc, &x, &w, &y);
+        r = tfl__dnn_plan_execute(s->h, e->plan, x, w, y, work);
+        if (r == CUDNN_STATUS_SUCCESS && kind == TFL__CONV_BWD_FILTER)
+            bs = transpose(k, dbl, krsc, F, K, out);
+    } else
+#endif
     if (r == CUDNN_STATUS_SUCCESS && bs == CUBLAS_STATUS_SUCCESS) {
         if (kind == TFL__CONV_FWD) /* a = x, b = w */
             r = cudnnConvolutionForward(s->h, one, s->xd, a, s->wd, krsc, s->cd,
@@ -547,7 +659,9 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
         }
     }
     tfl__allocator_put(&k->dev->alloc, ws, got);
-    if (r != CUDNN_STATUS_SUCCESS)
+    if (r != CUDNN_STATUS_SUCCESS && e->plan)
+        snprintf(why, size, "cuDNN's graph API plan failed: %s", cudnnGetErrorString(r));
+    else if (r != CUDNN_STATUS_SUCCESS)
         snprintf(why, size, "cuDNN failed with algorithm %d: %s", e->algo, cudnnGetErrorString(r));
     else if (bs != CUBLAS_STATUS_SUCCESS)
         snprintf(why, size, "the filter transpose (cuBLAS geam) failed: %s",
@@ -578,8 +692,11 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
     else
         return false;
     bool det = tfl_ctx_deterministic(k->ctx);
+    uintptr_t bits = (uintptr_t)a | (uintptr_t)b | (uintptr_t)out;
+    int64_t align = 16; /* what the operands' addresses promise, up to 16 bytes */
+    while (align > 1 && (bits & (uintptr_t)(align - 1))) align >>= 1;
     int64_t key[KEY_LEN];
-    make_key(key, kind, dtype, det, policy_math(k, dt), g);
+    make_key(key, kind, dtype, det, policy_math(k, dt), align, g);
     entry *e = NULL;
     for (int i = 0; i < CACHE_SLOTS && !e; i++)
         if (s->cache[i].used && !memcmp(s->cache[i].key, key, sizeof key)) e = &s->cache[i];
@@ -587,15 +704,24 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
     if (!e) {
         e = &s->cache[s->next];
         s->next = (s->next + 1) % CACHE_SLOTS;
+        tfl__dnn_plan_free(k->ctx, e->plan); /* the entry replaced */
         memset(e, 0, sizeof *e);
         memcpy(e->key, key, sizeof key);
         e->used = true;
-        choose(k, s, kind, g, dt, det, e, a, b, out, why, sizeof why);
+        tfl_status failed = TFL_OK;
+        choose(k, s, kind, g, dt, det, e, a, b, out, &failed, why, sizeof why);
+        if (failed != TFL_OK) { /* kept in the ctx; the shape is asked again next time */
+            e->used = false;
+            *st = failed;
+            return true;
+        }
         if (e->algo < 0) log_im2col(k, TFL_LOG_INFO, kind, g, why);
     }
     if (e->algo < 0) return false;
     if (run(k, s, kind, g, dt, e, a, b, out, st, why, sizeof why)) return true;
     log_im2col(k, TFL_LOG_WARNING, kind, g, why);
+    tfl__dnn_plan_free(k->ctx, e->plan);
+    e->plan = NULL;
     e->algo = -1;
     return false;
 }

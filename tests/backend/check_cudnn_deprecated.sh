@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/backend/check_cudnn_deprecated.sh: counts the deprecated cuDNN declarations that the
-# cuDNN files of framework/cuda (cudnn_conv.c, cudnn_norm.c) use (cuDNN 9 marks its legacy API
+# cuDNN files of framework/cuda (cudnn_conv.c, cudnn_norm.c, cudnn_graph.c) use (cuDNN 9 marks its legacy API
 # deprecated; cuDNN 8 broke other frameworks' builds by removing calls) and compares the total
 # with the one framework/cuda/README.md states ("Deprecated cuDNN uses: N"), so that a change in
 # either direction is seen and the README kept true. It compiles each file once, syntax only,
