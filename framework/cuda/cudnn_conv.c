@@ -411,30 +411,30 @@ static size_t krsc_bytes(const tflcu_conv *g, bool dbl)
     return ((size_t)(g->kh * g->kw * g->c * g->f) * es + 255) / 256 * 256;
 }
 
-/* A device block of `bytes` from the caching allocator, or NULL when it has none: then the
- * allocator's complaint is taken back out of the ctx when the ctx had no error before (the
- * caller carries on with less), so measuring never fails an op that could run. */
-static void *try_block(const tfl__kcall *k, size_t bytes, size_t *got)
+/* The block autotuning times in: the KRSC filter and a workspace of the limit, from the
+ * caching allocator; NULL with the allocator's error kept when it has none (the op fails:
+ * timing with less would pick another algorithm, and a refused allocation must never change
+ * the numbers a step gives), and a hint logged. */
+static void *timing_block(const tfl__kcall *k, const struct tfl__cudnn_state *s, size_t filt,
+                          size_t *got)
 {
-    tfl_status before = k->ctx->err_code;
-    void *p = tfl__allocator_get(&k->dev->alloc, bytes, got);
-    if (!p && before == TFL_OK) {
-        k->ctx->err_code = TFL_OK;
-        k->ctx->err_msg[0] = '\0';
-    }
+    void *p = tfl__allocator_get(&k->dev->alloc, filt + s->ws_limit, got);
+    if (!p)
+        tfl__log(k->ctx, TFL_LOG_WARNING,
+                 "%s: no memory for the convolutions' autotuning workspace (%zu MiB): lower "
+                 "TFL_CUDNN_WORKSPACE_MB, or set TFL_CUDNN_AUTOTUNE=0", k->dev->name,
+                 s->ws_limit >> 20);
     return p;
 }
 
-/* Times the algorithms of the described shape (rank_measured) with a workspace of up to the
- * limit: c and *count, the workspace offered in *offered; false (nothing measured) when not
- * even the KRSC filter's memory could be had. */
+/* Times the algorithms of the described shape (rank_measured) with a workspace of the limit:
+ * c and *count; false with the allocator's error kept when there is no memory for it. */
 static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
                     const tflcu_conv *g, bool dbl, const void *a, const void *b, void *out,
-                    candidate *c, int *count, size_t *offered, cudnnStatus_t *r)
+                    candidate *c, int *count, cudnnStatus_t *r)
 {
     size_t filt = krsc_bytes(g, dbl), got = 0, ws = s->ws_limit;
-    char *block = try_block(k, filt + ws, &got);
-    if (!block && ws) block = try_block(k, filt + (ws = 0), &got);
+    char *block = timing_block(k, s, filt, &got);
     if (!block) return false;
     int64_t K = g->kh * g->kw * g->c, F = g->f;
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
@@ -444,7 +444,6 @@ static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_k
              ? rank_measured(s, kind, a, b, out, block, ws ? block + filt : NULL, ws, c, count)
              : CUDNN_STATUS_EXECUTION_FAILED;
     tfl__allocator_put(&k->dev->alloc, block, got);
-    *offered = ws;
     return true;
 }
 
@@ -464,7 +463,7 @@ static void graph_operands(tfl__conv_kind kind, const void *a, const void *b, vo
 
 #ifndef TFL_CUDNN_NO_GRAPH
 /* Tries cuDNN's graph API for a shape not in the cache (cudnn_graph.c): true with e->plan set
- * (logged at INFO), or with *failed set when there was no host memory (the op fails); false
+ * (logged at INFO), or with *failed set when there was no memory to choose in (the op fails); false
  * when the legacy API's algorithms are to be asked (the reason logged at INFO). */
 static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
                          const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e,
@@ -474,15 +473,20 @@ static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__c
     size_t filt = krsc_bytes(g, dbl), got = 0, limit = s->ws_limit;
     char *block = NULL;
     if (tune) { /* the op's buffers for the timing, and a KRSC filter and a workspace */
-        block = try_block(k, filt + limit, &got);
-        if (!block && limit) block = try_block(k, filt + (limit = 0), &got);
-        if (block && kind != TFL__CONV_BWD_FILTER &&
+        block = timing_block(k, s, filt, &got);
+        if (!block) {
+            *failed = k->ctx->err_code != TFL_OK ? k->ctx->err_code : TFL_RESOURCE_EXHAUSTED;
+            return true;
+        }
+        if (kind != TFL__CONV_BWD_FILTER &&
             transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, g->kh * g->kw * g->c, g->f, block) !=
                 CUBLAS_STATUS_SUCCESS) {
             tfl__allocator_put(&k->dev->alloc, block, got);
-            block = NULL;
+            *failed = tfl__set_error(k->ctx, TFL_INTERNAL,
+                                     "%s: the filter transpose (cuBLAS geam) failed on %s",
+                                     kind_name[kind], k->dev->name);
+            return true;
         }
-        if (!block) tune = false, limit = s->ws_limit;
     }
     const void *x = NULL, *w = NULL, *y = NULL;
     if (block) graph_operands(kind, a, b, out, block, &x, &w, &y);
@@ -546,8 +550,6 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     }
 #ifndef TFL_CUDNN_NO_GRAPH
     if (s->graph && graph_choose(k, s, kind, g, dt, det, e, a, b, out, failed)) return;
-#else
-    (void)failed;
 #endif
     cudnnStatus_t r = describe(s, g, dt, e->math);
     if (r != CUDNN_STATUS_SUCCESS) {
@@ -566,8 +568,12 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     candidate c[MAX_ALGOS];
     int count = 0;
     size_t limit = s->ws_limit;
-    bool timed = s->autotune && !det &&
-                 measure(k, s, kind, g, dt == CUDNN_DATA_DOUBLE, a, b, out, c, &count, &limit, &r);
+    bool timed = s->autotune && !det;
+    if (timed && !measure(k, s, kind, g, dt == CUDNN_DATA_DOUBLE, a, b, out, c, &count, &r)) {
+        /* no memory to time in: the op fails */
+        *failed = k->ctx->err_code != TFL_OK ? k->ctx->err_code : TFL_RESOURCE_EXHAUSTED;
+        return;
+    }
     if (!timed) r = rank_heuristic(s, kind, c, &count);
     bool any = false;
     int i = pick(kind, c, count, det, e->math, limit, &any);

@@ -18,6 +18,7 @@ extern int emu_errors;                              /* tfl__set_error, failed ch
 extern int emu_log_info, emu_log_warning;           /* tfl__log by level */
 extern int emu_host_allocs, emu_host_frees;         /* tfl__host_alloc / free */
 extern int emu_refuse_host;                         /* > 0: tfl__host_alloc gives NULL */
+extern int emu_refuse_device; /* > 0: the next tfl__allocator_get calls give NULL (counted down) */
 extern char emu_last_log[1024];
 extern char emu_log_all[8192]; /* every log line since the last reset, one per line */
 extern int emu_blas_math, emu_blas_math_sets;      /* cublasSetMathMode: the last mode, calls */

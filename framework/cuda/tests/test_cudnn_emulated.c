@@ -652,6 +652,46 @@ static void test_autotune_tf32(void **state)
     teardown(ctx);
 }
 
+/* No device memory for autotuning's block (the filter and the workspace limit): the op fails
+ * with RESOURCE_EXHAUSTED and a hint (never a choice made with less, which would change the
+ * numbers a step gives); the shape is tuned when it runs again. */
+static void test_autotune_no_memory(void **state)
+{
+    (void)state;
+    tfl_ctx *ctx = setup();
+    const tfl_dtype dt = TFL_DTYPE_FLOAT32;
+    const int64_t xs[4] = {1, 4, 4, 2}, fs[4] = {3, 3, 2, 2}, ys[4] = {1, 2, 2, 2};
+    void *x = emu_values(dt, 32, true), *w = emu_values(dt, 36, true), *y = emu_values(dt, 8, false);
+    emu_fake fx, fw, fy;
+    emu_fake_init(&fx, dt, xs, x);
+    emu_fake_init(&fw, dt, fs, w);
+    emu_fake_init(&fy, dt, ys, y);
+    tfl__window_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ksize[0] = a.ksize[1] = 3;
+    a.strides[0] = a.strides[1] = 1;
+    a.dilations[0] = a.dilations[1] = 1;
+    const tfl_tensor *in[2] = {&fx.t, &fw.t};
+    tfl__kcall k = {ctx, &cu.base, TFL_OP_CONV2D, 2, in, &fy.t, &a};
+    emu_refuse_device = 1;
+    assert_int_equal(tfl__cuda_conv2d(&k), TFL_RESOURCE_EXHAUSTED);
+    assert_int_equal(emu_refuse_device, 0);
+    assert_int_equal(dnn_runs[0], 0);
+    assert_int_equal(dnn_finds, 0);
+    assert_int_equal(emu_log_warning, 1);
+    assert_non_null(strstr(emu_last_log, "GPU:0: no memory for the convolutions' autotuning "
+                                         "workspace (4 MiB): lower TFL_CUDNN_WORKSPACE_MB, or "
+                                         "set TFL_CUDNN_AUTOTUNE=0"));
+    /* memory again: the shape is tuned and runs */
+    assert_int_equal(tfl__cuda_conv2d(&k), TFL_OK);
+    assert_int_equal(dnn_finds, 1);
+    assert_int_equal(dnn_runs[0], 1);
+    free(x);
+    free(w);
+    free(y);
+    teardown(ctx);
+}
+
 /* TFL_CUDNN_WORKSPACE_MB bounds the workspace: the 2 MiB algorithm is not offered under 1 MiB;
  * under 0 no algorithm fits (im2col, the reason logged); a value that is not a number of MiB
  * is logged and the default kept */
@@ -750,7 +790,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_and_cache), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_autotune), cmocka_unit_test(test_autotune_tf32),
-        cmocka_unit_test(test_workspace_limit),
+        cmocka_unit_test(test_workspace_limit), cmocka_unit_test(test_autotune_no_memory),
         cmocka_unit_test(test_runtime_failure), cmocka_unit_test(test_many_shapes),
         cmocka_unit_test(test_env_off), cmocka_unit_test(test_bn_shapes),
         cmocka_unit_test(test_bn_refused), cmocka_unit_test(test_bn_runtime_failure),
