@@ -463,11 +463,13 @@ static void graph_operands(tfl__conv_kind kind, const void *a, const void *b, vo
 
 #ifndef TFL_CUDNN_NO_GRAPH
 /* Tries cuDNN's graph API for a shape not in the cache (cudnn_graph.c): true with e->plan set
- * (logged at INFO), or with *failed set when there was no memory to choose in (the op fails); false
- * when the legacy API's algorithms are to be asked (the reason logged at INFO). */
+ * (logged at INFO; *timed_ms its time when autotuning timed it, else 0), or with *failed set
+ * when there was no memory to choose in (the op fails); false when the legacy API's
+ * algorithms are to be asked (the reason logged at INFO). */
 static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
                          const tflcu_conv *g, cudnnDataType_t dt, bool det, entry *e,
-                         const void *a, const void *b, void *out, tfl_status *failed)
+                         const void *a, const void *b, void *out, tfl_status *failed,
+                         float *timed_ms)
 {
     bool dbl = dt == CUDNN_DATA_DOUBLE, tune = s->autotune && !det;
     size_t filt = krsc_bytes(g, dbl), got = 0, limit = s->ws_limit;
@@ -515,6 +517,7 @@ static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__c
     }
     e->algo = ALGO_GRAPH;
     e->ws = (size_t)tfl__dnn_plan_workspace(e->plan);
+    *timed_ms = tune ? ms : 0;
     char how[96];
     if (tune)
         snprintf(how, sizeof how, "%.3f ms, the fastest of %d timed", (double)ms, tried);
@@ -548,17 +551,25 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
                  "a tensor has 2^31 or more elements (cuDNN's legacy API counts in int)");
         return;
     }
+    /* The graph API first; a plan it timed is raced against the legacy algorithms, timed
+     * below: the faster is kept (each API has shapes where its choices are the faster). */
+    float graph_ms = 0;
 #ifndef TFL_CUDNN_NO_GRAPH
-    if (s->graph && graph_choose(k, s, kind, g, dt, det, e, a, b, out, failed)) return;
+    if (s->graph && graph_choose(k, s, kind, g, dt, det, e, a, b, out, failed, &graph_ms) &&
+        (*failed != TFL_OK || graph_ms <= 0))
+        return; /* the op fails, or a plan by heuristics: nothing to race */
 #endif
+    const bool graph = e->plan != NULL;
     cudnnStatus_t r = describe(s, g, dt, e->math);
     if (r != CUDNN_STATUS_SUCCESS) {
+        if (graph) return;
         snprintf(why, size, "cuDNN refuses the descriptors: %s", cudnnGetErrorString(r));
         return;
     }
     int on, oc, ohh, oww;
     r = cudnnGetConvolution2dForwardOutputDim(s->cd, s->xd, s->wd, &on, &oc, &ohh, &oww);
     if (r != CUDNN_STATUS_SUCCESS || on != g->n || oc != g->f || ohh != g->oh || oww != g->ow) {
+        if (graph) return;
         snprintf(why, size,
                  "cuDNN pads both sides alike, this padding is (%lld, %lld) before and "
                  "(%lld, %lld) after",
@@ -577,7 +588,16 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     if (!timed) r = rank_heuristic(s, kind, c, &count);
     bool any = false;
     int i = pick(kind, c, count, det, e->math, limit, &any);
+    if (graph && (i < 0 || c[i].ms >= graph_ms)) return; /* the graph API's plan stays */
     if (i >= 0) {
+        if (graph)
+            tfl__log(k->ctx, TFL_LOG_INFO,
+                     "%s on %s: the legacy API's algorithm %s (%.3f ms) is faster than the graph "
+                     "API's plan (%.3f ms)",
+                     kind_name[kind], k->dev->name, algo_name(kind, c[i].algo), (double)c[i].ms,
+                     (double)graph_ms);
+        tfl__dnn_plan_free(k->ctx, e->plan);
+        e->plan = NULL;
         e->algo = c[i].algo;
         e->ws = c[i].memory;
         if (e->math != CUDNN_FMA_MATH) e->math = c[i].math; /* as cuDNN timed or ranked it */
