@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_layering.sh SOURCE_DIR: the library's modules depend downwards only (DESIGN.md):
-# framework <- tape <- optim <- layers <- configs <- dist. In their sources and headers it fails on
+# framework <- tape <- optim <- layers <- configs. In their sources and headers it fails on
 #   - a relative include that climbs ("../"): a module's private headers are reached through
 #     the module's INTERFACE target (tfl_framework_private, ...), by their path from the
 #     module's folder;
@@ -11,7 +11,7 @@
 set -euo pipefail
 src="$1"
 modules=()
-for m in framework tape optim layers configs dist; do [ -d "$src/$m" ] && modules+=("$m"); done
+for m in framework tape optim layers configs; do [ -d "$src/$m" ] && modules+=("$m"); done
 level() { local i; for i in "${!modules[@]}"; do [ "${modules[$i]}" = "$1" ] && echo "$i" && return; done; echo -1; }
 # owner HEADER QUOTED DIR: the module a header belongs to (empty: system or generated).
 owner() {

@@ -1,5 +1,5 @@
 /*
- * dist/placement.c: one rank per GPU. tfl_comm_local_rank finds a rank's index among the
+ * framework/dist/placement.c: one rank per GPU. tfl_comm_local_rank finds a rank's index among the
  * ranks of its host (the host-name hashes gathered through the transport, as the NCCL set-up
  * does); tfl_rank_device is the rule that maps (requested device, local rank, local size,
  * GPUs) to the device a rank drives; tfl_comm_device puts them together for a program.

@@ -1,11 +1,16 @@
 /*
- * tapeflow/distributed.h: data-parallel training across processes (Open MPI on CPUs), the
+ * tapeflow/comm.h: communicators and collectives for data-parallel training across processes
+ * (Open MPI on CPUs, NCCL on GPUs), the
  * way Horovod and PyTorch's DistributedDataParallel do it: every rank holds the whole model,
  * rank 0's variables are broadcast before the first step, each rank trains on its shard of
  * every global batch, and the gradients are all-reduced (a weighted mean) in fused buckets
  * before the optimizer applies them, so that every rank ends every step with bit-identical
  * variables and the step equals one process's step on the whole batch (up to the order of
  * the floating-point sums).
+ *
+ * This header is the framework's part: communicators, their transports and the collectives on
+ * tensors. <tapeflow/distributed.h> (layers) adds what tfl_model_fit needs: the replicas and
+ * the data-parallel callback.
  *
  * A communicator (tfl_comm) is a handle of its context. What moves the bytes is a transport
  * (tfl_comm_transport): "self" (one rank: every collective is a no-op or a copy) is built in;
@@ -38,19 +43,6 @@
  * rank whose ncclCommInitRank fails leaves the others waiting in theirs (NCCL's own
  * behaviour): programs end the job (tfl_comm_abort) on any error.
  *
- * With tfl_model_fit: shard the data through the replicas, plug the callback in first.
- *
- *     tfl_comm *comm = tfl_comm_world(ctx, NULL);            // 1 rank without mpirun
- *     tfl_data_parallel dp = {.comm = comm};
- *     tfl_replicas rep = tfl_comm_replicas(comm);           // fit shards train/validation
- *     tfl_callback cbs[] = {tfl_data_parallel_callback(&dp), tfl_nonfinite_guard_callback(&g)};
- *     tfl_model_fit(m, train, &(tfl_fit_opts){.batch_size = 128,  // the global batch
- *                   .callbacks = cbs, .n_callbacks = 2, .replicas = &rep, ...}, NULL);
- *     tfl_comm_free(comm);           // MPI_Finalize at exit, if tfl_comm_world initialised it
- *
- * The callback must come before every other on_gradients hook (the non-finite guard,
- * clipping), so that those see the global gradient and decide the same on every rank.
- *
  * In a custom loop (examples/custom_loop.c), between the gradient and the update; `rows` is
  * this rank's rows of the global batch (the weight of its gradients):
  *
@@ -67,14 +59,13 @@
  * is a duplicate with MPI_ERRORS_RETURN); the library never calls MPI_Abort or exits:
  * tfl_comm_abort is for programs that decide to end the job.
  */
-#ifndef TAPEFLOW_DISTRIBUTED_H
-#define TAPEFLOW_DISTRIBUTED_H
+#ifndef TAPEFLOW_COMM_H
+#define TAPEFLOW_COMM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <tapeflow/base.h>
-#include <tapeflow/model.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -281,41 +272,8 @@ typedef struct tfl_comm_stats {
 TFL_API tfl_comm_stats tfl_comm_get_stats(const tfl_comm *comm);
 TFL_API void tfl_comm_reset_stats(tfl_comm *comm);
 
-/** Fills fit's replicas (model.h) from the communicator: shard index = rank, count = size,
- * and the sum of epoch figures through tfl_comm_allreduce_doubles. The comm is borrowed. */
-TFL_API tfl_replicas tfl_comm_replicas(tfl_comm *comm);
-
-/**
- * The data-parallel callback of tfl_model_fit (put it first):
- *  - on_train_begin: broadcasts root 0's model variables (all of them) and the optimizer's
- *    variables that exist (its step counter; its slots on a resume), after checking that
- *    every rank has the same count of them (FAILED_PRECONDITION naming the ranks' counts);
- *    the model must be built (tfl_model_build) so that the first step starts from rank 0's
- *    weights: FAILED_PRECONDITION otherwise; and makes the context's unseeded random draws
- *    this rank's (tfl_ctx_set_rng_replica(ctx, rank): each rank its own Dropout masks, one
- *    saved RNG state for all);
- *  - on_gradients: tfl_comm_allreduce_gradients with weight logs->samples (this rank's rows),
- *    so the step applies the global batch's mean gradient;
- *  - on_step_end: the non-trainable model variables (BatchNormalization's moving mean and
- *    variance) become their mean over the ranks weighted by the rows each saw (the moving
- *    mean then equals one process's on the whole batch; the moving variance misses the
- *    spread between the shards' means, as without synchronised batch norm). Averaging
- *    rather than PyTorch's broadcast from rank 0 uses every rank's statistics; either keeps
- *    the ranks identical. Integer non-trainables are broadcast from rank 0.
- * Errors: the collectives'; a rank's error while the others wait in a collective blocks
- * them: programs end the job (tfl_comm_abort) on any error.
- */
-typedef struct tfl_data_parallel {
-    tfl_comm *comm;                /* borrowed */
-    bool no_average_non_trainable; /* leave non-trainable variables per rank */
-    /* state, set by fit */
-    bool broadcast_done;
-    int64_t steps;
-} tfl_data_parallel;
-TFL_API tfl_callback tfl_data_parallel_callback(tfl_data_parallel *dp);
-
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* TAPEFLOW_DISTRIBUTED_H */
+#endif /* TAPEFLOW_COMM_H */

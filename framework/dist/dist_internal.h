@@ -1,12 +1,12 @@
 /*
- * dist/dist_internal.h: the communicator's record, shared by the files of dist/ (comm.c:
- * handles, transports, world; collectives.c: bucketed broadcast and all-reduce;
- * data_parallel.c: the fit callback and the replicas).
+ * framework/dist/dist_internal.h: the communicator's record, shared by the files of
+ * framework/dist/ (comm.c: handles, transports, world; collectives.c: bucketed broadcast and
+ * all-reduce) and layers/data_parallel.c (the fit callback and the replicas).
  */
 #ifndef TFL_DIST_INTERNAL_H
 #define TFL_DIST_INTERNAL_H
 
-#include <tapeflow/distributed.h>
+#include <tapeflow/comm.h>
 
 #include "internal.h"
 

@@ -1,5 +1,5 @@
 /*
- * dist/collectives.c: broadcast and all-reduce of tensor lists through one fusion buffer
+ * framework/dist/collectives.c: broadcast and all-reduce of tensor lists through one fusion buffer
  * (Horovod's tensor fusion, PyTorch DDP's buckets): the tensors of one dtype, in list order,
  * are seen as one long vector cut into buckets of bucket_bytes; each bucket is packed (scaled
  * for a mean), reduced in one transport message and unpacked. Every rank walks the same list

@@ -1,5 +1,5 @@
 /*
- * dist/nccl_plan.h: the parts of the NCCL path that need no GPU and no NCCL (tested on any
+ * framework/dist/nccl_plan.h: the parts of the NCCL path that need no GPU and no NCCL (tested on any
  * machine by tests/dist/test_nccl_plan.c, which compiles nccl_plan.c itself): the dtype
  * mapping, the placement check of ranks on GPUs, and the cutting of a tensor list into NCCL
  * calls grouped in buckets. Public headers only.

@@ -19,7 +19,7 @@
 
 #include <mpi.h>
 
-#include <tapeflow/distributed.h>
+#include <tapeflow/comm.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,5 @@
 /*
- * dist/mpi/mpi_transport.c: libtapeflow_mpi, the MPI transport of <tapeflow/distributed.h>.
+ * framework/dist/mpi/mpi_transport.c: libtapeflow_mpi, the MPI transport of <tapeflow/comm.h>.
  * It calls MPI only (no tapeflow function), so that libtapeflow can load it with dlopen when
  * mpirun started the process, and a program linking the static libtapeflow does not load a
  * second copy of the library.

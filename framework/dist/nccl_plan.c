@@ -1,5 +1,5 @@
 /*
- * dist/nccl_plan.c: the GPU-free parts of the NCCL path (nccl_plan.h).
+ * framework/dist/nccl_plan.c: the GPU-free parts of the NCCL path (nccl_plan.h).
  */
 #include <stdio.h>
 

@@ -1,10 +1,11 @@
 /*
- * dist/comm.c: the communicator handle, the built-in one-rank transport, tfl_comm_world
+ * framework/dist/comm.c: the communicator handle, the built-in one-rank transport, tfl_comm_world
  * (which loads libtapeflow_mpi only when mpirun started the process), barrier, the double
  * all-reduce, abort and the statistics.
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

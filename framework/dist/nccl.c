@@ -1,5 +1,5 @@
 /*
- * dist/nccl.c: collectives on GPU tensors through NCCL (built when TFL_HAVE_NCCL), the way
+ * framework/dist/nccl.c: collectives on GPU tensors through NCCL (built when TFL_HAVE_NCCL), the way
  * llm.c sets NCCL up: one rank per GPU; the ranks gather (host hash, GPU, GPU count) through
  * the communicator's host transport (MPI) and refuse two ranks on one GPU before NCCL would;
  * rank 0 makes the ncclUniqueId and broadcasts it through the host transport; then

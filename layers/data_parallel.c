@@ -1,10 +1,12 @@
 /*
- * dist/data_parallel.c: the data-parallel callback of tfl_model_fit (broadcast at train
+ * layers/data_parallel.c: the data-parallel callback of tfl_model_fit (broadcast at train
  * begin, gradient all-reduce, non-trainable averaging) and fit's replicas.
  */
 #include <string.h>
 
-#include "dist_internal.h"
+#include <tapeflow/distributed.h>
+
+#include "dist/dist_internal.h"
 #include "layers_internal.h"
 
 static tfl_status replicas_sum(double *values, int n, void *user)
