@@ -4,7 +4,7 @@
  * guard, putting a directory back after a failed start; evaluation and prediction of the
  * trained model. The config's values are read typed, from the resolved sections.
  */
-#include "configs_internal.h"
+#include "run_internal.h"
 
 #include <tapeflow/files.h>
 #include <tapeflow/plot.h>
@@ -32,7 +32,7 @@ struct tfl_run {
     tfl_optimizer *opt;
     tfl_config_datasets data;
     tfl_run_opts o;
-    tfl_run_parallel one; /* opts.parallel, or one process */
+    tfl__run_dp dp;       /* opts.comm: several ranks, or one process */
     char dir[4096], cdir[4200], csv[4200];
     volatile sig_atomic_t cancel, save_request;
     char *warned;         /* WARNING lines not yet in run.log (host memory) */
@@ -109,7 +109,7 @@ typedef struct changes {
 static void run_log(tfl_run *r, const changes *ch, const char *fmt, ...) TFL_PRINTF(3, 4);
 static void run_log(tfl_run *r, const changes *ch, const char *fmt, ...)
 {
-    if (!r->one.writer) return;
+    if (!r->dp.writer) return;
     char path[4200], when[32];
     snprintf(path, sizeof path, "%s/run.log", r->dir);
     FILE *f = fopen(path, "a");
@@ -238,7 +238,12 @@ tfl_run *tfl_run_open(tfl_config *cfg, const tfl_run_opts *opts, tfl_status *sta
     r->ctx = ctx;
     r->cfg = cfg;
     if (opts) r->o = *opts;
-    r->one = r->o.parallel ? *r->o.parallel : (tfl_run_parallel){.writer = true};
+    char note[160];
+    if (tfl__run_dp_open(&r->dp, cfg, r->o.comm, note, sizeof note) != TFL_OK) {
+        *status = tfl_ctx_status(ctx);
+        tfl_run_close(r);
+        return NULL;
+    }
     /* the context logs through the run from here on */
     tfl_log_level lvl = r->o.log_fn && r->o.log_level > TFL_LOG_WARNING ? r->o.log_level
                                                                         : TFL_LOG_WARNING;
@@ -257,6 +262,7 @@ tfl_run *tfl_run_open(tfl_config *cfg, const tfl_run_opts *opts, tfl_status *sta
         tfl_config_compile(cfg, r->model, r->opt) == TFL_OK &&
         tfl_config_build_datasets(cfg, &r->data) == TFL_OK) {
         *status = TFL_OK;
+        if (note[0]) emit(r, TFL_RUN_EVENT_DEVICE, NULL, NULL, "%s", note);
         return r;
     }
     *status = tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
@@ -271,6 +277,7 @@ void tfl_run_close(tfl_run *r)
     tfl_config_datasets_free(&r->data);
     tfl_model_free(r->model);
     tfl_optimizer_free(r->opt);
+    tfl__run_dp_close(&r->dp);
     free(r->warned);
     tfl_ctx_set_logger(ctx, r->o.log_fn, r->o.log_user, r->o.log_level);
     tfl__obj_retire(ctx, &r->obj);
@@ -441,7 +448,7 @@ static double now_seconds(void)
 
 static tfl_status barrier(tfl_run *r)
 {
-    return r->one.barrier ? r->one.barrier(r->one.user) : TFL_OK;
+    return tfl__run_dp_barrier(&r->dp);
 }
 
 /* Saves the state after fit's last step through the manager. */
@@ -517,7 +524,7 @@ static tfl_status fit_run(session *s, tfl_ckpt_manager *mgr, board *tb, watch *w
                               .save_opts = &so,
                               .last_step = -1};
     tfl_csv_logger csv = {.path = r->csv, .append = fo->initial_epoch > 0 || fo->initial_batch > 0};
-    if (csv.append && r->one.writer) trim_csv(r, s->bf.csv, fo->initial_epoch);
+    if (csv.append && r->dp.writer) trim_csv(r, s->bf.csv, fo->initial_epoch);
     tfl_nonfinite_guard guard = {.mode = GETV(tr, "on_nonfinite")->i == 1 ? TFL_NONFINITE_SKIP
                                                                          : TFL_NONFINITE_HALT};
     w->log_interval = GETV(lgs, "log_interval")->i;
@@ -526,11 +533,11 @@ static tfl_status fit_run(session *s, tfl_ckpt_manager *mgr, board *tb, watch *w
                            tfl_step_checkpoint_callback(&sc)};
     int n_cbs = 4;
     tfl_status st = TFL_OK;
-    if (r->one.prepare_fit) st = r->one.prepare_fit(r->one.user, fo, cbs, &n_cbs, 8, &guard);
+    st = tfl__run_dp_fit(&r->dp, r->ctx, r->cfg, &r->cancel, fo, cbs, &n_cbs, 8, &guard);
     if (st != TFL_OK) return st;
     fo->callbacks = cbs;
     fo->n_callbacks = n_cbs;
-    if (r->one.writer && board_init(r, tb, fo->initial_step, s->resolved, &s->bf)) {
+    if (r->dp.writer && board_init(r, tb, fo->initial_step, s->resolved, &s->bf)) {
         cbs[n_cbs] = tb->inner;
         cbs[n_cbs].on_train_begin = board_begin;
         cbs[n_cbs].user = tb;
@@ -554,13 +561,13 @@ static tfl_status fit_run(session *s, tfl_ckpt_manager *mgr, board *tb, watch *w
         return TFL_OK;
     }
     /* the final state (after the last epoch's end: a resume finds nothing left to do) */
-    if (fo->initial_epoch < epochs && r->one.writer) {
+    if (fo->initial_epoch < epochs && r->dp.writer) {
         s->state = (tfl_train_state){.epoch = epochs, .step = w->steps, .shuffle_seed = fo->seed,
                                      .history = &s->h};
         TFL_TRY(save_final(r, mgr, &s->state, &so));
     }
     res->saved = true;
-    if (r->one.writer) write_curves(r, res);
+    if (r->dp.writer) write_curves(r, res);
     if (r->data.test)
         TFL_TRY(tfl_model_evaluate_replicated(r->model, r->data.test, fo->batch_size,
                                               fo->replicas, &res->test_loss, &res->test_accuracy));
@@ -621,7 +628,7 @@ tfl_status tfl_run_train(tfl_run *r, tfl_run_result *res)
     r->cancel = r->save_request = 0;
     session s = {.r = r, .res = res};
     s.resolved = tfl_config_format(r->cfg);
-    bool resume = false, writer = r->one.writer;
+    bool resume = false, writer = r->dp.writer;
     tfl_status st = s.resolved ? prepare(&s, &resume) : tfl_ctx_status(r->ctx);
     if (st != TFL_OK) { /* nothing was written */
         before_free(&s.bf);
@@ -717,7 +724,8 @@ tfl_status tfl_run_evaluate(tfl_run *r, double *loss, double *accuracy, const ch
                                                                          : r->data.train;
     if (which) *which = r->data.test ? "test" : r->data.validation ? "validation" : "train";
     if (examples) *examples = tfl_dataset_size(data);
-    const tfl_replicas *rep = r->one.replicas ? r->one.replicas(r->one.user) : NULL;
+    const tfl_replicas *rep = tfl__run_dp_replicas(&r->dp, r->ctx, r->cfg);
+    if (!rep && tfl__run_dp_parallel(&r->dp)) return tfl_ctx_status(r->ctx);
     double l = NAN, a = NAN;
     TFL_TRY(tfl_model_evaluate_replicated(r->model, data,
                                           GETV(SEC(r->cfg, "training"), "batch_size")->i, rep,

@@ -72,22 +72,8 @@ int cli_dist_end(int code);
 /** Rank 0 (or the only process): the one that writes files and progress. */
 bool cli_dist_writer(void);
 int cli_dist_size(void);
-tfl_status cli_dist_barrier(void);
-/** Under mpirun: the data-parallel callback first in cbs[0..*n), a stop shared by every rank
- * last, and fit's replicas (sharded data, global epoch figures); cbs[0] (the metrics CSV) is
- * dropped on ranks other than 0, cbs[*n - 1] (the step checkpoint) saves on rank 0 only with
- * the epoch's sums reduced across the ranks. */
-int cli_dist_fit(tfl_ctx *ctx, const tfl_config *cfg, tfl_fit_opts *fo, tfl_callback *cbs, int *n,
-                 int cap, tfl_nonfinite_guard *guard);
-/** The device scope of this process for training.device `requested` into device ("": none).
- * One process: "" (tfl_config_apply_context opened training.device's scope). Under mpirun,
- * inside that scope: tfl_comm_device (one rank per
- * GPU: GPU:(local rank mod GPUs) for auto and GPU; an explicit GPU:N refused with several
- * ranks on a host), logged on stderr by every rank; CLI_USAGE on a refusal. */
-int cli_dist_device(const char *requested, char *device, size_t size);
-/** Under mpirun, the replicas of an evaluation (every rank its shard, the sums reduced) in
- * ctx; NULL with one process (or with ctx's error kept). */
-const tfl_replicas *cli_dist_replicas(tfl_ctx *ctx);
+/** The job's communicator for the run (tfl_run_opts.comm) under mpirun; NULL otherwise. */
+tfl_comm *cli_dist_comm(void);
 /** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
 extern char cli_rank_label[48];
 /** At the end of a run, unless quiet: the paths of its event file and curves.svg ("": none). */

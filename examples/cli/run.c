@@ -37,28 +37,12 @@ static void show(void *user, const tfl_run_event *ev)
     case TFL_RUN_EVENT_STEP: /* off a terminal: fit's bar is not there */
         if (!j->a->quiet && !j->tty) printf("%s\n", ev->message);
         break;
+    case TFL_RUN_EVENT_DEVICE: /* under mpirun, every rank says where it trains */
+        fprintf(stderr, "tapeflow: %s\n", ev->message);
+        break;
     case TFL_RUN_EVENT_EPOCH:
         break;
     }
-}
-
-/* Data parallelism under mpirun (dist.c) through the run's seam. */
-static tfl_status dist_barrier(void *user)
-{
-    (void)user;
-    return cli_dist_barrier();
-}
-static tfl_status dist_fit(void *user, tfl_fit_opts *fo, tfl_callback *cbs, int *n, int cap,
-                           tfl_nonfinite_guard *guard)
-{
-    job *j = user;
-    return cli_dist_fit(j->ctx, j->cfg, fo, cbs, n, cap, guard) == CLI_OK ? TFL_OK
-                                                                          : TFL_FAILED_PRECONDITION;
-}
-static const tfl_replicas *dist_replicas(void *user)
-{
-    job *j = user;
-    return cli_dist_replicas(j->ctx);
 }
 
 static void job_free(job *j)
@@ -71,7 +55,7 @@ static void job_free(job *j)
 
 /* Loads the config and opens its run; an error here is the config's (exit 2) unless it is a
  * lack of memory. Nothing is written. */
-static int open_job(job *j, const cli_args *a, tfl_run_parallel *par)
+static int open_job(job *j, const cli_args *a)
 {
     tfl_status st;
     j->a = a;
@@ -82,25 +66,11 @@ static int open_job(job *j, const cli_args *a, tfl_run_parallel *par)
     }
     int code;
     if (!(j->cfg = cli_load_config(j->ctx, a, &code))) return code;
-    char req[64], dev[64]; /* under mpirun one rank drives one GPU (dist.c) */
-    int len = tfl_config_get(j->cfg, "training.device", req, sizeof req);
-    if (len < 0 || (size_t)len >= sizeof req) len = 0, req[0] = 0;
-    if (len >= 2 && req[0] == '"' && req[len - 1] == '"') { /* the YAML string's text */
-        memmove(req, req + 1, (size_t)len - 2);
-        req[len - 2] = 0;
-    }
-    if ((code = cli_dist_device(req, dev, sizeof dev)) != CLI_OK) return code;
-    if (dev[0] && tfl_device_scope_push(j->ctx, dev) != TFL_OK) {
-        cli_error("%s: training.device: %s", a->config, tfl_ctx_error(j->ctx).message);
-        return CLI_USAGE;
-    }
-    *par = (tfl_run_parallel){.writer = cli_dist_writer(), .barrier = dist_barrier,
-                              .prepare_fit = dist_fit, .replicas = dist_replicas, .user = j};
     j->run = tfl_run_open(j->cfg,
                           &(tfl_run_opts){.run_dir = a->run_dir,
                                           .allow_config_change = a->allow_config_change,
                                           .progress = a->quiet ? NULL : stdout,
-                                          .on_event = show, .user = j, .parallel = par},
+                                          .on_event = show, .user = j, .comm = cli_dist_comm()},
                           &st);
     if (j->run) return CLI_OK;
     tfl_error e = tfl_ctx_error(j->ctx);
@@ -141,8 +111,7 @@ int cli_train(int argc, char **argv)
     if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
     if (!cli_dist_writer()) a.quiet = true; /* progress from rank 0 only (dist.c) */
     job j = {0};
-    tfl_run_parallel par;
-    if ((code = open_job(&j, &a, &par)) != CLI_OK) {
+    if ((code = open_job(&j, &a)) != CLI_OK) {
         job_free(&j);
         return code;
     }
@@ -204,9 +173,9 @@ int cli_config(int argc, char **argv)
 
 /* Opens the run and restores its checkpoint (--checkpoint, else the newest usable one), named
  * on stdout for eval, on stderr for predict (its CSV may be stdout). */
-static int restore_trained(job *j, const cli_args *a, tfl_run_parallel *par)
+static int restore_trained(job *j, const cli_args *a)
 {
-    int code = open_job(j, a, par);
+    int code = open_job(j, a);
     if (code != CLI_OK) return code;
     char used[4400];
     int64_t step = -1;
@@ -232,8 +201,7 @@ int cli_eval(int argc, char **argv)
     if (code != CLI_OK || (code = cli_dist_start()) != CLI_OK) return code;
     a.quiet = true;
     job j = {0};
-    tfl_run_parallel par;
-    if ((code = restore_trained(&j, &a, &par)) == CLI_OK) {
+    if ((code = restore_trained(&j, &a)) == CLI_OK) {
         double loss = NAN, acc = NAN;
         const char *which = "";
         int64_t examples = 0;
@@ -301,8 +269,7 @@ int cli_predict(int argc, char **argv)
     if (!cli_dist_writer()) return CLI_OK;
     a.quiet = true;
     job j = {0};
-    tfl_run_parallel par;
-    if ((code = restore_trained(&j, &a, &par)) == CLI_OK) {
+    if ((code = restore_trained(&j, &a)) == CLI_OK) {
         bool labelled = false;
         double loss = NAN, acc = NAN;
         tfl_tensor *out = tfl_run_predict(j.run, a.input, &labelled, &loss, &acc);

@@ -33,6 +33,9 @@ static void on_event(void *user, const tfl_run_event *ev)
         assert_non_null(ev->step);
         s->steps++;
         break;
+    case TFL_RUN_EVENT_DEVICE: /* several ranks only */
+        fail_msg("a DEVICE event in one process: %s", ev->message);
+        break;
     case TFL_RUN_EVENT_EPOCH:
         assert_non_null(ev->epoch);
         s->epochs++;

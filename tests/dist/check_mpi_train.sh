@@ -175,7 +175,7 @@ cmp -s out.txt pred1.txt || fail "2 ranks' predictions differ from 1 process's: 
 # an explicit GPU:0 for the 2 ranks of one host: refused on every rank, nothing written
 mpi fail train config.yaml --set training.device=GPU:0 --run-dir "$PWD/gpu0"
 # (the first rank to abort ends the other, maybe before it printed)
-grep -qE "rank [01] of 2: error: training.device: GPU:0 names one GPU for the 2 ranks on this host \(this is local rank [01]\)" err.txt ||
+grep -qE "rank [01] of 2: error: config.yaml: training.device: GPU:0 names one GPU for the 2 ranks on this host \(this is local rank [01]\)" err.txt ||
   fail "no rank refused GPU:0: $(cat err.txt)"
 has err.txt "write GPU or auto"
 [ -e gpu0 ] && fail "a refused device wrote a run directory"

@@ -26,6 +26,17 @@
  * checkpoint restored, and a run that fails before its first step leaves the directory as
  * it found it (a new one goes again).
  *
+ * Several processes (data parallelism, `mpirun -np N`): give every process's run the same
+ * communicator of the job (opts.comm, e.g. tfl_comm_world; borrowed). Each rank then trains
+ * on its own device (tfl_comm_device of training.device: one rank per GPU; a DEVICE event
+ * says which), rank 0's variables are broadcast, each rank trains on its shard of every global
+ * batch (training.batch_size stays the global batch), the gradients are all-reduced
+ * (training.allreduce_bucket_mb) before the non-finite guard and clipping see them, every rank
+ * stops at the same step (a cancel on any rank stops all), and rank 0 alone writes the run
+ * directory; tfl_run_evaluate shards its data and gives the global figures on every rank.
+ * Every rank must make the same calls; a rank's error leaves the others waiting in a
+ * collective, so a program ends the job on any error (tfl_comm_abort).
+ *
  * While a run is open, its context logs through it: every line goes on to opts.log_fn (at
  * opts.log_level), and WARNING lines also to run.log and, as TFL_RUN_EVENT_WARNING, to
  * opts.on_event. tfl_run_close gives the context opts.log_fn back.
@@ -33,7 +44,9 @@
 #ifndef TAPEFLOW_RUN_H
 #define TAPEFLOW_RUN_H
 
+#include <tapeflow/comm.h>
 #include <tapeflow/config.h>
+#include <tapeflow/context.h>
 #include <tapeflow/model.h>
 
 #include <signal.h>
@@ -54,6 +67,7 @@ typedef enum tfl_run_event_kind {
     TFL_RUN_EVENT_CONFIG_CHANGE, /* a key changed since the run began ("path: was -> now") */
     TFL_RUN_EVENT_STEP,          /* every logging.log_interval steps: `step` */
     TFL_RUN_EVENT_EPOCH,         /* an epoch ended: `epoch` */
+    TFL_RUN_EVENT_DEVICE,        /* several ranks: the device this rank trains on, and why */
 } tfl_run_event_kind;
 
 typedef struct tfl_run_event {
@@ -65,22 +79,6 @@ typedef struct tfl_run_event {
 
 typedef void (*tfl_run_event_fn)(void *user, const tfl_run_event *event);
 
-/**
- * Several processes training one run (data parallelism, <tapeflow/distributed.h>): every
- * process opens the run; `writer` (rank 0) alone writes its files. barrier waits for every
- * process (before and after the run directory is written); prepare_fit adds the data-parallel
- * callbacks to fit's: it may put callbacks first and last into cbs[0..*n) (cap entries),
- * set fo->replicas and wrap cbs[*n - 1], the step checkpoint. NULL: one process.
- */
-typedef struct tfl_run_parallel {
-    bool writer;
-    tfl_status (*barrier)(void *user);
-    tfl_status (*prepare_fit)(void *user, tfl_fit_opts *fo, tfl_callback *cbs, int *n, int cap,
-                              tfl_nonfinite_guard *guard);
-    const tfl_replicas *(*replicas)(void *user); /* evaluation's; NULL: one process */
-    void *user;
-} tfl_run_parallel;
-
 /** Options of a run; all-zero means defaults. */
 typedef struct tfl_run_opts {
     const char *run_dir;          /* NULL: runs/<config name> */
@@ -91,7 +89,7 @@ typedef struct tfl_run_opts {
     tfl_log_fn log_fn;            /* the context's log sink while the run is open, and after */
     void *log_user;
     tfl_log_level log_level;
-    const tfl_run_parallel *parallel; /* NULL: one process */
+    tfl_comm *comm;               /* several processes train the run (below); NULL: one */
 } tfl_run_opts;
 
 /** What tfl_run_train did. */
