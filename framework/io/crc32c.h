@@ -10,13 +10,19 @@
 
 /**
  * Extends `crc` (0 to start) over n bytes: tfl__crc32c(tfl__crc32c(0, a, n), b, m) is the CRC
- * of a followed by b. Uses the SSE 4.2 crc32 instruction where the CPU has it, a table else.
+ * of a followed by b. Picks the fastest path this CPU has (checked at run time): the SSE 4.2
+ * crc32 instruction on three interleaved streams joined with a carry-less multiply
+ * (PCLMULQDQ), the crc32 instruction on one stream, or a byte table.
  */
 uint32_t tfl__crc32c(uint32_t crc, const void *data, size_t n);
-/** The portable path alone (tests hold the two paths to each other). */
+/** The portable path alone (tests hold the paths to each other). */
 uint32_t tfl__crc32c_portable(uint32_t crc, const void *data, size_t n);
-/** True when tfl__crc32c uses the hardware instruction on this CPU. */
+/** The path tfl__crc32c takes on this CPU: 2 three streams (SSE 4.2 and PCLMULQDQ), 1 the
+ * crc32 instruction on one stream (SSE 4.2 alone), 0 the table. */
 int tfl__crc32c_hw(void);
+/** One path by its number (as tfl__crc32c_hw counts them), for tests; a path the CPU lacks
+ * runs the table. */
+uint32_t tfl__crc32c_path(int which, uint32_t crc, const void *data, size_t n);
 
 /** TFRecord's masked CRC: rotate right by 15 bits and add a constant (TensorFlow's
  * crc32c::Mask), so that a CRC of data holding CRCs is not degenerate. */

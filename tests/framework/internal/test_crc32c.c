@@ -1,7 +1,8 @@
 /*
  * test_crc32c.c: CRC-32C against known answers (RFC 3720's test vectors, the classic
- * "123456789" check value, TensorFlow's masked form), incremental use, and the hardware
- * and table paths held to each other at every length and alignment. White-box: the CRC
+ * "123456789" check value, TensorFlow's masked form), incremental use, the path picked for
+ * the CPU, and every hardware path (one stream; three streams joined by a carry-less
+ * multiply) held to the table at every length class and alignment. White-box: the CRC
  * is private to the library (checkpoints and event files use it).
  */
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include "io/crc32c.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void known_answers(void **state)
@@ -72,9 +74,75 @@ static void incremental_and_paths_agree(void **state)
             assert_int_equal(tfl__crc32c_portable(p, data + off + cut, N - cut), whole);
         }
     }
-#if defined(__x86_64__)
-    assert_int_equal(tfl__crc32c_hw(), __builtin_cpu_supports("sse4.2") ? 1 : 0);
+}
+
+/* The path tfl__crc32c takes follows the CPU's features. */
+static void path_follows_cpu(void **state)
+{
+    (void)state;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    int want = !__builtin_cpu_supports("sse4.2")  ? 0
+               : __builtin_cpu_supports("pclmul") ? 2
+                                                  : 1;
+    assert_int_equal(tfl__crc32c_hw(), want);
+#else
+    assert_int_equal(tfl__crc32c_hw(), 0);
 #endif
+}
+
+static uint32_t lcg(uint32_t *x)
+{
+    *x = *x * 1664525u + 1013904223u;
+    return *x >> 8;
+}
+
+/* Every path this CPU has, held to the table on lengths around the three-stream blocks
+ * (3 x 256 and 3 x 8192 bytes: below, at, above, several of them), random lengths up to
+ * 100,000, every start alignment, a non-zero starting CRC, and splits at random points. */
+static void fast_paths_agree_with_table(void **state)
+{
+    (void)state;
+    enum { CAP = 100000 + 64 };
+    unsigned char *data = malloc(CAP);
+    assert_non_null(data);
+    uint32_t x = 987654321u;
+    for (size_t i = 0; i < CAP; i++) data[i] = (unsigned char)lcg(&x);
+    size_t edges[] = {0,     1,     7,     8,     9,     255,   256,   767,   768,
+                      769,   775,   1536,  1537,  8191,  8192,  24575, 24576, 24577,
+                      25343, 25344, 25345, 49152, 50697, 73731, 99999, 100000};
+    int top = tfl__crc32c_hw();
+    for (int which = 1; which <= top; which++) {
+        for (size_t e = 0; e < sizeof edges / sizeof *edges; e++)
+            for (size_t off = 0; off < 16; off++) {
+                size_t n = edges[e];
+                assert_int_equal(tfl__crc32c_path(which, 0, data + off, n),
+                                 tfl__crc32c_portable(0, data + off, n));
+                assert_int_equal(tfl__crc32c_path(which, 0xdeadbeefu, data + off, n),
+                                 tfl__crc32c_portable(0xdeadbeefu, data + off, n));
+            }
+        for (int r = 0; r < 300; r++) {
+            size_t off = lcg(&x) % 64, n = lcg(&x) % 100001;
+            uint32_t want = tfl__crc32c_portable(0, data + off, n);
+            assert_int_equal(tfl__crc32c_path(which, 0, data + off, n), want);
+            size_t cut = n ? lcg(&x) % (n + 1) : 0;
+            uint32_t c = tfl__crc32c_path(which, 0, data + off, cut);
+            assert_int_equal(tfl__crc32c_path(which, c, data + off + cut, n - cut), want);
+        }
+        /* all zeros and all ones: the joined streams see the same words */
+        memset(data, 0, 30000);
+        assert_int_equal(tfl__crc32c_path(which, 0, data, 30000),
+                         tfl__crc32c_portable(0, data, 30000));
+        memset(data, 0xff, 30000);
+        assert_int_equal(tfl__crc32c_path(which, 0, data, 30000),
+                         tfl__crc32c_portable(0, data, 30000));
+        for (size_t i = 0; i < 30000; i++) data[i] = (unsigned char)lcg(&x);
+    }
+    /* the public entry is the fastest path */
+    assert_int_equal(tfl__crc32c(7u, data + 3, 54321),
+                     tfl__crc32c_path(top, 7u, data + 3, 54321));
+    /* a path the CPU lacks (or no such path) runs the table */
+    assert_int_equal(tfl__crc32c_path(99, 0, data, 1000), tfl__crc32c_portable(0, data, 1000));
+    free(data);
 }
 
 int main(void)
@@ -83,6 +151,8 @@ int main(void)
         cmocka_unit_test(known_answers),
         cmocka_unit_test(masked_form),
         cmocka_unit_test(incremental_and_paths_agree),
+        cmocka_unit_test(path_follows_cpu),
+        cmocka_unit_test(fast_paths_agree_with_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
