@@ -24,6 +24,20 @@ int tfl__crc32c_hw(void);
  * runs the table. */
 uint32_t tfl__crc32c_path(int which, uint32_t crc, const void *data, size_t n);
 
+/**
+ * tfl__crc32c and, in the same pass, a test of every whole 8-byte word of data (read
+ * little-endian, from data on; a tail of n % 8 bytes is CRC'd, not tested) split in lanes of
+ * `bits` bits (16, 32 or 64): *flag is non-zero when some lane has every bit of `mask` set,
+ * 0 when none has. `mask` repeats one lane's pattern and leaves out each lane's top bit (a
+ * float's exponent, whose all-ones is a NaN or an Inf). One read of the data for the
+ * checkpoint writer's CRC and its non-finite guard.
+ */
+uint32_t tfl__crc32c_flag(uint32_t crc, const void *data, size_t n, uint64_t mask,
+                          unsigned bits, uint64_t *flag);
+/** One path of it by number, as tfl__crc32c_path (for tests). */
+uint32_t tfl__crc32c_flag_path(int which, uint32_t crc, const void *data, size_t n,
+                               uint64_t mask, unsigned bits, uint64_t *flag);
+
 /** TFRecord's masked CRC: rotate right by 15 bits and add a constant (TensorFlow's
  * crc32c::Mask), so that a CRC of data holding CRCs is not degenerate. */
 static inline uint32_t tfl__crc32c_mask(uint32_t crc)

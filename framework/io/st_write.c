@@ -345,11 +345,39 @@ static int64_t first_nonfinite(tfl_dtype dt, const void *p, int64_t bytes)
     return -1;
 }
 
-/* One piece of an item: the finite check, the CRC, the write. `at` is its offset. */
+/* The exponent mask of a float dtype repeated over 8 bytes and its lane width in bits, for
+ * tfl__crc32c_flag; 0 for a dtype without NaN or Inf. */
+static uint64_t exponent_lanes(tfl_dtype dt, unsigned *bits)
+{
+    switch (dt) {
+    case TFL_DTYPE_FLOAT32:
+    case TFL_DTYPE_COMPLEX64: *bits = 32; return 0x7f8000007f800000u;
+    case TFL_DTYPE_FLOAT64:
+    case TFL_DTYPE_COMPLEX128: *bits = 64; return 0x7ff0000000000000u;
+    case TFL_DTYPE_FLOAT16: *bits = 16; return 0x7c007c007c007c00u;
+    case TFL_DTYPE_BFLOAT16: *bits = 16; return 0x7f807f807f807f80u;
+    default: *bits = 64; return 0;
+    }
+}
+
+/* One piece of an item: the finite check, the CRC, the write. `at` is its offset. The check
+ * and the CRC share one pass over the piece where both are wanted; the element is then found
+ * by the scan, only in a piece that holds one. */
 static tfl_status write_piece(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl__st_item *it,
                               const void *p, size_t n, int64_t at, uint32_t *crc)
 {
-    if (it->finite != TFL_DTYPE_INVALID) {
+    bool want_crc = it->check_crc || it->compute_crc;
+    unsigned bits = 64;
+    uint64_t mask = it->finite != TFL_DTYPE_INVALID ? exponent_lanes(it->finite, &bits) : 0;
+    if (mask && want_crc) {
+        size_t whole = n & ~(size_t)7; /* the flag covers whole words; the scan the tail */
+        uint64_t flag = 0;
+        *crc = tfl__crc32c_flag(*crc, p, n, mask, bits, &flag);
+        if (!flag && first_nonfinite(it->finite, (const char *)p + whole, (int64_t)(n - whole)) < 0)
+            mask = 0; /* checked: nothing to find */
+        want_crc = false;
+    }
+    if (mask) {
         int64_t bad = first_nonfinite(it->finite, p, (int64_t)n);
         int64_t per = (int64_t)tfl_dtype_size(it->finite);
         TFL_CHECK(
@@ -359,7 +387,7 @@ static tfl_status write_piece(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl
             "it anyway)",
             what, it->name, (long long)(bad + at / per));
     }
-    if (it->check_crc || it->compute_crc) *crc = tfl__crc32c(*crc, p, n);
+    if (want_crc) *crc = tfl__crc32c(*crc, p, n);
     return tfl__afile_write(ctx, what, f, p, n);
 }
 

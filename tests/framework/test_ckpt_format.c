@@ -522,8 +522,9 @@ static void test_large_save(void **state)
     const char *names[3] = {"big", "w64", "small"};
     const char *mk[] = {"step"}, *mv[] = {"12"};
     assert_int_equal(tfl_ckpt_save(ctx, synced, 3, names, (const tfl_tensor *const *)t,
-                                   &(tfl_ckpt_save_opts){
-                                       .n_metadata = 1, .metadata_keys = mk, .metadata_values = mv}),
+                                   &(tfl_ckpt_save_opts){.n_metadata = 1,
+                                                         .metadata_keys = mk,
+                                                         .metadata_values = mv}),
                      TFL_OK);
     assert_int_equal(tfl_ckpt_save(ctx, unsynced, 3, names, (const tfl_tensor *const *)t,
                                    &(tfl_ckpt_save_opts){.n_metadata = 1,
@@ -591,6 +592,62 @@ static void test_large_save(void **state)
     tmpdir_remove(&d);
 }
 
+/* A NaN or an Inf of every float dtype is found at every element of a short tensor (the
+ * whole 8-byte words and the tail), the real or the imaginary part of a complex; the same
+ * tensors without it save. */
+static void test_nonfinite_every_float_dtype(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    tmpdir d;
+    tmpdir_make(&d);
+    char path[128];
+    tmpdir_file(&d, "nf.safetensors", path, sizeof path);
+    enum { N = 7 };
+    struct {
+        tfl_dtype dt;
+        size_t part;     /* bytes of one real number */
+        int parts;       /* per element */
+        uint64_t finite; /* a finite value's bits */
+        uint64_t bad[2]; /* a NaN, an Inf */
+    } kinds[] = {
+        {TFL_DTYPE_FLOAT32, 4, 1, 0x3fc00000u, {0x7fc00000u, 0xff800000u}},
+        {TFL_DTYPE_FLOAT64, 8, 1, 0x3ff8000000000000u, {0x7ff8000000000001u, 0x7ff0000000000000u}},
+        {TFL_DTYPE_FLOAT16, 2, 1, 0x3e00u, {0x7e00u, 0xfc00u}},
+        {TFL_DTYPE_BFLOAT16, 2, 1, 0x3fc0u, {0x7fc1u, 0x7f80u}},
+        {TFL_DTYPE_COMPLEX64, 4, 2, 0x3fc00000u, {0x7fc00000u, 0x7f800000u}},
+        {TFL_DTYPE_COMPLEX128, 8, 2, 0x3ff8000000000000u,
+         {0xfff8000000000000u, 0xfff0000000000000u}},
+    };
+    unsigned char buf[N * 16];
+    const char *nm = "t";
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        size_t reals = (size_t)N * (size_t)kinds[k].parts;
+        for (size_t j = 0; j < reals; j++)
+            memcpy(buf + j * kinds[k].part, &kinds[k].finite, kinds[k].part); /* little-endian */
+        tfl_tensor *ok = tfl_tensor_new(ctx, kinds[k].dt, 1, (int64_t[]){N}, buf);
+        assert_non_null(ok);
+        assert_int_equal(tfl_ckpt_save(ctx, path, 1, &nm, (const tfl_tensor *const *)&ok, NULL),
+                         TFL_OK);
+        tfl_tensor_release(ok);
+        for (size_t j = 0; j < reals; j++) {
+            memcpy(buf + j * kinds[k].part, &kinds[k].bad[j % 2], kinds[k].part);
+            tfl_tensor *bad = tfl_tensor_new(ctx, kinds[k].dt, 1, (int64_t[]){N}, buf);
+            memcpy(buf + j * kinds[k].part, &kinds[k].finite, kinds[k].part);
+            assert_int_equal(
+                tfl_ckpt_save(ctx, path, 1, &nm, (const tfl_tensor *const *)&bad, NULL),
+                TFL_INVALID_ARGUMENT);
+            char want[96];
+            snprintf(want, sizeof want, "tensor 't' holds a NaN or Inf (element %zu)",
+                     j / (size_t)kinds[k].parts);
+            expect_kept_error(ctx, TFL_INVALID_ARGUMENT, want);
+            tfl_tensor_release(bad);
+        }
+    }
+    assert_int_equal(tmpdir_count(&d), 1);
+    tmpdir_remove(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +658,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_save_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bool_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nonfinite_every_float_dtype, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

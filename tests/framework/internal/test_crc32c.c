@@ -145,6 +145,80 @@ static void fast_paths_agree_with_table(void **state)
     free(data);
 }
 
+/* The lane test, by definition: some whole 8-byte word, read little-endian, has a lane of
+ * `bits` bits with every bit of mask set. */
+static int lanes_ref(const unsigned char *p, size_t n, uint64_t mask, unsigned bits)
+{
+    uint64_t lane = bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w = 0;
+        for (int k = 0; k < 8; k++)
+            w |= (uint64_t)p[i + k] << (8 * k);
+        for (unsigned at = 0; at < 64; at += bits)
+            if ((((w & mask) >> at) & lane) == ((mask >> at) & lane)) return 1;
+    }
+    return 0;
+}
+
+/* tfl__crc32c_flag on every path: the CRC is the table's, and the flag is set exactly when
+ * an exponent of all ones (float32, float64, float16, bfloat16) lies in a whole word, found
+ * in each of the three streams, in the last whole word, on every lane, and not in the tail. */
+static void crc_with_lane_test(void **state)
+{
+    (void)state;
+    enum { CAP = 80000 };
+    struct {
+        uint64_t mask;
+        unsigned bits;
+    } kinds[] = {{0x7f8000007f800000u, 32},
+                 {0x7ff0000000000000u, 64},
+                 {0x7c007c007c007c00u, 16},
+                 {0x7f807f807f807f80u, 16}};
+    unsigned char *data = malloc(CAP);
+    assert_non_null(data);
+    uint32_t x = 55555u;
+    int top = tfl__crc32c_hw();
+    for (int which = 0; which <= top; which++)
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+            uint64_t mask = kinds[k].mask;
+            unsigned bits = kinds[k].bits;
+            for (int r = 0; r < 60; r++) {
+                /* finite values: each lane's exponent one short of all ones at most */
+                for (size_t i = 0; i + 8 <= CAP; i += 8) {
+                    uint64_t w = ((uint64_t)lcg(&x) << 40) ^ ((uint64_t)lcg(&x) << 16) ^ lcg(&x);
+                    uint64_t lane = bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
+                    for (unsigned at = 0; at < 64; at += bits) {
+                        uint64_t lm = (mask >> at) & lane;
+                        if (((w >> at) & lm) == lm) w &= ~((lm & (0 - lm)) << at);
+                    }
+                    memcpy(data + i, &w, 8);
+                }
+                size_t n = r < 4 ? (size_t[]){0, 8, 24576, 3 * 24576 + 13}[r]
+                                 : lcg(&x) % (CAP - 8) + 1;
+                n &= ~(size_t)((bits / 8) - 1); /* whole lanes, as the writer passes */
+                if (r % 3 != 0 && n >= 8) {
+                    /* plant one all-ones exponent: anywhere, or the last whole word, or the
+                     * tail, which is not tested */
+                    size_t word = r % 3 == 1 ? (size_t)lcg(&x) % (n / 8) : n / 8 - 1;
+                    unsigned at = (unsigned)(lcg(&x) % (64 / bits)) * bits;
+                    uint64_t w;
+                    memcpy(&w, data + 8 * word, 8);
+                    w |= mask & ((bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1) << at);
+                    memcpy(data + 8 * word, &w, 8);
+                }
+                if (r % 7 == 6 && n % 8 >= bits / 8 && n % 8) {
+                    size_t t = n - n % 8; /* a NaN in the tail only */
+                    memset(data + t, 0xff, n % 8);
+                }
+                uint64_t flag = 12345;
+                uint32_t crc = tfl__crc32c_flag_path(which, 0x1234u, data, n, mask, bits, &flag);
+                assert_int_equal(crc, tfl__crc32c_portable(0x1234u, data, n));
+                assert_int_equal(flag != 0, lanes_ref(data, n, mask, bits));
+            }
+        }
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +227,7 @@ int main(void)
         cmocka_unit_test(incremental_and_paths_agree),
         cmocka_unit_test(path_follows_cpu),
         cmocka_unit_test(fast_paths_agree_with_table),
+        cmocka_unit_test(crc_with_lane_test),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
