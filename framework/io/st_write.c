@@ -395,8 +395,9 @@ static tfl_status write_item(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl_
                              uint8_t **bounce)
 {
     uint32_t crc = 0;
-    if (it->ptr) { /* straight from the tensor's memory, in pieces of 1 MiB: the check and
-                    * the CRC bring a piece into the L2 cache, and write() copies it from there */
+    if (it->ptr) { /* straight from the tensor's memory, in pieces of 1 MiB: the one pass of
+                    * the check and the CRC brings a piece into the cache, and write() copies
+                    * it from there */
         const int64_t piece = (int64_t)TFL__ST_CHUNK;
         for (int64_t at = 0; at < it->bytes;) {
             size_t n = it->bytes - at < piece ? (size_t)(it->bytes - at) : (size_t)piece;
