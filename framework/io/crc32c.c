@@ -62,15 +62,46 @@ uint32_t tfl__crc32c_portable(uint32_t crc, const void *data, size_t n)
     return ~crc;
 }
 
+/* The lane test of tfl__crc32c_flag: for lanes of `bits` bits (16, 32, 64) whose top bit is
+ * not in `mask`, ((mask & ~w) - low) & high has a lane's top bit set when that lane of w has
+ * every bit of mask set (its masked complement is 0 and borrows), and none when no lane has
+ * (a lane that does not borrow stays below its top bit; only a lane already found can borrow
+ * from the one above it). */
+static inline uint64_t lane_hits(uint64_t w, uint64_t mask, uint64_t low, uint64_t high)
+{
+    return ((mask & ~w) - low) & high;
+}
+
+static uint64_t lane_low(unsigned bits)
+{
+    return bits == 64 ? 1u : bits == 32 ? 0x0000000100000001u : 0x0001000100010001u;
+}
+
+/* The lane test alone, over the whole 8-byte words of data (little-endian). */
+static uint64_t flag_words(const void *data, size_t n, uint64_t mask, unsigned bits)
+{
+    const uint64_t low = lane_low(bits), high = low << (bits - 1);
+    const unsigned char *p = data;
+    uint64_t hit = 0;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w = 0;
+        for (int k = 0; k < 8; k++)
+            w |= (uint64_t)p[i + k] << (8 * k);
+        hit |= lane_hits(w, mask, low, high);
+    }
+    return hit;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
+#include <smmintrin.h>
+#include <wmmintrin.h>
 
-/* Eight bytes a step; the head up to 8-byte alignment and the tail a byte at a time. */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *data,
-                                                               size_t n)
+/* One stream: eight bytes a step; the head up to 8-byte alignment and the tail a byte at a
+ * time. `c` is the register (already inverted). */
+__attribute__((target("sse4.2"))) static uint64_t stream1(uint64_t c, const unsigned char *p,
+                                                           size_t n)
 {
-    const unsigned char *p = data;
-    uint64_t c = ~crc;
     while (n > 0 && ((uintptr_t)p & 7u) != 0) {
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
@@ -81,15 +112,189 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
         c = _mm_crc32_u64(c, w);
     }
     while (n-- > 0) c = _mm_crc32_u8((uint32_t)c, *p++);
-    return ~(uint32_t)c;
+    return c;
 }
 
-int tfl__crc32c_hw(void) { return __builtin_cpu_supports("sse4.2") ? 1 : 0; }
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *data,
+                                                               size_t n)
+{
+    return ~(uint32_t)stream1(~crc, data, n);
+}
+
+/*
+ * Three streams. The crc32 instruction takes 3 cycles and issues every cycle, so one stream
+ * runs at a third of its speed: a block of 3 x L bytes is split into three runs of L bytes,
+ * each with its own register (the first continues the CRC, the others start at 0), and the
+ * three are joined. The register is linear: running L zero bytes through register r gives
+ * r * x^(8L) mod P, so the block's register is ra * x^(16L) + rb * x^(8L) + rc (mod P).
+ *
+ * shift(r, k) = r * x^(8L) mod P with k = x^(8L-33) mod P (bit-reflected, as the registers
+ * are): the carry-less product of two reflected 32-bit values is the reflected 64-bit product
+ * times x, and crc32 over 64 bits from register 0 multiplies by x^32 and reduces, so
+ * crc32_u64(0, clmul(r, k)) = r * x^(8L-33) * x^33 mod P.
+ */
+enum { LONG = 8192, SHORT = 256 };
+/* x^(8L-33) mod P, reflected, for L = LONG, 2*LONG, SHORT, 2*SHORT */
+static const uint64_t K_LONG = 0x54a86326u, K_LONG2 = 0x1dc403ccu;
+static const uint64_t K_SHORT = 0xb9e02b86u, K_SHORT2 = 0xdd7e3b0cu;
+
+__attribute__((target("sse4.2,pclmul"))) static inline uint64_t shift(uint64_t r, uint64_t k)
+{
+    __m128i p = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)r),
+                                     _mm_cvtsi64_si128((long long)k), 0x00);
+    return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(p));
+}
+
+__attribute__((target("sse4.2,pclmul"))) static inline uint64_t
+blocks3(uint64_t c, const unsigned char **pp, size_t *np, size_t len, uint64_t k1, uint64_t k2)
+{
+    const unsigned char *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * len) {
+        uint64_t a = c, b = 0, d = 0;
+        const unsigned char *e = p + len;
+        for (; p < e; p += 8) {
+            uint64_t wa, wb, wd;
+            memcpy(&wa, p, 8);
+            memcpy(&wb, p + len, 8);
+            memcpy(&wd, p + 2 * len, 8);
+            a = _mm_crc32_u64(a, wa);
+            b = _mm_crc32_u64(b, wb);
+            d = _mm_crc32_u64(d, wd);
+        }
+        c = shift(a, k2) ^ shift(b, k1) ^ d;
+        p += 2 * len;
+        n -= 3 * len;
+    }
+    *pp = p;
+    *np = n;
+    return c;
+}
+
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc32c_sse42x3(uint32_t crc,
+                                                                        const void *data,
+                                                                        size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t c = ~crc;
+    while (n > 0 && ((uintptr_t)p & 7u) != 0) {
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+        n--;
+    }
+    c = blocks3(c, &p, &n, LONG, K_LONG, K_LONG2);
+    c = blocks3(c, &p, &n, SHORT, K_SHORT, K_SHORT2);
+    return ~(uint32_t)stream1(c, p, n);
+}
+
+/* The lane test on 16 bytes with SSE: a lane of v & mask equal to mask compares equal. */
+__attribute__((target("sse4.2"), always_inline)) static inline __m128i
+lanes_eq(__m128i v, __m128i m, unsigned bits)
+{
+    __m128i t = _mm_and_si128(v, m);
+    return bits == 16 ? _mm_cmpeq_epi16(t, m)
+           : bits == 32 ? _mm_cmpeq_epi32(t, m)
+                        : _mm_cmpeq_epi64(t, m);
+}
+
+/* Three CRC streams, and the lane test on the vector units beside them (the crc32
+ * instruction and the vector compares use different execution ports). */
+__attribute__((target("sse4.2,pclmul"), always_inline)) static inline uint32_t
+flag_x3(uint32_t crc, const void *data, size_t n, uint64_t mask, unsigned bits, uint64_t *flag)
+{
+    const __m128i m = _mm_set1_epi64x((long long)mask);
+    const unsigned char *p = data;
+    uint64_t c = ~crc;
+    __m128i hit = _mm_setzero_si128();
+    while (n >= 3 * (size_t)LONG) {
+        uint64_t a = c, b = 0, d = 0;
+        __m128i ha = _mm_setzero_si128(), hb = ha, hd = ha;
+        const unsigned char *e = p + LONG;
+        for (; p < e; p += 16) {
+            uint64_t wa[2], wb[2], wd[2];
+            memcpy(wa, p, 16);
+            memcpy(wb, p + LONG, 16);
+            memcpy(wd, p + 2 * LONG, 16);
+            a = _mm_crc32_u64(a, wa[0]);
+            b = _mm_crc32_u64(b, wb[0]);
+            d = _mm_crc32_u64(d, wd[0]);
+            a = _mm_crc32_u64(a, wa[1]);
+            b = _mm_crc32_u64(b, wb[1]);
+            d = _mm_crc32_u64(d, wd[1]);
+            ha = _mm_or_si128(ha, lanes_eq(_mm_loadu_si128((const __m128i *)p), m, bits));
+            hb = _mm_or_si128(hb, lanes_eq(_mm_loadu_si128((const __m128i *)(p + LONG)), m, bits));
+            hd = _mm_or_si128(hd,
+                              lanes_eq(_mm_loadu_si128((const __m128i *)(p + 2 * LONG)), m, bits));
+        }
+        c = shift(a, K_LONG2) ^ shift(b, K_LONG) ^ d;
+        hit = _mm_or_si128(hit, _mm_or_si128(ha, _mm_or_si128(hb, hd)));
+        p += 2 * LONG;
+        n -= 3 * (size_t)LONG;
+    }
+    uint64_t h = (uint64_t)_mm_cvtsi128_si64(hit) | (uint64_t)_mm_extract_epi64(hit, 1);
+    const uint64_t low = lane_low(bits), high = low << (bits - 1);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        h |= lane_hits(w, mask, low, high);
+    }
+    *flag = h;
+    return ~(uint32_t)stream1(c, p, n); /* the tail: CRC'd, not tested */
+}
+
+__attribute__((target("sse4.2,pclmul"))) static uint32_t
+crc32c_flag_x3(uint32_t crc, const void *data, size_t n, uint64_t mask, unsigned bits,
+               uint64_t *flag)
+{
+    switch (bits) {
+    case 16: return flag_x3(crc, data, n, mask, 16, flag);
+    case 32: return flag_x3(crc, data, n, mask, 32, flag);
+    default: return flag_x3(crc, data, n, mask, 64, flag);
+    }
+}
+
+static int path(void)
+{
+    if (!__builtin_cpu_supports("sse4.2")) return 0;
+    return __builtin_cpu_supports("pclmul") ? 2 : 1;
+}
+
+int tfl__crc32c_hw(void) { return path(); }
 
 uint32_t tfl__crc32c(uint32_t crc, const void *data, size_t n)
 {
-    if (__builtin_cpu_supports("sse4.2")) return crc32c_sse42(crc, data, n);
-    return tfl__crc32c_portable(crc, data, n);
+    switch (path()) {
+    case 2: return crc32c_sse42x3(crc, data, n);
+    case 1: return crc32c_sse42(crc, data, n);
+    default: return tfl__crc32c_portable(crc, data, n);
+    }
+}
+
+uint32_t tfl__crc32c_flag(uint32_t crc, const void *data, size_t n, uint64_t mask,
+                          unsigned bits, uint64_t *flag)
+{
+    return tfl__crc32c_flag_path(path(), crc, data, n, mask, bits, flag);
+}
+
+uint32_t tfl__crc32c_flag_path(int which, uint32_t crc, const void *data, size_t n,
+                               uint64_t mask, unsigned bits, uint64_t *flag)
+{
+    if (which > path()) which = 0;
+    switch (which) {
+    case 2: return crc32c_flag_x3(crc, data, n, mask, bits, flag);
+    case 1: *flag = flag_words(data, n, mask, bits); return crc32c_sse42(crc, data, n);
+    default: *flag = flag_words(data, n, mask, bits); return tfl__crc32c_portable(crc, data, n);
+    }
+}
+
+uint32_t tfl__crc32c_path(int which, uint32_t crc, const void *data, size_t n)
+{
+    if (which > path()) which = 0;
+    switch (which) {
+    case 2: return crc32c_sse42x3(crc, data, n);
+    case 1: return crc32c_sse42(crc, data, n);
+    default: return tfl__crc32c_portable(crc, data, n);
+    }
 }
 #else
 int tfl__crc32c_hw(void) { return 0; }
@@ -97,5 +302,25 @@ int tfl__crc32c_hw(void) { return 0; }
 uint32_t tfl__crc32c(uint32_t crc, const void *data, size_t n)
 {
     return tfl__crc32c_portable(crc, data, n);
+}
+
+uint32_t tfl__crc32c_path(int which, uint32_t crc, const void *data, size_t n)
+{
+    (void)which;
+    return tfl__crc32c_portable(crc, data, n);
+}
+
+uint32_t tfl__crc32c_flag(uint32_t crc, const void *data, size_t n, uint64_t mask,
+                          unsigned bits, uint64_t *flag)
+{
+    *flag = flag_words(data, n, mask, bits);
+    return tfl__crc32c_portable(crc, data, n);
+}
+
+uint32_t tfl__crc32c_flag_path(int which, uint32_t crc, const void *data, size_t n,
+                               uint64_t mask, unsigned bits, uint64_t *flag)
+{
+    (void)which;
+    return tfl__crc32c_flag(crc, data, n, mask, bits, flag);
 }
 #endif

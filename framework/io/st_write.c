@@ -2,8 +2,11 @@
  * framework/io/st_write.c: the streaming safetensors writer (tfl__st_write) and the atomic,
  * durable file it writes through (tfl__afile_*: a temporary file in the same directory,
  * O_EXCL; every byte written, looping on short writes and EINTR; fsync; close, checked;
- * rename; fsync of the directory).
+ * rename; fsync of the directory). A checkpoint that will be fsync'd starts the writeback of
+ * each 8 MiB as soon as it is written, so the disk works while the rest is checked, CRC'd and
+ * copied; the fsync still comes before the rename and waits for every byte.
  */
+#define _GNU_SOURCE /* sync_file_range */
 #include "io/safetensors.h"
 
 #include "io/crc32c.h"
@@ -76,6 +79,37 @@ tfl_status tfl__afile_open(tfl_ctx *ctx, const char *what, const char *path, tfl
     return TFL_OK;
 }
 
+void tfl__afile_early(tfl__afile *f)
+{
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    f->early = true;
+#else
+    (void)f;
+#endif
+}
+
+/* Starts the writeback of what was written since the last start (no waiting: the fsync of the
+ * commit still waits for all of it, and reports any error of it). A file system that cannot
+ * do this (EINVAL, ENOSYS, ESPIPE) is left to the fsync alone. */
+static tfl_status start_writeback(tfl_ctx *ctx, const char *what, tfl__afile *f)
+{
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    if (sync_file_range(f->fd, f->started, f->written - f->started, SYNC_FILE_RANGE_WRITE) != 0) {
+        int err = errno;
+        if (err == EINVAL || err == ENOSYS || err == ESPIPE || err == EOPNOTSUPP) {
+            f->early = false;
+            return TFL_OK;
+        }
+        return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: writeback of '%s' failed: %s",
+                              what, f->tmp, strerror(err));
+    }
+    f->started = f->written;
+#else
+    (void)ctx, (void)what, (void)f;
+#endif
+    return TFL_OK;
+}
+
 tfl_status tfl__afile_write(tfl_ctx *ctx, const char *what, tfl__afile *f, const void *buf,
                             size_t n)
 {
@@ -89,7 +123,10 @@ tfl_status tfl__afile_write(tfl_ctx *ctx, const char *what, tfl__afile *f, const
                                   what, f->tmp, w < 0 ? strerror(errno) : "no progress");
         p += w;
         n -= (size_t)w;
+        f->written += w;
     }
+    if (f->early && f->written - f->started >= TFL__AFILE_EARLY)
+        return start_writeback(ctx, what, f);
     return TFL_OK;
 }
 
@@ -308,11 +345,39 @@ static int64_t first_nonfinite(tfl_dtype dt, const void *p, int64_t bytes)
     return -1;
 }
 
-/* One piece of an item: the finite check, the CRC, the write. `at` is its offset. */
+/* The exponent mask of a float dtype repeated over 8 bytes and its lane width in bits, for
+ * tfl__crc32c_flag; 0 for a dtype without NaN or Inf. */
+static uint64_t exponent_lanes(tfl_dtype dt, unsigned *bits)
+{
+    switch (dt) {
+    case TFL_DTYPE_FLOAT32:
+    case TFL_DTYPE_COMPLEX64: *bits = 32; return 0x7f8000007f800000u;
+    case TFL_DTYPE_FLOAT64:
+    case TFL_DTYPE_COMPLEX128: *bits = 64; return 0x7ff0000000000000u;
+    case TFL_DTYPE_FLOAT16: *bits = 16; return 0x7c007c007c007c00u;
+    case TFL_DTYPE_BFLOAT16: *bits = 16; return 0x7f807f807f807f80u;
+    default: *bits = 64; return 0;
+    }
+}
+
+/* One piece of an item: the finite check, the CRC, the write. `at` is its offset. The check
+ * and the CRC share one pass over the piece where both are wanted; the element is then found
+ * by the scan, only in a piece that holds one. */
 static tfl_status write_piece(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl__st_item *it,
                               const void *p, size_t n, int64_t at, uint32_t *crc)
 {
-    if (it->finite != TFL_DTYPE_INVALID) {
+    bool want_crc = it->check_crc || it->compute_crc;
+    unsigned bits = 64;
+    uint64_t mask = it->finite != TFL_DTYPE_INVALID ? exponent_lanes(it->finite, &bits) : 0;
+    if (mask && want_crc) {
+        size_t whole = n & ~(size_t)7; /* the flag covers whole words; the scan the tail */
+        uint64_t flag = 0;
+        *crc = tfl__crc32c_flag(*crc, p, n, mask, bits, &flag);
+        if (!flag && first_nonfinite(it->finite, (const char *)p + whole, (int64_t)(n - whole)) < 0)
+            mask = 0; /* checked: nothing to find */
+        want_crc = false;
+    }
+    if (mask) {
         int64_t bad = first_nonfinite(it->finite, p, (int64_t)n);
         int64_t per = (int64_t)tfl_dtype_size(it->finite);
         TFL_CHECK(
@@ -322,7 +387,7 @@ static tfl_status write_piece(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl
             "it anyway)",
             what, it->name, (long long)(bad + at / per));
     }
-    if (it->check_crc || it->compute_crc) *crc = tfl__crc32c(*crc, p, n);
+    if (want_crc) *crc = tfl__crc32c(*crc, p, n);
     return tfl__afile_write(ctx, what, f, p, n);
 }
 
@@ -330,8 +395,10 @@ static tfl_status write_item(tfl_ctx *ctx, const char *what, tfl__afile *f, tfl_
                              uint8_t **bounce)
 {
     uint32_t crc = 0;
-    if (it->ptr) { /* pieces of 4 MiB: one syscall per piece, the piece still in cache */
-        const int64_t piece = 4 * (int64_t)TFL__ST_CHUNK;
+    if (it->ptr) { /* straight from the tensor's memory, in pieces of 1 MiB: the one pass of
+                    * the check and the CRC brings a piece into the cache, and write() copies
+                    * it from there */
+        const int64_t piece = (int64_t)TFL__ST_CHUNK;
         for (int64_t at = 0; at < it->bytes;) {
             size_t n = it->bytes - at < piece ? (size_t)(it->bytes - at) : (size_t)piece;
             TFL_TRY(write_piece(ctx, what, f, it, (const char *)it->ptr + at, n, at, &crc));
@@ -388,6 +455,7 @@ tfl_status tfl__st_write(tfl_ctx *ctx, const char *what, const char *path, tfl__
         len8[i] = (uint8_t)((uint64_t)hn >> (8 * i));
     tfl__afile f;
     tfl_status st = tfl__afile_open(ctx, what, path, &f);
+    if (st == TFL_OK && !(flags & TFL_CKPT_NO_FSYNC)) tfl__afile_early(&f);
     if (st == TFL_OK) st = tfl__afile_write(ctx, what, &f, len8, 8);
     if (st == TFL_OK) st = tfl__afile_write(ctx, what, &f, h.p, h.n);
     uint8_t *bounce = NULL;

@@ -2,7 +2,9 @@
  * dtype (the header's layout, padding, alignment, CRCs and complex128 note checked byte by
  * byte), the reader's refusal of each malformed file with DATA_LOSS naming the problem and the
  * tensor, CRC mismatches found on read and on verify, and what a save refuses (duplicate
- * names, NaN, reserved metadata) without leaving a file or a temporary behind. */
+ * names, NaN, reserved metadata) without leaving a file or a temporary behind; saves of
+ * several MiB (written in pieces, the writeback started early) the same byte for byte as
+ * without fsync, with CRCs checked against a bitwise CRC-32C. */
 #include "test_fixture.h"
 
 #include <math.h>
@@ -472,6 +474,180 @@ static void test_save_refusals(void **state)
     tmpdir_remove(&d);
 }
 
+/* ---- large saves ----------------------------------------------------------------------------- */
+
+/* CRC-32C bit by bit, independent of the library's. */
+static uint32_t crc32c_ref(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+/* Tensors of several MiB: written from their memory in pieces, the writeback started every
+ * few MiB while fsync is on. The file is the same byte for byte as with fsync off, each
+ * tensor reads back exactly, each CRC in the header is that of the bytes in the file, and a
+ * NaN in a later piece, or in the last element, is named by its element. */
+static void test_large_save(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    tmpdir d;
+    tmpdir_make(&d);
+    char synced[128], unsynced[128];
+    tmpdir_file(&d, "synced.safetensors", synced, sizeof synced);
+    tmpdir_file(&d, "unsynced.safetensors", unsynced, sizeof unsynced);
+
+    enum { NBIG = 3000001, N64 = 131073 }; /* 12 MB (pieces, a tail); 1 MiB + 8 bytes */
+    float *big = malloc(sizeof(float) * NBIG);
+    double *w64 = malloc(sizeof(double) * N64);
+    assert_non_null(big);
+    assert_non_null(w64);
+    uint32_t x = 2463534242u;
+    for (int64_t i = 0; i < NBIG; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        big[i] = (float)(x >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int64_t i = 0; i < N64; i++)
+        w64[i] = (double)i * 0.25 - 7.0;
+    tfl_tensor *t[3] = {
+        tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){NBIG, 1}, big),
+        tfl_tensor_new(ctx, TFL_DTYPE_FLOAT64, 1, (int64_t[]){N64}, w64),
+        tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){3}, (const float[]){1, 2, 3}),
+    };
+    const char *names[3] = {"big", "w64", "small"};
+    const char *mk[] = {"step"}, *mv[] = {"12"};
+    assert_int_equal(tfl_ckpt_save(ctx, synced, 3, names, (const tfl_tensor *const *)t,
+                                   &(tfl_ckpt_save_opts){.n_metadata = 1,
+                                                         .metadata_keys = mk,
+                                                         .metadata_values = mv}),
+                     TFL_OK);
+    assert_int_equal(tfl_ckpt_save(ctx, unsynced, 3, names, (const tfl_tensor *const *)t,
+                                   &(tfl_ckpt_save_opts){.n_metadata = 1,
+                                                         .metadata_keys = mk,
+                                                         .metadata_values = mv,
+                                                         .flags = TFL_CKPT_NO_FSYNC}),
+                     TFL_OK);
+    size_t na, nb;
+    unsigned char *a = read_bytes(synced, &na), *b = read_bytes(unsynced, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    assert_true(na > (size_t)NBIG * 4 + (size_t)N64 * 8);
+
+    tfl_ckpt *ck = tfl_ckpt_open(ctx, synced);
+    assert_non_null(ck);
+    assert_int_equal(tfl_ckpt_num_tensors(ck), 3);
+    const void *want[3] = {w64, big, (const float[]){1, 2, 3}}; /* data order: f64 first */
+    const int64_t bytes[3] = {(int64_t)N64 * 8, (int64_t)NBIG * 4, 12};
+    for (int64_t i = 0; i < 3; i++) {
+        tfl_ckpt_tensor_info info;
+        assert_int_equal(tfl_ckpt_tensor_info_at(ck, i, &info), TFL_OK);
+        assert_int_equal(info.bytes, bytes[i]);
+        assert_true(info.has_crc);
+        assert_true(info.offset + info.bytes <= (int64_t)na);
+        assert_memory_equal(a + info.offset, want[i], (size_t)info.bytes);
+        assert_int_equal(info.crc32c, crc32c_ref(a + info.offset, (size_t)info.bytes));
+    }
+    int64_t checked = 0;
+    assert_int_equal(tfl_ckpt_verify(ck, &checked), TFL_OK);
+    assert_int_equal(checked, 3);
+    tfl_ckpt_close(ck);
+    free(a);
+    free(b);
+
+    /* a NaN in the third MiB of 'big', then an Inf in its last element: refused, named, and
+     * the saved file stays as it was with no temporary left */
+    size_t n0;
+    unsigned char *before = read_bytes(synced, &n0);
+    const int64_t bad_at[2] = {600000, NBIG - 1};
+    const float bad_val[2] = {NAN, INFINITY};
+    const char *bad_msg[2] = {"tensor 'big' holds a NaN or Inf (element 600000)",
+                              "tensor 'big' holds a NaN or Inf (element 3000000)"};
+    for (int k = 0; k < 2; k++) {
+        big[bad_at[k]] = bad_val[k];
+        tfl_tensor *bad = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){NBIG}, big);
+        big[bad_at[k]] = 0.5f;
+        const char *bn = "big";
+        assert_int_equal(tfl_ckpt_save(ctx, synced, 1, &bn, (const tfl_tensor *const *)&bad,
+                                       NULL),
+                         TFL_INVALID_ARGUMENT);
+        expect_kept_error(ctx, TFL_INVALID_ARGUMENT, bad_msg[k]);
+        tfl_tensor_release(bad);
+    }
+    size_t n1;
+    unsigned char *after = read_bytes(synced, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    assert_int_equal(tmpdir_count(&d), 2);
+    free(before);
+    free(after);
+    for (int i = 0; i < 3; i++)
+        tfl_tensor_release(t[i]);
+    free(big);
+    free(w64);
+    tmpdir_remove(&d);
+}
+
+/* A NaN or an Inf of every float dtype is found at every element of a short tensor (the
+ * whole 8-byte words and the tail), the real or the imaginary part of a complex; the same
+ * tensors without it save. */
+static void test_nonfinite_every_float_dtype(void **state)
+{
+    fixture *f = *state;
+    tfl_ctx *ctx = f->ctx;
+    tmpdir d;
+    tmpdir_make(&d);
+    char path[128];
+    tmpdir_file(&d, "nf.safetensors", path, sizeof path);
+    enum { N = 7 };
+    struct {
+        tfl_dtype dt;
+        size_t part;     /* bytes of one real number */
+        int parts;       /* per element */
+        uint64_t finite; /* a finite value's bits */
+        uint64_t bad[2]; /* a NaN, an Inf */
+    } kinds[] = {
+        {TFL_DTYPE_FLOAT32, 4, 1, 0x3fc00000u, {0x7fc00000u, 0xff800000u}},
+        {TFL_DTYPE_FLOAT64, 8, 1, 0x3ff8000000000000u, {0x7ff8000000000001u, 0x7ff0000000000000u}},
+        {TFL_DTYPE_FLOAT16, 2, 1, 0x3e00u, {0x7e00u, 0xfc00u}},
+        {TFL_DTYPE_BFLOAT16, 2, 1, 0x3fc0u, {0x7fc1u, 0x7f80u}},
+        {TFL_DTYPE_COMPLEX64, 4, 2, 0x3fc00000u, {0x7fc00000u, 0x7f800000u}},
+        {TFL_DTYPE_COMPLEX128, 8, 2, 0x3ff8000000000000u,
+         {0xfff8000000000000u, 0xfff0000000000000u}},
+    };
+    unsigned char buf[N * 16];
+    const char *nm = "t";
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        size_t reals = (size_t)N * (size_t)kinds[k].parts;
+        for (size_t j = 0; j < reals; j++)
+            memcpy(buf + j * kinds[k].part, &kinds[k].finite, kinds[k].part); /* little-endian */
+        tfl_tensor *ok = tfl_tensor_new(ctx, kinds[k].dt, 1, (int64_t[]){N}, buf);
+        assert_non_null(ok);
+        assert_int_equal(tfl_ckpt_save(ctx, path, 1, &nm, (const tfl_tensor *const *)&ok, NULL),
+                         TFL_OK);
+        tfl_tensor_release(ok);
+        for (size_t j = 0; j < reals; j++) {
+            memcpy(buf + j * kinds[k].part, &kinds[k].bad[j % 2], kinds[k].part);
+            tfl_tensor *bad = tfl_tensor_new(ctx, kinds[k].dt, 1, (int64_t[]){N}, buf);
+            memcpy(buf + j * kinds[k].part, &kinds[k].finite, kinds[k].part);
+            assert_int_equal(
+                tfl_ckpt_save(ctx, path, 1, &nm, (const tfl_tensor *const *)&bad, NULL),
+                TFL_INVALID_ARGUMENT);
+            char want[96];
+            snprintf(want, sizeof want, "tensor 't' holds a NaN or Inf (element %zu)",
+                     j / (size_t)kinds[k].parts);
+            expect_kept_error(ctx, TFL_INVALID_ARGUMENT, want);
+            tfl_tensor_release(bad);
+        }
+    }
+    assert_int_equal(tmpdir_count(&d), 1);
+    tmpdir_remove(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +657,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crc_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bool_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nonfinite_every_float_dtype, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
