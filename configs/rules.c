@@ -7,17 +7,9 @@
 #include "configs_internal.h"
 
 #include <stdio.h>
-#include <strings.h>
+#include <string.h>
 
 #define PATH_MAX_ 512
-
-static bool digits(const char **p)
-{
-    const char *s = *p;
-    while (**p >= '0' && **p <= '9')
-        (*p)++;
-    return *p > s;
-}
 
 static void join(char *buf, size_t size, const char *path, const char *key)
 {
@@ -81,20 +73,6 @@ static void check_optimizer(tfl_config *cfg, rsec *o)
     }
 }
 
-static bool device_ok(const char *s)
-{
-    if (!strcmp(s, "auto")) return true;
-    if (!strncasecmp(s, "/device:", 8))
-        s += 8;
-    else if (s[0] == '/')
-        s++;
-    /* GPU (no index): under mpirun, GPU:(local rank mod GPUs), one rank per GPU */
-    if (!strcasecmp(s, "CPU") || !strcasecmp(s, "GPU")) return true;
-    if (strncasecmp(s, "CPU:", 4) && strncasecmp(s, "GPU:", 4)) return false;
-    s += 4;
-    const char *p = s;
-    return digits(&p) && !*p && p - s <= 2;
-}
 
 enum { LOSS_SPARSE_CE = 0, LOSS_MSE = 3 }; /* tfl__enum_loss's indices */
 enum { LABEL_CLASS = 0, LABEL_VALUE = 1 }; /* the label_kind enum's */
@@ -150,7 +128,16 @@ void tfl__config_rules(tfl_config *cfg)
     const rval *tr = tfl__rget(root, "training");
     if (tr && tr->set) {
         const rval *dev = tfl__rget(tr->sec, "device");
-        if (dev && dev->set && !device_ok(dev->s))
+        char type[8];
+        int index; /* the framework's parser of device names */
+        tfl_status st = dev && dev->set && strcmp(dev->s, "auto")
+                            ? tfl_device_parse(dev->s, type, sizeof type, &index)
+                            : TFL_OK;
+        if (st == TFL_OUT_OF_RANGE)
+            tfl__diag_at(cfg, where(dev, tr->sec), "training.device",
+                         "the index of '%s' is out of range: a context has at most 8 GPUs "
+                         "(GPU:0 to GPU:7)", dev->s);
+        else if (st != TFL_OK)
             tfl__diag_at(cfg, where(dev, tr->sec), "training.device",
                          "expected auto, CPU:N, GPU or GPU:N, got '%s'", dev->s);
     }

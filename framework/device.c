@@ -308,38 +308,50 @@ int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t size)
 /* parse_device's answers */
 enum { DEV_OK, DEV_NOT_A_NAME, DEV_BAD_INDEX };
 
-/*
- * Parses "CPU:0", "cpu", "/device:GPU:1", "/GPU:0" or TensorFlow's full
- * "/job:localhost/replica:0/task:0/device:CPU:0" into the canonical "TYPE:N". The index is
- * decimal digits only, at most TFL_MAX_DEVICE_INDEX (longer digit strings never overflow:
- * parsing stops once the value is past the limit).
- */
-static int parse_device(const char *name, char *out, size_t size)
+tfl_status tfl_device_parse(const char *name, char *type, size_t type_size, int *index)
 {
-    if (!name) return DEV_NOT_A_NAME;
+    if (!name || !type || !index) return TFL_INVALID_ARGUMENT;
     const char *p = strstr(name, "device:");
     if (p) p += 7;
     else p = name[0] == '/' ? name + 1 : name;
-    char type[8];
+    char t[16];
     size_t n = 0;
-    while (p[n] && p[n] != ':' && n < sizeof type - 1) {
-        type[n] = (char)toupper((unsigned char)p[n]);
+    while (p[n] && p[n] != ':' && n < sizeof t - 1) {
+        t[n] = (char)toupper((unsigned char)p[n]);
         n++;
     }
-    type[n] = '\0';
-    if (strcmp(type, "CPU") != 0 && strcmp(type, "GPU") != 0) return DEV_NOT_A_NAME;
-    int index = 0;
+    t[n] = '\0';
+    bool known = false; /* the backends' type names */
+    for (int b = 0; b < tfl__n_backends && !known; b++)
+        known = tfl__backends[b]->type_name && !strcmp(t, tfl__backends[b]->type_name);
+    if (!known || n + 1 > type_size) return TFL_INVALID_ARGUMENT;
+    int at = -1;
     if (p[n] == ':') {
         const char *d = p + n + 1;
-        if (!isdigit((unsigned char)*d)) return DEV_NOT_A_NAME;
+        if (!isdigit((unsigned char)*d)) return TFL_INVALID_ARGUMENT;
+        at = 0; /* long digit strings never overflow: the value stops past the limit */
         for (; isdigit((unsigned char)*d); d++)
-            if (index <= TFL_MAX_DEVICE_INDEX) index = index * 10 + (*d - '0');
-        if (*d != '\0') return DEV_NOT_A_NAME;
-        if (index > TFL_MAX_DEVICE_INDEX) return DEV_BAD_INDEX;
+            if (at <= TFL_MAX_DEVICE_INDEX) at = at * 10 + (*d - '0');
+        if (*d != '\0') return TFL_INVALID_ARGUMENT;
+        if (at > TFL_MAX_DEVICE_INDEX) return TFL_OUT_OF_RANGE;
     } else if (p[n] != '\0') {
-        return DEV_NOT_A_NAME;
+        return TFL_INVALID_ARGUMENT;
     }
-    snprintf(out, size, "%s:%d", type[0] == 'C' ? "CPU" : "GPU", index);
+    memcpy(type, t, n + 1);
+    *index = at;
+    return TFL_OK;
+}
+
+/* name (tfl_device_parse's forms) as the canonical "TYPE:N" (no index: 0) */
+static int parse_device(const char *name, char *out, size_t size)
+{
+    char type[8];
+    int index;
+    tfl_status st = tfl_device_parse(name, type, sizeof type, &index);
+    if (st == TFL_OUT_OF_RANGE) return DEV_BAD_INDEX;
+    if (st != TFL_OK) return DEV_NOT_A_NAME;
+    /* index <= TFL_MAX_DEVICE_INDEX: one byte's value says it all */
+    snprintf(out, size, "%.7s:%u", type, (unsigned)(unsigned char)(index < 0 ? 0 : index));
     return DEV_OK;
 }
 

@@ -49,24 +49,13 @@ tfl_status tfl_comm_local_rank(tfl_comm *comm, int *local_rank, int *local_size)
 
 /* "CPU:1", "gpu", "/device:GPU:0", "/GPU:2" -> type 'C' or 'G' and index (-1: none given);
  * false for anything else. */
+/* s as a device type's letter ('C', 'G') and index (-1: none), by the framework's parser */
 static bool parse(const char *s, char *type, int *index)
 {
-    const char *p = strstr(s, "device:");
-    p = p ? p + 7 : s[0] == '/' ? s + 1 : s;
-    char t[4] = "";
-    for (int i = 0; i < 3; i++)
-        t[i] = (char)toupper((unsigned char)p[i]);
-    if (strncmp(t, "CPU", 3) && strncmp(t, "GPU", 3)) return false;
+    char t[8];
+    if (tfl_device_parse(s, t, sizeof t, index) != TFL_OK) return false;
     *type = t[0];
-    p += 3;
-    *index = -1;
-    if (!*p) return true;
-    if (*p++ != ':' || !isdigit((unsigned char)*p)) return false;
-    int v = 0;
-    for (; isdigit((unsigned char)*p); p++)
-        if ((v = v * 10 + (*p - '0')) > 9999) return false;
-    *index = v;
-    return *p == '\0';
+    return true;
 }
 
 tfl_status tfl_rank_device(tfl_ctx *ctx, const char *requested, int local_rank, int local_size,

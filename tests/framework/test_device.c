@@ -127,6 +127,52 @@ static void test_scope_rejects_bad_names(void **state)
     assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
 }
 
+/* tfl_device_parse: every spelling the library accepts, the type from the backends, the
+ * index or -1, and each refusal with its code (type and index untouched) */
+static void test_device_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *type;
+        int index;
+    } ok[] = {
+        {"CPU:0", "CPU", 0},
+        {"cpu", "CPU", -1},
+        {"GPU", "GPU", -1},
+        {"gpu:7", "GPU", 7},
+        {"/device:GPU:1", "GPU", 1},
+        {"/GPU:0", "GPU", 0},
+        {"/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char type[8] = "";
+        int index = 99;
+        assert_int_equal(tfl_device_parse(ok[i].name, type, sizeof type, &index), TFL_OK);
+        assert_string_equal(type, ok[i].type);
+        assert_int_equal(index, ok[i].index);
+    }
+    static const char *const bad[] = {"", "TPU:0", "GPU:", "GPU:1x", "GPU:-1", "GPU0", "auto",
+                                      "CPU:0:0", "/device:", "CPUS"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char type[8] = "kept";
+        int index = 42;
+        assert_int_equal(tfl_device_parse(bad[i], type, sizeof type, &index),
+                         TFL_INVALID_ARGUMENT);
+        assert_string_equal(type, "kept");
+        assert_int_equal(index, 42);
+    }
+    char type[8];
+    int index = 42;
+    assert_int_equal(tfl_device_parse("GPU:8", type, sizeof type, &index), TFL_OUT_OF_RANGE);
+    assert_int_equal(tfl_device_parse("GPU:99999999999999999999", type, sizeof type, &index),
+                     TFL_OUT_OF_RANGE);
+    assert_int_equal(index, 42);
+    assert_int_equal(tfl_device_parse("GPU:0", type, 3, &index), TFL_INVALID_ARGUMENT); /* room */
+    assert_int_equal(tfl_device_parse(NULL, type, sizeof type, &index), TFL_INVALID_ARGUMENT);
+    assert_int_equal(tfl_device_parse("GPU", NULL, 8, &index), TFL_INVALID_ARGUMENT);
+    assert_int_equal(tfl_device_parse("GPU", type, sizeof type, NULL), TFL_INVALID_ARGUMENT);
+}
+
 static void test_scope_pop_with_none_open(void **state)
 {
     fixture *f = *state;
@@ -294,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scope_cpu_spellings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_rejects_bad_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_pop_with_none_open, setup, teardown),
+        cmocka_unit_test(test_device_parse),
         cmocka_unit_test_setup_teardown(test_soft_placement_falls_back_to_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strict_placement_from_opts, setup_strict, teardown),
         cmocka_unit_test_setup_teardown(test_strict_placement_by_setter, setup, teardown),

@@ -41,6 +41,21 @@ TFL_API int tfl_device_describe(const tfl_ctx *ctx, int i, char *buf, size_t siz
 TFL_API int tfl_device_note(tfl_ctx *ctx, char *buf, size_t size);
 
 /**
+ * Parses a device's name, the one parser of every place that reads one (device scopes,
+ * placement, training.device, the rank rule of data parallelism): "CPU:0", "GPU:1", the
+ * type alone ("GPU"), TensorFlow's "/device:GPU:0", "/GPU:0" and its full
+ * "/job:localhost/replica:0/task:0/device:CPU:0", in any case. The type must be one of the
+ * backends this library has (CPU, and GPU in every build: its module may still be absent at
+ * run time). "auto" is no device name: placement keywords are the callers'.
+ * @param type   receives the type in upper case ("GPU"), NUL-terminated (size >= 4 suffices)
+ * @param index  receives N, or -1 when the name gives no index
+ * Returns TFL_OK, TFL_INVALID_ARGUMENT (not a device name; type and index unchanged) or
+ * TFL_OUT_OF_RANGE (an index above 7: a context has at most 8 GPUs). Keeps no error (it has
+ * no context): callers word their own.
+ */
+TFL_API tfl_status tfl_device_parse(const char *name, char *type, size_t type_size, int *index);
+
+/**
  * Opens a device scope: ops and new tensors go to `device` until the matching pop.
  * Accepts "CPU:0", "GPU:1", TensorFlow's "/device:GPU:0", "/GPU:0", and lower case.
  * A device that does not exist is accepted here (it is decided per op by placement).
