@@ -758,3 +758,51 @@ tfl_tensor *tfl_run_predict(tfl_run *r, const char *path, bool *labelled, double
     tfl_dataset_free(ds);
     return out;
 }
+
+tfl_status tfl_run_write_predictions(tfl_run *r, const tfl_tensor *out, FILE *f)
+{
+    if (!r) return TFL_INVALID_ARGUMENT;
+    if (!run_alive(r, "tfl_run_write_predictions")) return TFL_MISUSE;
+    TFL_CHECK(r->ctx, out && f && tfl_tensor_rank(out) == 2, TFL_INVALID_ARGUMENT,
+              "tfl_run_write_predictions: expected outputs of rank 2 and a file");
+    int loss = (int)GETV(r->cfg->res, "loss")->i; /* tfl__enum_loss's order */
+    bool softmax = loss == 0 || loss == 1, sigmoid = loss == 2, classes = softmax || sigmoid;
+    int64_t n = tfl_tensor_dim(out, 0), k = tfl_tensor_dim(out, 1);
+    int64_t count = 0, total = 0; /* a tensor's shape: its element count already fits */
+    TFL_CHECK(r->ctx, !tfl__mul_overflow_i64(n, k, &count) &&
+                          !tfl__mul_overflow_i64(count, (int64_t)sizeof(double), &total),
+              TFL_RESOURCE_EXHAUSTED, "tfl_run_write_predictions: %lld x %lld outputs",
+              (long long)n, (long long)k);
+    size_t bytes = (size_t)total;
+    double *v = tfl__host_alloc(r->ctx, bytes ? bytes : 1, 64);
+    if (!v) return tfl_ctx_status(r->ctx);
+    tfl_frame_push(r->ctx);
+    tfl_tensor *p = (tfl_tensor *)(uintptr_t)out;
+    p = softmax ? tfl_softmax(r->ctx, p, -1) : sigmoid ? tfl_sigmoid(r->ctx, p) : p;
+    p = p ? tfl_cast(r->ctx, p, TFL_DTYPE_FLOAT64) : NULL;
+    tfl_status st = p ? tfl_tensor_to_host(p, v, bytes) : tfl_ctx_status(r->ctx);
+    tfl_frame_pop(r->ctx);
+    if (st == TFL_OK) {
+        if (classes) fprintf(f, "class");
+        for (int64_t c = 0; c < k; c++)
+            fprintf(f, "%s%s%lld", classes || c ? "," : "", classes ? "p" : "y", (long long)c);
+        fputc('\n', f);
+        for (int64_t i = 0; i < n; i++) {
+            const double *row = v + i * k;
+            if (classes) {
+                int64_t best = 0;
+                for (int64_t c = 1; c < k; c++)
+                    if (row[c] > row[best]) best = c;
+                fprintf(f, "%lld", (long long)(sigmoid && k == 1 ? row[0] > 0.5 : best));
+            }
+            for (int64_t c = 0; c < k; c++)
+                fprintf(f, "%s%.6g", classes || c ? "," : "", row[c]);
+            fputc('\n', f);
+        }
+        if (ferror(f))
+            st = tfl__set_error(r->ctx, TFL_FAILED_PRECONDITION,
+                                "tfl_run_write_predictions: writing the predictions failed");
+    }
+    tfl__host_free(r->ctx, v);
+    return st;
+}

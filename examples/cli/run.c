@@ -221,44 +221,6 @@ int cli_eval(int argc, char **argv)
     return code;
 }
 
-/* Writes the model's outputs as CSV: class and probabilities, or the values. */
-static int write_predictions(job *j, tfl_tensor *out, FILE *f)
-{
-    char loss[64];
-    if (tfl_config_get(j->cfg, "loss", loss, sizeof loss) < 0) loss[0] = 0;
-    bool softmax = strstr(loss, "categorical") != NULL, sigmoid = strstr(loss, "binary") != NULL;
-    int64_t n = tfl_tensor_dim(out, 0), k = n > 0 ? tfl_tensor_numel(out) / n : 0;
-    tfl_frame_push(j->ctx);
-    tfl_tensor *p = softmax ? tfl_softmax(j->ctx, out, -1) : sigmoid ? tfl_sigmoid(j->ctx, out) : out;
-    p = p ? tfl_cast(j->ctx, p, TFL_DTYPE_FLOAT64) : NULL;
-    double *v = p ? malloc(sizeof(double) * (size_t)(n * k + 1)) : NULL;
-    bool ok = v && tfl_tensor_to_host(p, v, sizeof(double) * (size_t)(n * k)) == TFL_OK;
-    tfl_frame_pop(j->ctx);
-    if (!ok) {
-        free(v);
-        return cli_ctx_error(j->ctx, "predicting");
-    }
-    if (softmax || sigmoid) fprintf(f, "class");
-    for (int64_t c = 0; c < k; c++)
-        fprintf(f, "%s%s%lld", softmax || sigmoid || c ? "," : "", softmax || sigmoid ? "p" : "y",
-                (long long)c);
-    fputc('\n', f);
-    for (int64_t i = 0; i < n; i++) {
-        const double *row = v + i * k;
-        if (softmax || sigmoid) {
-            int64_t best = 0;
-            for (int64_t c = 1; c < k; c++)
-                if (row[c] > row[best]) best = c;
-            fprintf(f, "%lld", (long long)(sigmoid && k == 1 ? row[0] > 0.5 : best));
-        }
-        for (int64_t c = 0; c < k; c++)
-            fprintf(f, "%s%.6g", softmax || sigmoid || c ? "," : "", row[c]);
-        fputc('\n', f);
-    }
-    free(v);
-    return CLI_OK;
-}
-
 int cli_predict(int argc, char **argv)
 {
     cli_args a;
@@ -286,7 +248,9 @@ int cli_predict(int argc, char **argv)
                 if (!isnan(acc)) fprintf(stderr, ", accuracy %.4f", acc);
                 fprintf(stderr, " (%lld examples)\n", (long long)tfl_tensor_dim(out, 0));
             }
-            code = write_predictions(&j, out, f);
+            code = tfl_run_write_predictions(j.run, out, f) == TFL_OK
+                       ? CLI_OK
+                       : cli_ctx_error(j.ctx, "writing the predictions");
             if (a.output && fclose(f) != 0 && code == CLI_OK) {
                 cli_error("cannot write '%s': %s", a.output, strerror(errno));
                 code = CLI_RUNTIME;

@@ -118,6 +118,32 @@ static void test_train_resume_and_use(void **state)
     assert_int_equal(tfl_tensor_dim(out, 0), 4);
     assert_int_equal(tfl_tensor_dim(out, 1), 2);
     assert_true(fabs(l2 - loss) < 1e-6 && isnan(a2));
+    /* as CSV: a classifier's class and probabilities (the softmax of the outputs) */
+    FILE *csv = tmpfile();
+    assert_non_null(csv);
+    assert_int_equal(tfl_run_write_predictions(run, out, csv), TFL_OK);
+    rewind(csv);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, csv));
+    assert_string_equal(line, "class,p0,p1\n");
+    float logits[8];
+    assert_int_equal(tfl_tensor_to_host(out, logits, sizeof logits), TFL_OK);
+    for (int i = 0; i < 4; i++) {
+        int cls = -1;
+        double p0 = -1, p1 = -1;
+        assert_non_null(fgets(line, sizeof line, csv));
+        assert_int_equal(sscanf(line, "%d,%lf,%lf", &cls, &p0, &p1), 3);
+        double e = exp((double)logits[2 * i + 1] - (double)logits[2 * i]);
+        assert_true(fabs(p1 - e / (1 + e)) < 1e-5 && fabs(p0 + p1 - 1) < 1e-5);
+        assert_int_equal(cls, p1 > p0 ? 1 : 0);
+    }
+    assert_null(fgets(line, sizeof line, csv));
+    fclose(csv);
+    tfl_tensor *flat = tfl_reshape(f->ctx, out, 1, (int64_t[]){8});
+    assert_int_equal(tfl_run_write_predictions(run, flat, stdout), TFL_INVALID_ARGUMENT);
+    assert_non_null(strstr(tfl_ctx_error(f->ctx).message, "expected outputs of rank 2"));
+    tfl_ctx_clear_error(f->ctx);
+    tfl_tensor_release(flat);
     tfl_tensor_release(out);
     tfl_run_close(run);
     tfl_config_free(cfg);

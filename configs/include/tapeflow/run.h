@@ -158,6 +158,15 @@ TFL_API tfl_status tfl_run_evaluate(tfl_run *run, double *loss, double *accuracy
 TFL_API tfl_tensor *tfl_run_predict(tfl_run *run, const char *path, bool *labelled, double *loss,
                                     double *accuracy);
 
+/**
+ * Writes outputs (tfl_run_predict's) to f as CSV, a header line then a line per example: for
+ * a classifier (a cross-entropy loss) "class,p0,p1,..." with the class of highest probability
+ * and the probabilities (softmax of the logits; sigmoid for binary cross-entropy), else
+ * "y0,y1,..." with the values. Errors: INVALID_ARGUMENT (NULL, or outputs not of rank 2),
+ * RESOURCE_EXHAUSTED, FAILED_PRECONDITION (a write to f failed).
+ */
+TFL_API tfl_status tfl_run_write_predictions(tfl_run *run, const tfl_tensor *outputs, FILE *f);
+
 /** Asks a training run to stop after its current step, saving a checkpoint of it. Safe from a
  * signal handler and from another thread (it sets one sig_atomic_t). */
 TFL_API void tfl_run_cancel(tfl_run *run);
