@@ -16,6 +16,7 @@
  * never reduce GPU tensors do not load it, and machines without it still run the library.
  */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
