@@ -447,6 +447,7 @@ static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_k
     return true;
 }
 
+#ifndef TFL_CUDNN_NO_GRAPH
 /* the graph API's operands of kind: x (dx for BWD_DATA), w (the KRSC filter; dw for
  * BWD_FILTER), y (dy for the backprops) */
 static void graph_operands(tfl__conv_kind kind, const void *a, const void *b, void *out,
@@ -461,7 +462,6 @@ static void graph_operands(tfl__conv_kind kind, const void *a, const void *b, vo
         *x = a, *y = b;
 }
 
-#ifndef TFL_CUDNN_NO_GRAPH
 /* Tries cuDNN's graph API for a shape not in the cache (cudnn_graph.c): true with e->plan set
  * (logged at INFO; *timed_ms its time when autotuning timed it, else 0), or with *failed set
  * when there was no memory to choose in (the op fails); false when the legacy API's
