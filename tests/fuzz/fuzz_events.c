@@ -1,4 +1,4 @@
-/* fuzz_events.c: libFuzzer harness of the TensorBoard event-file reader (tapeflow/summary.h).
+/* fuzz_events.c: libFuzzer harness of the TensorBoard event-file reader (tapeflow/events.h).
  * The input is
  *   [flags: 1 byte] [the file's bytes]
  * flags bit 0: read through a file (memfd, tfl_event_reader_open) instead of from memory.

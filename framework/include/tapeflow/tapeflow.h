@@ -17,7 +17,6 @@
 #include <tapeflow/files.h>
 #include <tapeflow/checkpoint.h>
 #include <tapeflow/summary.h>
-#include <tapeflow/plot.h>
 
 #include <tapeflow/tape.h>
 #include <tapeflow/optim.h>
@@ -26,6 +25,8 @@
 #include <tapeflow/model.h>
 #include <tapeflow/distributed.h>
 #include <tapeflow/config.h>
+#include <tapeflow/events.h>
+#include <tapeflow/plot.h>
 #include <tapeflow/run.h>
 #include <tapeflow/train_state.h>
 

@@ -1,5 +1,5 @@
 /*
- * framework/io/plot_internal.h: the curves object shared by plot_data.c (curves, loading
+ * configs/plot_internal.h: the curves object shared by plot_data.c (curves, loading
  * metrics.csv and event files) and plot_svg.c (drawing). Private to tapeflow.
  */
 #ifndef TFL_IO_PLOT_INTERNAL_H

@@ -1,5 +1,5 @@
 /*
- * framework/io/events_read.c: the event-file reader (tapeflow/summary.h). Files are untrusted
+ * configs/events_read.c: the event-file reader (tapeflow/events.h). Files are untrusted
  * input: every length is checked against what is left of its record before it is used, a
  * record may not claim more than TFL_EVENT_MAX_RECORD bytes nor more than the file holds
  * (so a damaged length never sizes an allocation), and both masked CRC-32C of each record
@@ -16,7 +16,7 @@
 #include "io/crc32c.h"
 #include "io/pb.h"
 
-#include <tapeflow/summary.h>
+#include <tapeflow/events.h>
 
 #include <errno.h>
 #include <math.h>

@@ -1,10 +1,10 @@
 /*
- * framework/io/plot_data.c: the curves of tapeflow/plot.h: adding them, and loading a run's
+ * configs/plot_data.c: the curves of tapeflow/plot.h: adding them, and loading a run's
  * training and validation curves from its metrics.csv or its event files.
  */
-#include "io/plot_internal.h"
+#include "plot_internal.h"
 
-#include <tapeflow/summary.h>
+#include <tapeflow/events.h>
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * framework/io/plot_svg.c: draws the curves of tapeflow/plot.h as an SVG document: nice
+ * configs/plot_svg.c: draws the curves of tapeflow/plot.h as an SVG document: nice
  * ticks (Heckbert's 1-2-5 rule; decades, with 2 and 5 between them over short ranges, on a
  * log axis), a light grid, axis labels, a title, one colour per run from the Tableau 10
  * palette (training solid, validation dashed), markers when a curve has few points, and a
@@ -7,7 +7,7 @@
  */
 #include <tapeflow/files.h>
 
-#include "io/plot_internal.h"
+#include "plot_internal.h"
 
 #include <errno.h>
 #include <math.h>
