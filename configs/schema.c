@@ -37,7 +37,9 @@ ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
 ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's order */
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
-enum { L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP };
+enum {
+    L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP
+};
 enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
 enum { I_ZEROS, I_ONES, I_CONST, I_RU, I_RN, I_TN, I_GU, I_GN, I_HU, I_HN };

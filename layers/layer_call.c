@@ -298,8 +298,8 @@ static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
     tfl_tensor *beta = s->no_center ? NULL : l->vars[k++];
     tfl_tensor *mean, *var;
     if (tfl_moments(CTX, x, 1, (int[]){-1}, true, &mean, &var) != TFL_OK) return NULL;
-    tfl_tensor *y = tfl_div(CTX, tfl_sub(CTX, x, mean),
-                            tfl_sqrt(CTX, tfl_add(CTX, var, tfl_scalar_f32(CTX, (float)s->epsilon))));
+    tfl_tensor *eps = tfl_scalar_f32(CTX, (float)s->epsilon);
+    tfl_tensor *y = tfl_div(CTX, tfl_sub(CTX, x, mean), tfl_sqrt(CTX, tfl_add(CTX, var, eps)));
     if (gamma) y = tfl_mul(CTX, y, gamma);
     if (beta) y = tfl_add(CTX, y, beta);
     return y;

@@ -238,8 +238,8 @@ static void test_errors(void **state)
                  "tfl_layer_new: LayerNormalization has no option 'momentum'");
     assert_null(tfl_layer_new(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_GLOBAL_AVG_POOL2D,
                                                      .epsilon = 1e-3}));
-    expect_error(ctx, TFL_INVALID_ARGUMENT,
-                 "tfl_layer_new: GlobalAveragePooling2D has no option 'epsilon/no_center/no_scale'");
+    expect_error(ctx, TFL_INVALID_ARGUMENT, "tfl_layer_new: GlobalAveragePooling2D has no "
+                                            "option 'epsilon/no_center/no_scale'");
 
     tfl_layer *gap = new_layer(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_GLOBAL_AVG_POOL2D});
     tfl_layer *ln = new_layer(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_LAYER_NORM});
