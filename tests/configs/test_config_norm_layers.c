@@ -33,6 +33,15 @@ static void test_layers_load_build_and_train(void **state)
     assert_true(tfl_config_get(cfg, "model.layers[1].layer_normalization.epsilon", buf,
                                sizeof buf) >= 0);
     assert_true(fabs(strtod(buf, NULL) - 1e-3) < 1e-15);
+    /* the resolved YAML writes both kinds out and loads back */
+    const char *yaml = tfl_config_format(cfg);
+    assert_non_null(yaml);
+    assert_has(yaml, "- layer_normalization:\n");
+    assert_has(yaml, "- global_average_pooling2d:\n        name: null\n    - dense:");
+    tfl_config *back = parse_text(ctx, yaml, &st);
+    if (st != TFL_OK) print_error("%s\n%s", yaml, tfl_config_diagnostics(back));
+    assert_int_equal(st, TFL_OK);
+    tfl_config_free(back);
     tfl_model *m = tfl_config_build_model(cfg);
     assert_non_null(m);
     assert_int_equal(tfl_model_num_layers(m), 5);
