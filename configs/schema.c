@@ -17,7 +17,8 @@
 
 /* Orders matter: an index is the tapeflow enum's value (or value - 1, see build.c). */
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
-     "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding");
+     "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding",
+     "layer_normalization", "global_average_pooling2d");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
      "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
@@ -36,7 +37,9 @@ ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
 ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's order */
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
-enum { L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB };
+enum {
+    L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP
+};
 enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
 enum { I_ZEROS, I_ONES, I_CONST, I_RU, I_RN, I_TN, I_GU, I_GN, I_HU, I_HN };
@@ -67,6 +70,7 @@ static const sec_def init_sec = {
 #define CONV B(L_CONV)
 #define POOLS (B(L_MAXP) | B(L_AVGP))
 #define DC (B(L_DENSE) | B(L_CONV))
+#define NORMS (B(L_BN) | B(L_LN))
 static const key_def layer_keys[] = {
     {"name", VT_STR, 0, NUL, NULL, 0, 0, 0, 0, 0, 0,
      "the layer's name (null: the kind's name made unique)"},
@@ -97,10 +101,10 @@ static const key_def layer_keys[] = {
     {"seed", VT_INT, B(L_DROP), RNG, "0", 0, 9.2e18, 0, 0, 0, 0, "0: the context's streams"},
     {"momentum", VT_FLOAT, B(L_BN), RNG | K_MIN_EXCL | K_MAX_EXCL, "0.99", 0, 1, 0, 0, 0, 0,
      "of the moving statistics"},
-    {"epsilon", VT_FLOAT, B(L_BN), RNG | K_MIN_EXCL, "0.001", 0, INF, 0, 0, 0, 0,
+    {"epsilon", VT_FLOAT, NORMS, RNG | K_MIN_EXCL, "0.001", 0, INF, 0, 0, 0, 0,
      "added to the variance"},
-    {"center", VT_BOOL, B(L_BN), 0, "true", 0, 0, 0, 0, 0, 0, "learn an offset (beta)"},
-    {"scale", VT_BOOL, B(L_BN), 0, "true", 0, 0, 0, 0, 0, 0, "learn a scale (gamma)"},
+    {"center", VT_BOOL, NORMS, 0, "true", 0, 0, 0, 0, 0, 0, "learn an offset (beta)"},
+    {"scale", VT_BOOL, NORMS, 0, "true", 0, 0, 0, 0, 0, 0, "learn a scale (gamma)"},
     {"input_dim", VT_INT, B(L_EMB), REQ | RNG, NULL, 1, 2147483647.0, 0, 0, 0, 0,
      "the vocabulary size"},
     {"output_dim", VT_INT, B(L_EMB), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0, "the embedding size"},

@@ -22,6 +22,8 @@ static const struct {
     [TFL_LAYER_BATCH_NORM] = {"BatchNormalization", "batch_normalization"},
     [TFL_LAYER_ACTIVATION] = {"Activation", "activation"},
     [TFL_LAYER_EMBEDDING] = {"Embedding", "embedding"},
+    [TFL_LAYER_LAYER_NORM] = {"LayerNormalization", "layer_normalization"},
+    [TFL_LAYER_GLOBAL_AVG_POOL2D] = {"GlobalAveragePooling2D", "global_average_pooling2d"},
 };
 
 const char *tfl_layer_kind_name(tfl_layer_kind kind)
@@ -75,8 +77,8 @@ static bool pair_ok(const int v[2], int least) { return v[0] >= least && v[1] >=
 enum {
     F_ACT = 1 << 0, F_UNITS = 1 << 1, F_INPUT_DIM = 1 << 2, F_NO_BIAS = 1 << 3,
     F_KSIZE = 1 << 4, F_STRIDES = 1 << 5, F_DILATIONS = 1 << 6, F_PADDING = 1 << 7,
-    F_TARGET = 1 << 8, F_RATE = 1 << 9, F_SEED = 1 << 10, F_BN = 1 << 11, F_KINIT = 1 << 12,
-    F_BINIT = 1 << 13,
+    F_TARGET = 1 << 8, F_RATE = 1 << 9, F_SEED = 1 << 10, F_NORM = 1 << 11, F_KINIT = 1 << 12,
+    F_BINIT = 1 << 13, F_MOMENTUM = 1 << 14,
 };
 static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_DENSE] = F_ACT | F_UNITS | F_NO_BIAS | F_KINIT | F_BINIT,
@@ -86,9 +88,10 @@ static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_AVG_POOL2D] = F_KSIZE | F_STRIDES | F_PADDING,
     [TFL_LAYER_RESHAPE] = F_TARGET,
     [TFL_LAYER_DROPOUT] = F_RATE | F_SEED,
-    [TFL_LAYER_BATCH_NORM] = F_BN,
+    [TFL_LAYER_BATCH_NORM] = F_MOMENTUM | F_NORM,
     [TFL_LAYER_ACTIVATION] = F_ACT,
     [TFL_LAYER_EMBEDDING] = F_UNITS | F_INPUT_DIM | F_KINIT,
+    [TFL_LAYER_LAYER_NORM] = F_NORM,
 };
 
 /* The first field set in s that its kind does not read, or NULL. */
@@ -111,8 +114,8 @@ static const char *unused_field(const tfl_layer_spec *s)
         {F_TARGET, s->target_rank != 0, "target_rank"},
         {F_RATE, s->rate != 0, "rate"},
         {F_SEED, s->seed != 0, "seed"},
-        {F_BN, s->momentum != 0 || s->epsilon != 0 || s->no_center || s->no_scale,
-         "momentum/epsilon/no_center/no_scale"},
+        {F_MOMENTUM, s->momentum != 0, "momentum"},
+        {F_NORM, s->epsilon != 0 || s->no_center || s->no_scale, "epsilon/no_center/no_scale"},
         {F_KINIT, s->kernel_init != NULL, "kernel_init"},
         {F_BINIT, s->bias_init != NULL, "bias_init"},
     };
@@ -199,6 +202,12 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
                       "%s: BatchNormalization's epsilon must be > 0 (0: 1e-3), got %g", who,
                       s->epsilon);
         if (s->momentum == 0) s->momentum = 0.99;
+        if (s->epsilon == 0) s->epsilon = 1e-3;
+        break;
+    case TFL_LAYER_LAYER_NORM:
+        TFL_CHECK_RET(ctx, s->epsilon >= 0 && isfinite(s->epsilon), false, TFL_INVALID_ARGUMENT,
+                      "%s: LayerNormalization's epsilon must be > 0 (0: 1e-3), got %g", who,
+                      s->epsilon);
         if (s->epsilon == 0) s->epsilon = 1e-3;
         break;
     default:

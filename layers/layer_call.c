@@ -6,6 +6,7 @@
  *   BatchNormalization   gamma (unless no_scale), beta (unless no_center), moving_mean,
  *                        moving_variance
  *   Embedding            embeddings
+ *   LayerNormalization   gamma (unless no_scale), beta (unless no_center)
  */
 #include "layers_internal.h"
 
@@ -116,11 +117,26 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
     }
     case TFL_LAYER_BATCH_NORM:
         if (!check_feature(l, rank, shape, 2, "batch, ..., channels")) return -1;
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
+        return rank;
+    case TFL_LAYER_LAYER_NORM:
+        if (!check_feature(l, rank, shape, 2, "batch, ..., features")) return -1;
         /* fall through */
     case TFL_LAYER_DROPOUT:
     case TFL_LAYER_ACTIVATION:
         if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         return rank;
+    case TFL_LAYER_GLOBAL_AVG_POOL2D:
+        TFL_CHECK_RET(CTX, rank == 4, -1, TFL_INVALID_ARGUMENT,
+                      "%s: GlobalAveragePooling2D expects an input of rank 4 (batch, height, "
+                      "width, channels), got shape %s", NAME,
+                      tfl__shape_str(rank, shape, sb, sizeof sb));
+        TFL_CHECK_RET(CTX, shape[1] != 0 && shape[2] != 0, -1, TFL_INVALID_ARGUMENT,
+                      "%s: GlobalAveragePooling2D needs height and width >= 1, got shape %s",
+                      NAME, tfl__shape_str(rank, shape, sb, sizeof sb));
+        out[0] = shape[0];
+        out[1] = shape[3];
+        return 2;
     case TFL_LAYER_EMBEDDING:
         TFL_CHECK_RET(CTX, rank < TFL_MAX_RANK, -1, TFL_INVALID_ARGUMENT,
                       "%s: Embedding's input rank must be below %d, got %d", NAME, TFL_MAX_RANK,
@@ -175,6 +191,11 @@ tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
              (s->no_center || add_var(l, "beta", 1, &f, &zeros, true)) &&
              add_var(l, "moving_mean", 1, &f, &zeros, false) &&
              add_var(l, "moving_variance", 1, &f, &ones, false);
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_LAYER_NORM:
+        ok = (s->no_scale || add_var(l, "gamma", 1, &f, &ones, true)) &&
+             (s->no_center || add_var(l, "beta", 1, &f, &zeros, true));
         l->in_feature = f;
         break;
     case TFL_LAYER_EMBEDDING:
@@ -267,12 +288,29 @@ bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x)
     return true;
 }
 
+/* (x - mean) / sqrt(variance + epsilon) * gamma + beta over the last axis, composed of
+ * ordinary ops: the tape differentiates it and every device runs it. */
+static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
+{
+    const tfl_layer_spec *s = &l->spec;
+    int k = 0;
+    tfl_tensor *gamma = s->no_scale ? NULL : l->vars[k++];
+    tfl_tensor *beta = s->no_center ? NULL : l->vars[k++];
+    tfl_tensor *mean, *var;
+    if (tfl_moments(CTX, x, 1, (int[]){-1}, true, &mean, &var) != TFL_OK) return NULL;
+    tfl_tensor *eps = tfl_scalar_f32(CTX, (float)s->epsilon);
+    tfl_tensor *y = tfl_div(CTX, tfl_sub(CTX, x, mean), tfl_sqrt(CTX, tfl_add(CTX, var, eps)));
+    if (gamma) y = tfl_mul(CTX, y, gamma);
+    if (beta) y = tfl_add(CTX, y, beta);
+    return y;
+}
+
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
     const tfl_layer_spec *s = &l->spec;
     if (s->kind == TFL_LAYER_EMBEDDING) return tfl_gather(CTX, l->vars[0], x, 0);
     bool weighted = s->kind == TFL_LAYER_DENSE || s->kind == TFL_LAYER_CONV2D ||
-                    s->kind == TFL_LAYER_BATCH_NORM;
+                    s->kind == TFL_LAYER_BATCH_NORM || s->kind == TFL_LAYER_LAYER_NORM;
     if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32) /* Keras's autocast */
         x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32);
     if (!x) return NULL;
@@ -297,6 +335,10 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
         return tfl__batch_norm_forward(l, x, training);
     case TFL_LAYER_ACTIVATION:
         return tfl__activate(CTX, s->activation, x);
+    case TFL_LAYER_LAYER_NORM:
+        return layer_norm(l, x);
+    case TFL_LAYER_GLOBAL_AVG_POOL2D:
+        return tfl_reduce_mean(CTX, x, 2, (int[]){1, 2}, false);
     default:
         return NULL;
     }

@@ -95,7 +95,8 @@ static void test_kind_and_activation_names(void **state)
     (void)state;
     const char *cls[] = {"?",       "Dense",   "Conv2D",  "MaxPooling2D",
                          "AveragePooling2D",   "Flatten", "Reshape",
-                         "Dropout", "BatchNormalization", "Activation", "Embedding", "?"};
+                         "Dropout", "BatchNormalization", "Activation", "Embedding",
+                         "LayerNormalization", "GlobalAveragePooling2D", "?"};
     for (int k = 0; k <= TFL_LAYER_KIND_END; k++)
         assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)k), cls[k]);
     assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)-1), "?");
@@ -137,7 +138,8 @@ static void test_default_names(void **state)
     /* each kind's base name */
     const char *bases[] = {NULL,          "dense",   "conv2d",  "max_pooling2d",
                            "average_pooling2d",      "flatten", "reshape",
-                           "dropout",     "batch_normalization", "activation", "embedding"};
+                           "dropout",     "batch_normalization", "activation", "embedding",
+                           "layer_normalization", "global_average_pooling2d"};
     tfl_layer *k[TFL_LAYER_KIND_END] = {NULL};
     for (int kind = TFL_LAYER_CONV2D; kind < TFL_LAYER_KIND_END; kind++) {
         bool conv = kind == TFL_LAYER_CONV2D, emb = kind == TFL_LAYER_EMBEDDING;
@@ -195,7 +197,7 @@ static void test_spec_errors(void **state)
         const char *message; /* after "tfl_layer_new: " */
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
-        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 11"},
+        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 13"},
         {{.kind = D, .units = 1, .activation = TFL_ACT_END}, "Dense: unknown activation 10"},
         {{.kind = TFL_LAYER_ACTIVATION, .activation = (tfl_activation)-1},
          "Activation: unknown activation -1"},
@@ -240,6 +242,10 @@ static void test_spec_errors(void **state)
          "BatchNormalization's epsilon must be > 0 (0: 1e-3), got -0.001"},
         {{.kind = BN, .epsilon = INFINITY},
          "BatchNormalization's epsilon must be > 0 (0: 1e-3), got inf"},
+        {{.kind = TFL_LAYER_LAYER_NORM, .epsilon = -1e-5},
+         "LayerNormalization's epsilon must be > 0 (0: 1e-3), got -1e-05"},
+        {{.kind = TFL_LAYER_LAYER_NORM, .epsilon = NAN},
+         "LayerNormalization's epsilon must be > 0 (0: 1e-3), got nan"},
         /* a field the kind does not read */
         {{.kind = DROP, .units = 3}, "Dropout has no option 'units'"},
         {{.kind = BN, .activation = TFL_ACT_RELU}, "BatchNormalization has no option 'activation'"},
@@ -249,8 +255,15 @@ static void test_spec_errors(void **state)
         {{.kind = TFL_LAYER_FLATTEN, .rate = 0.5}, "Flatten has no option 'rate'"},
         {{.kind = TFL_LAYER_EMBEDDING, .units = 2, .input_dim = 3, .no_bias = true},
          "Embedding has no option 'no_bias'"},
-        {{.kind = D, .units = 2, .momentum = 0.9},
-         "Dense has no option 'momentum/epsilon/no_center/no_scale'"},
+        {{.kind = D, .units = 2, .momentum = 0.9}, "Dense has no option 'momentum'"},
+        {{.kind = D, .units = 2, .epsilon = 1e-5},
+         "Dense has no option 'epsilon/no_center/no_scale'"},
+        {{.kind = TFL_LAYER_LAYER_NORM, .momentum = 0.9},
+         "LayerNormalization has no option 'momentum'"},
+        {{.kind = TFL_LAYER_GLOBAL_AVG_POOL2D, .no_scale = true},
+         "GlobalAveragePooling2D has no option 'epsilon/no_center/no_scale'"},
+        {{.kind = TFL_LAYER_GLOBAL_AVG_POOL2D, .kernel_size = {2, 2}},
+         "GlobalAveragePooling2D has no option 'kernel_size'"},
         {{.kind = DROP, .target_rank = 1}, "Dropout has no option 'target_rank'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -138,6 +138,16 @@ B(b_bn_training) /* mean and variance from the batch itself (training mode) */
     if (tfl_moments(ctx, x[0], nax, axes, false, &m, &v) != TFL_OK) return NULL;
     return tfl_batch_norm(ctx, x[0], m, v, x[1], x[2], 1e-3);
 }
+/* LayerNormalization's forward (layers/layer_call.c) over the last axis, in the input's dtype:
+ * (x - mean) / sqrt(variance + epsilon) * gamma + beta with keepdims moments */
+B(b_layer_norm)
+{
+    tfl_tensor *m = NULL, *v = NULL;
+    if (tfl_moments(ctx, x[0], 1, (int[]){-1}, true, &m, &v) != TFL_OK) return NULL;
+    tfl_tensor *eps = tfl_cast(ctx, tfl_scalar_f32(ctx, 1e-3f), tfl_tensor_dtype(x[0]));
+    tfl_tensor *y = tfl_div(ctx, tfl_sub(ctx, x[0], m), tfl_sqrt(ctx, tfl_add(ctx, v, eps)));
+    return tfl_add(ctx, tfl_mul(ctx, y, x[1]), x[2]);
+}
 /* dropout with a fixed seed: a fixed mask, so finite differences see a linear map */
 B(b_dropout) { return tfl_dropout(ctx, x[0], 0.4, 1234); }
 B(b_dropout_rate0) { return tfl_dropout(ctx, x[0], 0.0, 99); }
@@ -334,6 +344,10 @@ static const gc_case cases[] = {
      GC_F64, false},
     {"BatchNorm", "training_rank4", b_bn_training, 3, {SH(2, 2, 3, 2), SH(2), SH(2)},
      {ANY, ANY, ANY}, GC_F64, false},
+    {"AddV2", "layer_norm_rank2", b_layer_norm, 3, {SH(4, 5), SH(5), SH(5)}, {ANY, ANY, ANY},
+     GC_F64, false},
+    {"AddV2", "layer_norm_rank3", b_layer_norm, 3, {SH(2, 3, 4), SH(4), SH(4)}, {ANY, ANY, ANY},
+     GC_F64, false},
     C1("Dropout", "fixed_seed", b_dropout, SH(5, 7), ANY, GC_F64),
     C1("Dropout", "rate0_identity", b_dropout_rate0, SH(2, 3), ANY, GC_F64),
     C2("Conv2D", "valid", b_conv_valid, SH(1, 4, 4, 2), SH(2, 2, 2, 3), ANY, ANY, GC_F64),

@@ -1,6 +1,7 @@
 /*
  * tapeflow/layers.h: layers (Keras's): Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten,
- * Reshape, Dropout, BatchNormalization, Activation, Embedding.
+ * Reshape, Dropout, BatchNormalization, Activation, Embedding, LayerNormalization,
+ * GlobalAveragePooling2D.
  *
  * A layer is described by a tfl_layer_spec (all-zero fields mean Keras's defaults) and made
  * with tfl_layer_new; most users add specs to a sequential model (<tapeflow/model.h>):
@@ -14,11 +15,12 @@
  * moving_mean|moving_variance|embeddings>" (prefixed by the open name scopes, as any
  * variable). Layer names are unique per context: a spec without a name gets its kind's
  * name ("dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "reshape",
- * "dropout", "batch_normalization", "activation", "embedding") and then "_1", "_2", ...
+ * "dropout", "batch_normalization", "activation", "embedding", "layer_normalization",
+ * "global_average_pooling2d") and then "_1", "_2", ...
  * while that name is taken by a live layer; a spec naming a taken name is an error.
  * Trainable variables join the trainable collection; BatchNormalization's moving mean and
- * variance are not trainable. Dense, Conv2D and BatchNormalization compute in float32: a
- * float16, bfloat16 or float64 input is cast first (Keras's autocast).
+ * variance are not trainable. Dense, Conv2D, BatchNormalization and LayerNormalization
+ * compute in float32: a float16, bfloat16 or float64 input is cast first (Keras's autocast).
  *
  * Defaults (Keras 3):
  *   Dense        kernel glorot_uniform (fan_in, units), bias zeros (units), y = act(x·W + b)
@@ -40,6 +42,13 @@
  *   Activation   act(x).
  *   Embedding    embeddings uniform(−0.05, 0.05) (input_dim, units); integer input of any
  *                shape -> input shape + (units); ids outside [0, input_dim) are an error.
+ *   LayerNormalization  over the last axis of each example (rank >= 2): gamma ones, beta
+ *                zeros, both (features,) and trainable; epsilon 1e-3 (Keras's; PyTorch's
+ *                nn.LayerNorm takes 1e-5); y = (x − mean) / sqrt(variance + epsilon)·gamma
+ *                + beta with the (biased) mean and variance of the last axis; the same in
+ *                training and inference. Options epsilon, no_center, no_scale (no momentum).
+ *   GlobalAveragePooling2D  NHWC (batch, height, width, channels) -> (batch, channels), the
+ *                mean over height and width. No options.
  *
  * Layers belong to their context: those still alive at tfl_ctx_free are freed with it.
  */
@@ -67,6 +76,8 @@ typedef enum tfl_layer_kind {
     TFL_LAYER_BATCH_NORM,
     TFL_LAYER_ACTIVATION,
     TFL_LAYER_EMBEDDING,
+    TFL_LAYER_LAYER_NORM,
+    TFL_LAYER_GLOBAL_AVG_POOL2D,
     TFL_LAYER_KIND_END /* one past the last */
 } tfl_layer_kind;
 
@@ -101,8 +112,8 @@ typedef struct tfl_layer_spec {
     double rate;                   /* Dropout: in [0, 1) */
     uint64_t seed;                 /* Dropout: 0 takes the context's streams */
     double momentum;               /* BatchNormalization: 0 means 0.99 */
-    double epsilon;                /* BatchNormalization: 0 means 1e-3 */
-    bool no_center, no_scale;      /* BatchNormalization: no beta / no gamma */
+    double epsilon;                /* Batch/LayerNormalization: 0 means 1e-3 */
+    bool no_center, no_scale;      /* Batch/LayerNormalization: no beta / no gamma */
     const tfl_initializer *kernel_init; /* NULL: glorot_uniform (embeddings: uniform ±0.05) */
     const tfl_initializer *bias_init;   /* NULL: zeros */
 } tfl_layer_spec;
@@ -122,6 +133,7 @@ TFL_API tfl_layer *tfl_layer_new(tfl_ctx *ctx, const tfl_layer_spec *spec);
  * Runs the layer on x (batch first). `training` picks Dropout's and BatchNormalization's
  * mode (and only BatchNormalization in training mode writes its moving statistics).
  * The first call makes the variables from x's shape; later calls must agree with it.
+ * (LayerNormalization does the same in both modes.)
  * Returns: a frame-owned tensor, or NULL.
  * Errors: INVALID_ARGUMENT naming the layer and what is wrong ("dense_1: expected the
  * input's last dimension 256, got 128"; a rank the layer does not take; a non-float input,
