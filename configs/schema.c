@@ -18,7 +18,7 @@
 /* Orders matter: an index is the tapeflow enum's value (or value - 1, see build.c). */
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding",
-     "layer_normalization", "global_average_pooling2d");
+     "layer_normalization", "global_average_pooling2d", "position_embedding");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
      "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
@@ -38,7 +38,8 @@ ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's 
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
 enum {
-    L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP
+    L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP,
+    L_POS
 };
 enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
@@ -110,6 +111,10 @@ static const key_def layer_keys[] = {
     {"output_dim", VT_INT, B(L_EMB), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0, "the embedding size"},
     {"embeddings_initializer", VT_SEC, B(L_EMB), 0, "random_uniform", 0, 0, 0, &init_sec, 0, 0,
      "the embeddings' initializer"},
+    {"sequence_length", VT_INT, B(L_POS), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
+     "the longest sequence: the position table's rows"},
+    {"embeddings_initializer", VT_SEC, B(L_POS), 0, "glorot_uniform", 0, 0, 0, &init_sec, 0, 0,
+     "the position table's initializer"},
 };
 const sec_def tfl__schema_layer = {
     "layer",          layer_keys, COUNT(layer_keys),

@@ -6,6 +6,7 @@
  *   BatchNormalization   gamma (unless no_scale), beta (unless no_center), moving_mean,
  *                        moving_variance
  *   Embedding            embeddings
+ *   PositionEmbedding    embeddings (sequence_length, features)
  *   LayerNormalization   gamma (unless no_scale), beta (unless no_center)
  */
 #include "layers_internal.h"
@@ -126,6 +127,13 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
     case TFL_LAYER_ACTIVATION:
         if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         return rank;
+    case TFL_LAYER_POSITION_EMBEDDING:
+        if (!check_feature(l, rank, shape, 3, "batch, sequence, features")) return -1;
+        TFL_CHECK_RET(CTX, shape[rank - 2] <= s->sequence_length, -1, TFL_INVALID_ARGUMENT,
+                      "%s: a sequence of %lld is longer than the layer's sequence_length %lld",
+                      NAME, (long long)shape[rank - 2], (long long)s->sequence_length);
+        if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
+        return rank;
     case TFL_LAYER_GLOBAL_AVG_POOL2D:
         TFL_CHECK_RET(CTX, rank == 4, -1, TFL_INVALID_ARGUMENT,
                       "%s: GlobalAveragePooling2D expects an input of rank 4 (batch, height, "
@@ -196,6 +204,10 @@ tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
     case TFL_LAYER_LAYER_NORM:
         ok = (s->no_scale || add_var(l, "gamma", 1, &f, &ones, true)) &&
              (s->no_center || add_var(l, "beta", 1, &f, &zeros, true));
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_POSITION_EMBEDDING:
+        ok = add_var(l, "embeddings", 2, (int64_t[]){s->sequence_length, f}, kinit, true);
         l->in_feature = f;
         break;
     case TFL_LAYER_EMBEDDING:
@@ -310,7 +322,8 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
     const tfl_layer_spec *s = &l->spec;
     if (s->kind == TFL_LAYER_EMBEDDING) return tfl_gather(CTX, l->vars[0], x, 0);
     bool weighted = s->kind == TFL_LAYER_DENSE || s->kind == TFL_LAYER_CONV2D ||
-                    s->kind == TFL_LAYER_BATCH_NORM || s->kind == TFL_LAYER_LAYER_NORM;
+                    s->kind == TFL_LAYER_BATCH_NORM || s->kind == TFL_LAYER_LAYER_NORM ||
+                    s->kind == TFL_LAYER_POSITION_EMBEDDING;
     if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32) /* Keras's autocast */
         x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32);
     if (!x) return NULL;
@@ -339,6 +352,12 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
         return layer_norm(l, x);
     case TFL_LAYER_GLOBAL_AVG_POOL2D:
         return tfl_reduce_mean(CTX, x, 2, (int[]){1, 2}, false);
+    case TFL_LAYER_POSITION_EMBEDDING: { /* x + the table's first seq rows, over the batch */
+        int64_t seq = tfl_tensor_shape(x)[rank - 2];
+        if (tfl__layer_shape(l, rank, tfl_tensor_shape(x), out) < 0) return NULL;
+        tfl_tensor *rows = tfl_slice(CTX, l->vars[0], (int64_t[]){0, 0}, (int64_t[]){seq, -1});
+        return rows ? tfl_add(CTX, x, rows) : NULL;
+    }
     default:
         return NULL;
     }

@@ -142,6 +142,59 @@ static void test_diagnostics(void **state)
                 "model:\n  input_shape: [2]\n  layers:\n"
                 "    - layer_normalization: {epsilon: 0}\nloss: mean_squared_error\n",
                 6, 38, "0 is out of range");
+    /* position_embedding: sequence_length is required, and bounds the sequence */
+    expect_diag(f->ctx,
+                "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+                "model:\n  input_shape: [2]\n  layers:\n    - reshape: {target_shape: [2, 1]}\n"
+                "    - position_embedding\nloss: mean_squared_error\n",
+                7, 7, "missing required key 'sequence_length'");
+    expect_diag(f->ctx,
+                "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+                "model:\n  input_shape: [2]\n  layers:\n    - reshape: {target_shape: [2, 1]}\n"
+                "    - position_embedding: {sequence_length: 1}\nloss: mean_squared_error\n",
+                7, 7,
+                "position_embedding: a sequence of 2 is longer than the layer's sequence_length 1");
+}
+
+/* position_embedding in a config: a (2, 1) sequence gets a (4, 1) table's first rows, trains */
+static void test_position_embedding(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    tfl_config *cfg = parse_text(f->ctx,
+        "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+        "model:\n  input_shape: [2]\n  layers:\n    - reshape: {target_shape: [2, 1]}\n"
+        "    - position_embedding: {sequence_length: 4}\n    - flatten\n"
+        "    - dense: {units: 2}\n"
+        "loss: sparse_categorical_crossentropy\noptimizer: {kind: adam, learning_rate: 0.05}\n"
+        "training: {epochs: 2, batch_size: 4, seed: 1}\n", &st);
+    if (st != TFL_OK) print_error("%s", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    tfl_layer *pos = tfl_model_layer(m, 1);
+    assert_int_equal(tfl_layer_kind_of(pos), TFL_LAYER_POSITION_EMBEDDING);
+    tfl_tensor *v[2];
+    assert_int_equal(tfl_layer_variables(pos, TFL_VARS_ALL, v, 2), 1);
+    assert_string_equal(tfl_variable_name(v[0]), "position_embedding/embeddings");
+    assert_int_equal(tfl_tensor_dim(v[0], 0), 4);
+    assert_int_equal(tfl_tensor_dim(v[0], 1), 1);
+    tfl_optimizer *opt = tfl_config_build_optimizer(cfg);
+    assert_int_equal(tfl_config_compile(cfg, m, opt), TFL_OK);
+    tfl_config_datasets data;
+    assert_int_equal(tfl_config_build_datasets(cfg, &data), TFL_OK);
+    tfl_fit_opts fo;
+    assert_int_equal(tfl_config_fit_opts(cfg, &data, &fo), TFL_OK);
+    float before[4], after[4];
+    assert_int_equal(tfl_tensor_to_host(v[0], before, sizeof before), TFL_OK);
+    assert_int_equal(tfl_model_fit(m, data.train, &fo, NULL), TFL_OK);
+    assert_int_equal(tfl_tensor_to_host(v[0], after, sizeof after), TFL_OK);
+    assert_true(after[0] != before[0] && after[1] != before[1]); /* the rows used trained */
+    assert_true(after[2] == before[2] && after[3] == before[3]); /* the others not */
+    tfl_config_datasets_free(&data);
+    tfl_model_free(m);
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
 }
 
 int main(void)
@@ -150,6 +203,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_layers_load_build_and_train, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layer_norm_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diagnostics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_position_embedding, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,7 +96,8 @@ static void test_kind_and_activation_names(void **state)
     const char *cls[] = {"?",       "Dense",   "Conv2D",  "MaxPooling2D",
                          "AveragePooling2D",   "Flatten", "Reshape",
                          "Dropout", "BatchNormalization", "Activation", "Embedding",
-                         "LayerNormalization", "GlobalAveragePooling2D", "?"};
+                         "LayerNormalization", "GlobalAveragePooling2D", "PositionEmbedding",
+                         "?"};
     for (int k = 0; k <= TFL_LAYER_KIND_END; k++)
         assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)k), cls[k]);
     assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)-1), "?");
@@ -139,12 +140,15 @@ static void test_default_names(void **state)
     const char *bases[] = {NULL,          "dense",   "conv2d",  "max_pooling2d",
                            "average_pooling2d",      "flatten", "reshape",
                            "dropout",     "batch_normalization", "activation", "embedding",
-                           "layer_normalization", "global_average_pooling2d"};
+                           "layer_normalization", "global_average_pooling2d",
+                           "position_embedding"};
     tfl_layer *k[TFL_LAYER_KIND_END] = {NULL};
     for (int kind = TFL_LAYER_CONV2D; kind < TFL_LAYER_KIND_END; kind++) {
         bool conv = kind == TFL_LAYER_CONV2D, emb = kind == TFL_LAYER_EMBEDDING;
+        bool pos = kind == TFL_LAYER_POSITION_EMBEDDING;
         k[kind] = LAYER(ctx, .kind = (tfl_layer_kind)kind, .units = conv || emb ? 2 : 0,
-                        .input_dim = emb ? 3 : 0, .kernel_size = {conv, conv});
+                        .input_dim = emb ? 3 : 0, .kernel_size = {conv, conv},
+                        .sequence_length = pos ? 4 : 0);
         assert_string_equal(tfl_layer_name(k[kind]), bases[kind]);
         assert_int_equal(tfl_layer_kind_of(k[kind]), kind);
     }
@@ -197,7 +201,10 @@ static void test_spec_errors(void **state)
         const char *message; /* after "tfl_layer_new: " */
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
-        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 13"},
+        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 14"},
+        {{.kind = TFL_LAYER_POSITION_EMBEDDING}, "PositionEmbedding needs sequence_length >= 1, "
+                                                 "got 0"},
+        {{.kind = D, .units = 2, .sequence_length = 3}, "Dense has no option 'sequence_length'"},
         {{.kind = D, .units = 1, .activation = TFL_ACT_END}, "Dense: unknown activation 10"},
         {{.kind = TFL_LAYER_ACTIVATION, .activation = (tfl_activation)-1},
          "Activation: unknown activation -1"},

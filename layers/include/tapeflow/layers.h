@@ -42,6 +42,9 @@
  *   Activation   act(x).
  *   Embedding    embeddings uniform(−0.05, 0.05) (input_dim, units); integer input of any
  *                shape -> input shape + (units); ids outside [0, input_dim) are an error.
+ *   PositionEmbedding  learned positions (KerasHub's PositionEmbedding, added to its input):
+ *                embeddings glorot_uniform (sequence_length, features); input (batch, seq,
+ *                features) with seq <= sequence_length -> input + embeddings[0:seq].
  *   LayerNormalization  over the last axis of each example (rank >= 2): gamma ones, beta
  *                zeros, both (features,) and trainable; epsilon 1e-3 (Keras's; PyTorch's
  *                nn.LayerNorm takes 1e-5); y = (x − mean) / sqrt(variance + epsilon)·gamma
@@ -78,6 +81,7 @@ typedef enum tfl_layer_kind {
     TFL_LAYER_EMBEDDING,
     TFL_LAYER_LAYER_NORM,
     TFL_LAYER_GLOBAL_AVG_POOL2D,
+    TFL_LAYER_POSITION_EMBEDDING,
     TFL_LAYER_KIND_END /* one past the last */
 } tfl_layer_kind;
 
@@ -116,6 +120,7 @@ typedef struct tfl_layer_spec {
     bool no_center, no_scale;      /* Batch/LayerNormalization: no beta / no gamma */
     const tfl_initializer *kernel_init; /* NULL: glorot_uniform (embeddings: uniform ±0.05) */
     const tfl_initializer *bias_init;   /* NULL: zeros */
+    int64_t sequence_length;       /* PositionEmbedding: the longest sequence (its table's rows) */
 } tfl_layer_spec;
 
 /**
