@@ -18,7 +18,8 @@
 /* Orders matter: an index is the tapeflow enum's value (or value - 1, see build.c). */
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding",
-     "layer_normalization", "global_average_pooling2d", "position_embedding");
+     "layer_normalization", "global_average_pooling2d", "position_embedding",
+     "multi_head_attention");
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
      "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
@@ -39,7 +40,7 @@ ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accu
 
 enum {
     L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP,
-    L_POS
+    L_POS, L_MHA
 };
 enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
@@ -71,6 +72,7 @@ static const sec_def init_sec = {
 #define CONV B(L_CONV)
 #define POOLS (B(L_MAXP) | B(L_AVGP))
 #define DC (B(L_DENSE) | B(L_CONV))
+#define WEIGHTED (DC | B(L_MHA)) /* kernels and biases */
 #define NORMS (B(L_BN) | B(L_LN))
 static const key_def layer_keys[] = {
     {"name", VT_STR, 0, NUL, NULL, 0, 0, 0, 0, 0, 0,
@@ -90,16 +92,24 @@ static const key_def layer_keys[] = {
      "applied to the output"},
     {"activation", VT_ENUM, B(L_ACT), REQ, NULL, 0, 0, &tfl__enum_activation, 0, 0, 0,
      "the function"},
-    {"use_bias", VT_BOOL, DC, 0, "true", 0, 0, 0, 0, 0, 0, "add a bias vector"},
-    {"kernel_initializer", VT_SEC, DC, 0, "glorot_uniform", 0, 0, 0, &init_sec, 0, 0,
-     "the kernel's initializer"},
-    {"bias_initializer", VT_SEC, DC, 0, "zeros", 0, 0, 0, &init_sec, 0, 0,
-     "the bias's initializer"},
+    {"use_bias", VT_BOOL, WEIGHTED, 0, "true", 0, 0, 0, 0, 0, 0, "add bias vectors"},
+    {"kernel_initializer", VT_SEC, WEIGHTED, 0, "glorot_uniform", 0, 0, 0, &init_sec, 0, 0,
+     "the kernels' initializer"},
+    {"bias_initializer", VT_SEC, WEIGHTED, 0, "zeros", 0, 0, 0, &init_sec, 0, 0,
+     "the biases' initializer"},
+    {"num_heads", VT_INT, B(L_MHA), REQ | RNG, NULL, 1, 1e6, 0, 0, 0, 0, "attention heads"},
+    {"key_dim", VT_INT, B(L_MHA), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
+     "each head's query, key and value size"},
+    {"dropout", VT_FLOAT, B(L_MHA), RNG | K_MAX_EXCL, "0", 0, 1, 0, 0, 0, 0,
+     "dropout on the attention weights while training"},
+    {"use_causal_mask", VT_BOOL, B(L_MHA), 0, "false", 0, 0, 0, 0, 0, 0,
+     "position i attends to positions <= i only"},
     {"target_shape", VT_INTS, B(L_RESHAPE), REQ | RNG | K_NEG1, NULL, 1, 1e9, 0, 0, 1, 7,
      "the shape after the batch axis; one -1 allowed"},
     {"rate", VT_FLOAT, B(L_DROP), REQ | RNG | K_MAX_EXCL, NULL, 0, 1, 0, 0, 0, 0,
      "the fraction dropped while training"},
-    {"seed", VT_INT, B(L_DROP), RNG, "0", 0, 9.2e18, 0, 0, 0, 0, "0: the context's streams"},
+    {"seed", VT_INT, B(L_DROP) | B(L_MHA), RNG, "0", 0, 9.2e18, 0, 0, 0, 0,
+     "0: the context's streams"},
     {"momentum", VT_FLOAT, B(L_BN), RNG | K_MIN_EXCL | K_MAX_EXCL, "0.99", 0, 1, 0, 0, 0, 0,
      "of the moving statistics"},
     {"epsilon", VT_FLOAT, NORMS, RNG | K_MIN_EXCL, "0.001", 0, INF, 0, 0, 0, 0,

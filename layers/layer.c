@@ -25,6 +25,7 @@ static const struct {
     [TFL_LAYER_LAYER_NORM] = {"LayerNormalization", "layer_normalization"},
     [TFL_LAYER_GLOBAL_AVG_POOL2D] = {"GlobalAveragePooling2D", "global_average_pooling2d"},
     [TFL_LAYER_POSITION_EMBEDDING] = {"PositionEmbedding", "position_embedding"},
+    [TFL_LAYER_MULTI_HEAD_ATTENTION] = {"MultiHeadAttention", "multi_head_attention"},
 };
 
 const char *tfl_layer_kind_name(tfl_layer_kind kind)
@@ -79,7 +80,7 @@ enum {
     F_ACT = 1 << 0, F_UNITS = 1 << 1, F_INPUT_DIM = 1 << 2, F_NO_BIAS = 1 << 3,
     F_KSIZE = 1 << 4, F_STRIDES = 1 << 5, F_DILATIONS = 1 << 6, F_PADDING = 1 << 7,
     F_TARGET = 1 << 8, F_RATE = 1 << 9, F_SEED = 1 << 10, F_NORM = 1 << 11, F_KINIT = 1 << 12,
-    F_BINIT = 1 << 13, F_MOMENTUM = 1 << 14, F_SEQLEN = 1 << 15,
+    F_BINIT = 1 << 13, F_MOMENTUM = 1 << 14, F_SEQLEN = 1 << 15, F_HEADS = 1 << 16,
 };
 static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_DENSE] = F_ACT | F_UNITS | F_NO_BIAS | F_KINIT | F_BINIT,
@@ -94,6 +95,7 @@ static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_EMBEDDING] = F_UNITS | F_INPUT_DIM | F_KINIT,
     [TFL_LAYER_LAYER_NORM] = F_NORM,
     [TFL_LAYER_POSITION_EMBEDDING] = F_SEQLEN | F_KINIT,
+    [TFL_LAYER_MULTI_HEAD_ATTENTION] = F_HEADS | F_RATE | F_SEED | F_NO_BIAS | F_KINIT | F_BINIT,
 };
 
 /* The first field set in s that its kind does not read, or NULL. */
@@ -118,6 +120,7 @@ static const char *unused_field(const tfl_layer_spec *s)
         {F_SEED, s->seed != 0, "seed"},
         {F_MOMENTUM, s->momentum != 0, "momentum"},
         {F_SEQLEN, s->sequence_length != 0, "sequence_length"},
+        {F_HEADS, s->num_heads != 0 || s->key_dim != 0 || s->causal, "num_heads/key_dim/causal"},
         {F_NORM, s->epsilon != 0 || s->no_center || s->no_scale, "epsilon/no_center/no_scale"},
         {F_KINIT, s->kernel_init != NULL, "kernel_init"},
         {F_BINIT, s->bias_init != NULL, "bias_init"},
@@ -206,6 +209,14 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
                       s->epsilon);
         if (s->momentum == 0) s->momentum = 0.99;
         if (s->epsilon == 0) s->epsilon = 1e-3;
+        break;
+    case TFL_LAYER_MULTI_HEAD_ATTENTION:
+        TFL_CHECK_RET(ctx, s->num_heads >= 1 && s->key_dim >= 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got %d and "
+                      "%lld", who, s->num_heads, (long long)s->key_dim);
+        TFL_CHECK_RET(ctx, s->rate >= 0 && s->rate < 1, false, TFL_INVALID_ARGUMENT,
+                      "%s: MultiHeadAttention's dropout rate must be in [0, 1), got %g", who,
+                      s->rate);
         break;
     case TFL_LAYER_POSITION_EMBEDDING:
         TFL_CHECK_RET(ctx, s->sequence_length >= 1, false, TFL_INVALID_ARGUMENT,

@@ -7,6 +7,9 @@
  *                        moving_variance
  *   Embedding            embeddings
  *   PositionEmbedding    embeddings (sequence_length, features)
+ *   MultiHeadAttention   query/kernel, query/bias, key/kernel, key/bias, value/kernel,
+ *                        value/bias, attention_output/kernel, attention_output/bias (no
+ *                        biases with no_bias)
  *   LayerNormalization   gamma (unless no_scale), beta (unless no_center)
  */
 #include "layers_internal.h"
@@ -127,6 +130,13 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
     case TFL_LAYER_ACTIVATION:
         if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         return rank;
+    case TFL_LAYER_MULTI_HEAD_ATTENTION:
+        TFL_CHECK_RET(CTX, rank == 3, -1, TFL_INVALID_ARGUMENT,
+                      "%s: MultiHeadAttention expects an input of rank 3 (batch, sequence, "
+                      "features), got shape %s", NAME, tfl__shape_str(rank, shape, sb, sizeof sb));
+        if (!check_feature(l, rank, shape, 3, "batch, sequence, features")) return -1;
+        memcpy(out, shape, sizeof(int64_t) * 3);
+        return 3;
     case TFL_LAYER_POSITION_EMBEDDING:
         if (!check_feature(l, rank, shape, 3, "batch, sequence, features")) return -1;
         TFL_CHECK_RET(CTX, shape[rank - 2] <= s->sequence_length, -1, TFL_INVALID_ARGUMENT,
@@ -160,7 +170,7 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
 /* ---- variables ------------------------------------------------------------------------------ */
 
 /* Makes "<layer>/<what>" and appends it. */
-static bool add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
+bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
                     const tfl_initializer *init, bool trainable)
 {
     char name[TFL__NAME_MAX + 32];
@@ -183,35 +193,39 @@ tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
     bool ok = true;
     switch (s->kind) {
     case TFL_LAYER_DENSE:
-        ok = add_var(l, "kernel", 2, (int64_t[]){f, s->units}, kinit, true) &&
-             (s->no_bias || add_var(l, "bias", 1, &s->units, binit, true));
+        ok = tfl__layer_add_var(l, "kernel", 2, (int64_t[]){f, s->units}, kinit, true) &&
+             (s->no_bias || tfl__layer_add_var(l, "bias", 1, &s->units, binit, true));
         l->in_feature = f;
         break;
     case TFL_LAYER_CONV2D:
-        ok = add_var(l, "kernel", 4,
+        ok = tfl__layer_add_var(l, "kernel", 4,
                      (int64_t[]){s->kernel_size[0], s->kernel_size[1], f, s->units}, kinit,
                      true) &&
-             (s->no_bias || add_var(l, "bias", 1, &s->units, binit, true));
+             (s->no_bias || tfl__layer_add_var(l, "bias", 1, &s->units, binit, true));
         l->in_feature = f;
         break;
     case TFL_LAYER_BATCH_NORM:
-        ok = (s->no_scale || add_var(l, "gamma", 1, &f, &ones, true)) &&
-             (s->no_center || add_var(l, "beta", 1, &f, &zeros, true)) &&
-             add_var(l, "moving_mean", 1, &f, &zeros, false) &&
-             add_var(l, "moving_variance", 1, &f, &ones, false);
+        ok = (s->no_scale || tfl__layer_add_var(l, "gamma", 1, &f, &ones, true)) &&
+             (s->no_center || tfl__layer_add_var(l, "beta", 1, &f, &zeros, true)) &&
+             tfl__layer_add_var(l, "moving_mean", 1, &f, &zeros, false) &&
+             tfl__layer_add_var(l, "moving_variance", 1, &f, &ones, false);
         l->in_feature = f;
         break;
     case TFL_LAYER_LAYER_NORM:
-        ok = (s->no_scale || add_var(l, "gamma", 1, &f, &ones, true)) &&
-             (s->no_center || add_var(l, "beta", 1, &f, &zeros, true));
+        ok = (s->no_scale || tfl__layer_add_var(l, "gamma", 1, &f, &ones, true)) &&
+             (s->no_center || tfl__layer_add_var(l, "beta", 1, &f, &zeros, true));
+        l->in_feature = f;
+        break;
+    case TFL_LAYER_MULTI_HEAD_ATTENTION:
+        ok = tfl__attention_make_vars(l, f) == TFL_OK;
         l->in_feature = f;
         break;
     case TFL_LAYER_POSITION_EMBEDDING:
-        ok = add_var(l, "embeddings", 2, (int64_t[]){s->sequence_length, f}, kinit, true);
+        ok = tfl__layer_add_var(l, "embeddings", 2, (int64_t[]){s->sequence_length, f}, kinit, true);
         l->in_feature = f;
         break;
     case TFL_LAYER_EMBEDDING:
-        ok = add_var(l, "embeddings", 2, (int64_t[]){s->input_dim, s->units},
+        ok = tfl__layer_add_var(l, "embeddings", 2, (int64_t[]){s->input_dim, s->units},
                      s->kernel_init ? s->kernel_init : &emb, true);
         break;
     default:
@@ -323,7 +337,8 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
     if (s->kind == TFL_LAYER_EMBEDDING) return tfl_gather(CTX, l->vars[0], x, 0);
     bool weighted = s->kind == TFL_LAYER_DENSE || s->kind == TFL_LAYER_CONV2D ||
                     s->kind == TFL_LAYER_BATCH_NORM || s->kind == TFL_LAYER_LAYER_NORM ||
-                    s->kind == TFL_LAYER_POSITION_EMBEDDING;
+                    s->kind == TFL_LAYER_POSITION_EMBEDDING ||
+                    s->kind == TFL_LAYER_MULTI_HEAD_ATTENTION;
     if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32) /* Keras's autocast */
         x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32);
     if (!x) return NULL;
@@ -352,6 +367,9 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
         return layer_norm(l, x);
     case TFL_LAYER_GLOBAL_AVG_POOL2D:
         return tfl_reduce_mean(CTX, x, 2, (int[]){1, 2}, false);
+    case TFL_LAYER_MULTI_HEAD_ATTENTION:
+        if (tfl__layer_shape(l, rank, tfl_tensor_shape(x), out) < 0) return NULL;
+        return tfl__attention_forward(l, x, training);
     case TFL_LAYER_POSITION_EMBEDDING: { /* x + the table's first seq rows, over the batch */
         int64_t seq = tfl_tensor_shape(x)[rank - 2];
         if (tfl__layer_shape(l, rank, tfl_tensor_shape(x), out) < 0) return NULL;

@@ -12,7 +12,7 @@
 #include <tapeflow/tape.h>
 
 #define TFL__NAME_MAX 128
-#define TFL__LAYER_VARS 4
+#define TFL__LAYER_VARS 8 /* MultiHeadAttention: four kernels and four biases */
 
 struct tfl_layer {
     tfl__ctx_obj obj;              /* linked to ctx while alive */
@@ -89,6 +89,12 @@ tfl_tensor *tfl__conv_forward(tfl_layer *l, const tfl_tensor *x);
 tfl_tensor *tfl__pool_forward(tfl_layer *l, const tfl_tensor *x);
 tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
 tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+/* Makes the variable "<layer>/<what>" (float32) and appends it to l's list. */
+bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
+                        const tfl_initializer *init, bool trainable);
+/* MultiHeadAttention (layer_attention.c): its variables for features f, and self-attention */
+tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f);
+tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 /** act(x) */
 tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x);
 

@@ -156,6 +156,55 @@ static void test_diagnostics(void **state)
                 "position_embedding: a sequence of 2 is longer than the layer's sequence_length 1");
 }
 
+/* multi_head_attention in a config: the keys reach the layer; a causal transformer block's
+ * pieces (embedding, position_embedding, attention, layer_normalization) train together */
+static void test_attention(void **state)
+{
+    fixture *f = *state;
+    tfl_status st;
+    tfl_config *cfg = parse_text(f->ctx,
+        "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+        "model:\n  input_shape: [2]\n  layers:\n    - dense: {units: 8}\n"
+        "    - reshape: {target_shape: [2, 4]}\n"
+        "    - position_embedding: {sequence_length: 2}\n"
+        "    - multi_head_attention: {num_heads: 2, key_dim: 3, use_causal_mask: true, "
+        "dropout: 0.1, seed: 3}\n"
+        "    - layer_normalization\n    - flatten\n    - dense: {units: 2}\n"
+        "loss: sparse_categorical_crossentropy\noptimizer: {kind: adam, learning_rate: 0.05}\n"
+        "training: {epochs: 20, batch_size: 4, seed: 1}\n", &st);
+    if (st != TFL_OK) print_error("%s", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    tfl_layer *mha = tfl_model_layer(m, 3);
+    assert_int_equal(tfl_layer_kind_of(mha), TFL_LAYER_MULTI_HEAD_ATTENTION);
+    char buf[64];
+    assert_true(tfl_config_get(cfg, "model.layers[3].multi_head_attention.use_causal_mask", buf,
+                               sizeof buf) >= 0);
+    assert_string_equal(buf, "true");
+    /* q, k, v: 4*2*3 + 2*3 each; output 2*3*4 + 4 */
+    assert_int_equal(tfl_layer_param_count(mha, TFL_VARS_ALL), 3 * (24 + 6) + 24 + 4);
+    tfl_optimizer *opt = tfl_config_build_optimizer(cfg);
+    assert_int_equal(tfl_config_compile(cfg, m, opt), TFL_OK);
+    tfl_config_datasets data;
+    assert_int_equal(tfl_config_build_datasets(cfg, &data), TFL_OK);
+    tfl_fit_opts fo;
+    assert_int_equal(tfl_config_fit_opts(cfg, &data, &fo), TFL_OK);
+    tfl_epoch_logs logs[20];
+    tfl_history h = {logs, 20, 0};
+    assert_int_equal(tfl_model_fit(m, data.train, &fo, &h), TFL_OK);
+    assert_true(isfinite(logs[19].loss) && logs[19].loss < logs[0].loss);
+    tfl_config_datasets_free(&data);
+    tfl_model_free(m);
+    tfl_optimizer_free(opt);
+    tfl_config_free(cfg);
+    expect_diag(f->ctx,
+                "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+                "model:\n  input_shape: [2]\n  layers:\n    - reshape: {target_shape: [2, 1]}\n"
+                "    - multi_head_attention: {num_heads: 2}\nloss: mean_squared_error\n",
+                7, 7, "missing required key 'key_dim'");
+}
+
 /* position_embedding in a config: a (2, 1) sequence gets a (4, 1) table's first rows, trains */
 static void test_position_embedding(void **state)
 {
@@ -204,6 +253,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_layer_norm_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diagnostics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_position_embedding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attention, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

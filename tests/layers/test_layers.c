@@ -97,7 +97,7 @@ static void test_kind_and_activation_names(void **state)
                          "AveragePooling2D",   "Flatten", "Reshape",
                          "Dropout", "BatchNormalization", "Activation", "Embedding",
                          "LayerNormalization", "GlobalAveragePooling2D", "PositionEmbedding",
-                         "?"};
+                         "MultiHeadAttention", "?"};
     for (int k = 0; k <= TFL_LAYER_KIND_END; k++)
         assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)k), cls[k]);
     assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)-1), "?");
@@ -141,14 +141,16 @@ static void test_default_names(void **state)
                            "average_pooling2d",      "flatten", "reshape",
                            "dropout",     "batch_normalization", "activation", "embedding",
                            "layer_normalization", "global_average_pooling2d",
-                           "position_embedding"};
+                           "position_embedding", "multi_head_attention"};
     tfl_layer *k[TFL_LAYER_KIND_END] = {NULL};
     for (int kind = TFL_LAYER_CONV2D; kind < TFL_LAYER_KIND_END; kind++) {
         bool conv = kind == TFL_LAYER_CONV2D, emb = kind == TFL_LAYER_EMBEDDING;
         bool pos = kind == TFL_LAYER_POSITION_EMBEDDING;
+        bool mha = kind == TFL_LAYER_MULTI_HEAD_ATTENTION;
         k[kind] = LAYER(ctx, .kind = (tfl_layer_kind)kind, .units = conv || emb ? 2 : 0,
                         .input_dim = emb ? 3 : 0, .kernel_size = {conv, conv},
-                        .sequence_length = pos ? 4 : 0);
+                        .sequence_length = pos ? 4 : 0, .num_heads = mha ? 2 : 0,
+                        .key_dim = mha ? 4 : 0);
         assert_string_equal(tfl_layer_name(k[kind]), bases[kind]);
         assert_int_equal(tfl_layer_kind_of(k[kind]), kind);
     }
@@ -201,7 +203,14 @@ static void test_spec_errors(void **state)
         const char *message; /* after "tfl_layer_new: " */
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
-        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 14"},
+        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 15"},
+        {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2},
+         "MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got 2 and 0"},
+        {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 4, .rate = 1},
+         "MultiHeadAttention's dropout rate must be in [0, 1), got 1"},
+        {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 4, .units = 3},
+         "MultiHeadAttention has no option 'units'"},
+        {{.kind = D, .units = 2, .causal = true}, "Dense has no option 'num_heads/key_dim/causal'"},
         {{.kind = TFL_LAYER_POSITION_EMBEDDING}, "PositionEmbedding needs sequence_length >= 1, "
                                                  "got 0"},
         {{.kind = D, .units = 2, .sequence_length = 3}, "Dense has no option 'sequence_length'"},

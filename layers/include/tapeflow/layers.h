@@ -45,6 +45,12 @@
  *   PositionEmbedding  learned positions (KerasHub's PositionEmbedding, added to its input):
  *                embeddings glorot_uniform (sequence_length, features); input (batch, seq,
  *                features) with seq <= sequence_length -> input + embeddings[0:seq].
+ *   MultiHeadAttention  self-attention (Keras's MultiHeadAttention called with query = value =
+ *                key = x): kernels glorot_uniform, biases zeros, named query/, key/, value/
+ *                (features, heads, key_dim) and attention_output/ (heads, key_dim, features);
+ *                scores scaled by 1/sqrt(key_dim), causal (optional) masks the future with
+ *                -1e9 before the softmax, dropout `rate` on the weights while training;
+ *                input (batch, seq, features) -> the same shape.
  *   LayerNormalization  over the last axis of each example (rank >= 2): gamma ones, beta
  *                zeros, both (features,) and trainable; epsilon 1e-3 (Keras's; PyTorch's
  *                nn.LayerNorm takes 1e-5); y = (x − mean) / sqrt(variance + epsilon)·gamma
@@ -82,6 +88,7 @@ typedef enum tfl_layer_kind {
     TFL_LAYER_LAYER_NORM,
     TFL_LAYER_GLOBAL_AVG_POOL2D,
     TFL_LAYER_POSITION_EMBEDDING,
+    TFL_LAYER_MULTI_HEAD_ATTENTION,
     TFL_LAYER_KIND_END /* one past the last */
 } tfl_layer_kind;
 
@@ -121,6 +128,9 @@ typedef struct tfl_layer_spec {
     const tfl_initializer *kernel_init; /* NULL: glorot_uniform (embeddings: uniform ±0.05) */
     const tfl_initializer *bias_init;   /* NULL: zeros */
     int64_t sequence_length;       /* PositionEmbedding: the longest sequence (its table's rows) */
+    int num_heads;                 /* MultiHeadAttention: heads, required */
+    int64_t key_dim;               /* MultiHeadAttention: each head's query/key/value size */
+    bool causal;                   /* MultiHeadAttention: position i attends to positions <= i */
 } tfl_layer_spec;
 
 /**

@@ -1,0 +1,109 @@
+/*
+ * layers/layer_attention.c: MultiHeadAttention as self-attention, composed of the ops the tape
+ * differentiates (so it runs, forward and backward, on every device): with x (b, s, f), h
+ * heads of size k,
+ *     Q = x Wq + bq, K = x Wk + bk, V = x Wv + bv       (b, s, h, k) -> (b, h, s, k)
+ *     A = softmax(Q K^T / sqrt(k) [+ -1e9 above the diagonal when causal])   (b, h, s, s)
+ *     y = (dropout(A) V  -> (b, s, h k)) Wo + bo                              (b, s, f)
+ * Keras's layout and names: the projection kernels (f, h, k), their biases (h, k), the output
+ * kernel (h, k, f) and bias (f); the -1e9 is Keras's large negative for float32 (PyTorch's
+ * -inf gives the same weights).
+ */
+#include "layers_internal.h"
+
+#include <math.h>
+
+#define CTX (l->ctx)
+
+/* the order of the variables in l->vars with biases: kernel then bias per projection */
+enum { V_Q, V_K, V_V, V_O };
+
+tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f)
+{
+    const tfl_layer_spec *s = &l->spec;
+    tfl_initializer glorot = tfl_init_glorot_uniform(0), zeros = tfl_init_zeros();
+    const tfl_initializer *kinit = s->kernel_init ? s->kernel_init : &glorot;
+    const tfl_initializer *binit = s->bias_init ? s->bias_init : &zeros;
+    const int64_t h = s->num_heads, k = s->key_dim;
+    static const char *const names[3] = {"query", "key", "value"};
+    char what[64];
+    for (int p = 0; p < 3; p++) {
+        snprintf(what, sizeof what, "%s/kernel", names[p]);
+        if (!tfl__layer_add_var(l, what, 3, (int64_t[]){f, h, k}, kinit, true))
+            return tfl_ctx_status(CTX);
+        snprintf(what, sizeof what, "%s/bias", names[p]);
+        if (!s->no_bias && !tfl__layer_add_var(l, what, 2, (int64_t[]){h, k}, binit, true))
+            return tfl_ctx_status(CTX);
+    }
+    if (!tfl__layer_add_var(l, "attention_output/kernel", 3, (int64_t[]){h, k, f}, kinit, true) ||
+        (!s->no_bias && !tfl__layer_add_var(l, "attention_output/bias", 1, &f, binit, true)))
+        return tfl_ctx_status(CTX);
+    return TFL_OK;
+}
+
+/* variable v (V_Q ...) of l: its kernel, or its bias (NULL without biases) */
+static tfl_tensor *kernel_of(tfl_layer *l, int v)
+{
+    return l->vars[l->spec.no_bias ? v : 2 * v];
+}
+static tfl_tensor *bias_of(tfl_layer *l, int v)
+{
+    return l->spec.no_bias ? NULL : l->vars[2 * v + 1];
+}
+
+/* x2 (b s, f) projected by projection v into heads: (b, h, s, k) */
+static tfl_tensor *heads(tfl_layer *l, const tfl_tensor *x2, int v, int64_t b, int64_t s)
+{
+    const int64_t h = l->spec.num_heads, k = l->spec.key_dim;
+    const int64_t f = tfl_tensor_shape(x2)[1];
+    tfl_tensor *w = tfl_reshape(CTX, kernel_of(l, v), 2, (int64_t[]){f, h * k});
+    tfl_tensor *y = w ? tfl_matmul(CTX, x2, w, 0) : NULL;
+    tfl_tensor *bias = bias_of(l, v);
+    if (y && bias) y = tfl_add(CTX, y, tfl_reshape(CTX, bias, 1, (int64_t[]){h * k}));
+    y = y ? tfl_reshape(CTX, y, 4, (int64_t[]){b, s, h, k}) : NULL;
+    return y ? tfl_transpose(CTX, y, (int[]){0, 2, 1, 3}) : NULL;
+}
+
+/* the causal mask's adder (s, s): 0 on and below the diagonal, -1e9 above */
+static tfl_tensor *causal_adder(tfl_layer *l, int64_t s)
+{
+    size_t n = (size_t)(s * s);
+    float *m = tfl__host_alloc(CTX, n * sizeof *m, 64);
+    if (!m) return NULL;
+    for (int64_t i = 0; i < s; i++)
+        for (int64_t j = 0; j < s; j++)
+            m[i * s + j] = j > i ? -1e9f : 0.0f;
+    tfl_tensor *t = tfl_tensor_new(CTX, TFL_DTYPE_FLOAT32, 2, (int64_t[]){s, s}, m);
+    tfl__host_free(CTX, m);
+    return t;
+}
+
+tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training)
+{
+    const tfl_layer_spec *sp = &l->spec;
+    const int64_t *shape = tfl_tensor_shape(x);
+    const int64_t b = shape[0], s = shape[1], f = shape[2];
+    const int64_t h = sp->num_heads, k = sp->key_dim;
+    tfl_tensor *x2 = tfl_reshape(CTX, x, 2, (int64_t[]){b * s, f});
+    if (!x2) return NULL;
+    tfl_tensor *q = heads(l, x2, V_Q, b, s), *kk = heads(l, x2, V_K, b, s);
+    tfl_tensor *v = heads(l, x2, V_V, b, s);
+    if (!q || !kk || !v) return NULL;
+    tfl_tensor *scores = tfl_matmul(CTX, q, kk, TFL_TRANSPOSE_B); /* (b, h, s, s) */
+    tfl_tensor *scale = tfl_scalar_f32(CTX, (float)(1.0 / sqrt((double)k)));
+    scores = scores && scale ? tfl_mul(CTX, scores, scale) : NULL;
+    if (scores && sp->causal) {
+        tfl_tensor *adder = causal_adder(l, s);
+        scores = adder ? tfl_add(CTX, scores, adder) : NULL;
+    }
+    tfl_tensor *a = scores ? tfl_softmax(CTX, scores, -1) : NULL;
+    if (a && training && sp->rate > 0) a = tfl__dropout_forward(l, a);
+    tfl_tensor *c = a ? tfl_matmul(CTX, a, v, 0) : NULL; /* (b, h, s, k) */
+    c = c ? tfl_transpose(CTX, c, (int[]){0, 2, 1, 3}) : NULL;
+    c = c ? tfl_reshape(CTX, c, 2, (int64_t[]){b * s, h * k}) : NULL;
+    tfl_tensor *wo = tfl_reshape(CTX, kernel_of(l, V_O), 2, (int64_t[]){h * k, f});
+    tfl_tensor *y = c && wo ? tfl_matmul(CTX, c, wo, 0) : NULL;
+    tfl_tensor *bo = bias_of(l, V_O);
+    if (y && bo) y = tfl_add(CTX, y, bo);
+    return y ? tfl_reshape(CTX, y, 3, (int64_t[]){b, s, f}) : NULL;
+}
