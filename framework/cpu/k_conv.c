@@ -29,6 +29,8 @@
 
 #define COL_CAP ((int64_t)32 << 20)     /* bytes of im2col memory an op may hold */
 #define TASK_BYTES ((int64_t)512 << 10) /* im2col bytes a task aims at */
+#define TASK_ROWS 512                      /* the fewest output pixels a task aims at */
+#define FILTER_BYTES ((int64_t)1 << 20)    /* a filter above this wants tasks twice as tall */
 
 /* The shapes of one convolution (elements) and its window. */
 typedef struct geom {
@@ -94,6 +96,10 @@ static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
     if (g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
         p.tasks = true;
         int64_t per = TASK_BYTES / (img ? img : 1);
+        /* at least TASK_ROWS pixels (twice that for a filter over FILTER_BYTES) */
+        int64_t rows = g->kdim * g->f * (int64_t)es > FILTER_BYTES ? 2 * TASK_ROWS : TASK_ROWS;
+        if (per * ohw < rows && ohw > 0) per = (rows + ohw - 1) / ohw;
+        if (per * img * p.threads > COL_CAP) per = COL_CAP / (img * p.threads);
         if (per < 1) per = 1;
         int64_t count = (g->n + per - 1) / per;
         count = (count + p.threads - 1) / p.threads * p.threads; /* each thread as many */
