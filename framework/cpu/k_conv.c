@@ -15,9 +15,9 @@
  *    time, with its own im2col buffer of about TASK_BYTES (so col is still in its cache when
  *    its gemm reads it) and a one-thread gemm; a task has at least TASK_ROWS output pixels
  *    (twice that for a filter over FILTER_BYTES, whose every pass costs more), so the gemms
- *    of small feature maps (7x7: 49 pixels an image) are tall enough to reuse the filter; the backprop filter sums per-thread partial
- *    dw at the end, and backprop input's col2im stays in the task's images, so no two
- *    threads write one element;
+ *    of small feature maps (7x7: 49 pixels an image) are tall enough to reuse the filter;
+ *    the backprop filter sums per-thread partial dw at the end, and backprop input's col2im
+ *    stays in the task's images, so no two threads write one element;
  *  - chunks: otherwise (a small batch, huge images), chunks of whole output rows run one
  *    after the other, each with a threaded im2col / col2im and a threaded gemm.
  * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds

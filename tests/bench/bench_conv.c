@@ -175,10 +175,12 @@ static void verify(tfl_ctx *ctx, const layer *l, const operands *o)
     check_status(ctx, tfl_tensor_to_host(o->y, y, ny * 4), "to_host");
     double s = 0;
     for (int64_t i = 0; i < l->k; i++)
-        for (int64_t j = 0; j < l->k; j++)
+        for (int64_t j = 0; j < l->k; j++) {
+            int64_t ih = i0 - l->pad + i, iw = j0 - l->pad + j;
             for (int64_t c = 0; c < l->cin; c++)
-                s += (double)x[((n * l->h + i0 - l->pad + i) * l->w + j0 - l->pad + j) * l->cin + c] *
+                s += (double)x[((n * l->h + ih) * l->w + iw) * l->cin + c] *
                      w[((i * l->k + j) * l->cin + c) * l->cout + co];
+        }
     expect_close(ctx, "a conv output", y[((n * oh + i0) * ow + j0) * l->cout + co], s);
     free(x);
     free(w);

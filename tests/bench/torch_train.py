@@ -108,7 +108,8 @@ def main():
     note(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
          f"{torch.get_num_interop_threads()} interop threads, model {args.model} "
          f"({nparams} parameters), memory format "
-         f"{('channels_last' if channels_last else 'NCHW') if conv else '-'}, data {args.data_dtype}, Adam {args.adam}")
+         f"{('channels_last' if channels_last else 'NCHW') if conv else '-'}, "
+         f"data {args.data_dtype}, Adam {args.adam}")
 
     def batch(images, idx):
         x = torch.from_numpy(to_float(images[idx])).view(shape)

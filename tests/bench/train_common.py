@@ -8,14 +8,14 @@ straight into uint8 arrays (47 MB of training images); each batch is gathered as
 becomes float32 / 255 (inputs in [0, 1]), as tapeflow does. --data-dtype float32 converts
 the whole set up front instead (188 MB; the peak RSS shows the difference). The test set is
 loaded in accuracy mode only, as bench_train loads only the training set.
-Batches: 128 images (big_cnn: 256) drawn from a permutation of the 60000 training images made anew every
-epoch by numpy's default_rng(seed) (the same order in both scripts), the last partial batch
-of an epoch kept (96 images; 469 steps an epoch); the timing mode's endless stream of
-batches drops it. Adam's learning rate is 1e-3 in both.
+Batches: 128 images (big_cnn: 256) drawn from a permutation of the 60000 training images
+made anew every epoch by numpy's default_rng(seed) (the same order in both scripts), the last
+partial batch of an epoch kept (96 images; 469 steps an epoch); the timing mode's endless
+stream of batches drops it. Adam's learning rate is 1e-3 in both.
 
 Timing mode (the default): 20 warm-up steps, then 200 timed steps (mlp) or 60 (cnn)
-(--quick: 5 and 50 / 15); big_cnn 3 warm-up and 20 timed steps (--quick: 1 and 2); prints, with <name> torch_train (torch_train.py) or tf_train
-(keras_train.py),
+(--quick: 5 and 50 / 15), big_cnn 3 warm-up and 20 timed steps (--quick: 1 and 2); prints,
+with <name> torch_train (torch_train.py) or tf_train (keras_train.py),
   bench <name>_<model>_samples_per_s <value> samples/s   (timed samples / wall time)
   bench <name>_<model>_peak_rss <MiB> MiB   (ru_maxrss of the process after the timed
         steps: the interpreter, the framework, the data set and the training)
@@ -79,7 +79,8 @@ def parse_args(prog, doc, threads_help, add_options=None, add_options_after_dtyp
                         help="keep the images as bytes (default) or as float32 / 255")
     if add_options_after_dtype:
         add_options_after_dtype(parser)
-    parser.add_argument("--warmup", type=int, help="warm-up steps (default 20, --quick 5; big_cnn 3, 1)")
+    parser.add_argument("--warmup", type=int,
+                        help="warm-up steps (default 20, --quick 5; big_cnn 3, 1)")
     parser.add_argument("--steps", type=int,
                         help="timed steps (default 200 mlp, 60 cnn, 20 big_cnn; --quick 50, 15, "
                              "2)")
