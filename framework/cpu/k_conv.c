@@ -13,9 +13,11 @@
  * Two ways to split the work (make_plan()):
  *  - tasks: with at least two images per thread, each thread takes whole images a task at a
  *    time, with its own im2col buffer of about TASK_BYTES (so col is still in its cache when
- *    its gemm reads it) and a one-thread gemm; the backprop filter sums per-thread partial
- *    dw at the end, and backprop input's col2im stays in the task's images, so no two
- *    threads write one element;
+ *    its gemm reads it) and a one-thread gemm; a task has at least TASK_ROWS output pixels
+ *    (twice that for a filter over FILTER_BYTES, whose every pass costs more), so the gemms
+ *    of small feature maps (7x7: 49 pixels an image) are tall enough to reuse the filter;
+ *    the backprop filter sums per-thread partial dw at the end, and backprop input's col2im
+ *    stays in the task's images, so no two threads write one element;
  *  - chunks: otherwise (a small batch, huge images), chunks of whole output rows run one
  *    after the other, each with a threaded im2col / col2im and a threaded gemm.
  * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds
@@ -29,6 +31,8 @@
 
 #define COL_CAP ((int64_t)32 << 20)     /* bytes of im2col memory an op may hold */
 #define TASK_BYTES ((int64_t)512 << 10) /* im2col bytes a task aims at */
+#define TASK_ROWS 512                      /* the fewest output pixels a task aims at */
+#define FILTER_BYTES ((int64_t)1 << 20)    /* a filter above this wants tasks twice as tall */
 
 /* The shapes of one convolution (elements) and its window. */
 typedef struct geom {
@@ -94,6 +98,10 @@ static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
     if (g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
         p.tasks = true;
         int64_t per = TASK_BYTES / (img ? img : 1);
+        /* at least TASK_ROWS pixels (twice that for a filter over FILTER_BYTES) */
+        int64_t rows = g->kdim * g->f * (int64_t)es > FILTER_BYTES ? 2 * TASK_ROWS : TASK_ROWS;
+        if (per * ohw < rows && ohw > 0) per = (rows + ohw - 1) / ohw;
+        if (per * img * p.threads > COL_CAP) per = COL_CAP / (img * p.threads);
         if (per < 1) per = 1;
         int64_t count = (g->n + per - 1) / per;
         count = (count + p.threads - 1) / p.threads * p.threads; /* each thread as many */

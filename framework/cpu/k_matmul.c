@@ -21,12 +21,18 @@
  * ("sup") path, zen3's kernels for complex (skx has no complex kernels). The context is a
  * copy kept in the ctx's CPU device: no global state, no environment variable, and an
  * application using BLIS itself is not affected. Built against libblis.so (the static
- * libtapeflow), the registry is missing and BLIS's own choice is used. */
+ * libtapeflow), the registry is missing and BLIS's own choice is used. On the CPUs BLIS
+ * knows, MatMul uses BLIS's own context and the convolutions a copy of it with other
+ * small-matrix thresholds (conv_context()). */
 #pragma weak bli_gks_lookup_id
 
+/* The contexts of one CPU device: real and cplx replace BLIS's choice for MatMul when
+ * `own`; conv, when `has_conv`, is the one tfl__cpu_gemm (the convolutions) passes. */
 typedef struct gemm_state {
     cntx_t real; /* sgemm, dgemm */
     cntx_t cplx; /* cgemm, zgemm */
+    cntx_t conv; /* the convolutions' sgemm, dgemm */
+    bool own, has_conv;
 } gemm_state;
 
 size_t tfl__cpu_gemm_bytes(void) { return sizeof(gemm_state); }
@@ -40,12 +46,46 @@ static bool cpu_has(const char *feature_list)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+/* Small-matrix ("sup") thresholds: BLIS takes its sup path when m < mt, n < nt or k < kt. */
+static void set_sup_thresh(cntx_t *c, dim_t mt, dim_t nt, dim_t kt)
+{
+    const dim_t thresh[3] = {[BLIS_MT] = mt, [BLIS_NT] = nt, [BLIS_KT] = kt};
+    for (int t = BLIS_MT; t <= BLIS_KT; t++) {
+        bli_blksz_set_def(thresh[t], BLIS_FLOAT, &c->l3_sup_thresh[t]);
+        bli_blksz_set_def(thresh[t], BLIS_DOUBLE, &c->l3_sup_thresh[t]);
+    }
+}
+
+/*
+ * The convolutions' context on the AMD CPUs BLIS knows (zen, zen2, zen3: AVX2 kernels):
+ * BLIS's own with lower sup thresholds. Its defaults (m 512, n 200, k 240) send the
+ * convolutions' products of a few hundred pixels by a filter of 128-256 channels (m 500-1000,
+ * n 128-256, k 500-2300) and the filter gradient's transposed im2col to the sup kernels,
+ * which on a Zen 3 core run them at 53-70 GFLOP/s against 78-87 packed (one thread, CPU
+ * time); a k (or n, m) under 256 (128) keeps the sup path, which is as fast or faster there.
+ */
+static bool conv_context(gemm_state *st)
+{
+    arch_t arch = bli_arch_query_id();
+    if (arch != BLIS_ARCH_ZEN && arch != BLIS_ARCH_ZEN2 && arch != BLIS_ARCH_ZEN3) return false;
+    const cntx_t *own = bli_gks_query_cntx();
+    if (!own) return false;
+    st->conv = *own;
+    set_sup_thresh(&st->conv, 128, 128, 256);
+    return true;
+}
+
 bool tfl__cpu_gemm_init(void *mem)
 {
     gemm_state *st = mem;
-    if (!bli_gks_lookup_id || !cpu_has("avx2")) return false;
+    st->own = st->has_conv = false;
+    if (!cpu_has("avx2")) return false;
     bli_init(); /* once per process (BLIS's own pthread_once) */
-    if (bli_arch_query_id() != BLIS_ARCH_GENERIC) return false; /* BLIS knows this CPU */
+    if (bli_arch_query_id() != BLIS_ARCH_GENERIC) { /* BLIS knows this CPU */
+        st->has_conv = conv_context(st);
+        return st->has_conv;
+    }
+    if (!bli_gks_lookup_id) return false;
     cntx_t **zen3 = bli_gks_lookup_id(BLIS_ARCH_ZEN3);
     if (!zen3 || !zen3[BLIS_NAT]) return false;
     st->real = st->cplx = *zen3[BLIS_NAT];
@@ -61,12 +101,10 @@ bool tfl__cpu_gemm_init(void *mem)
                sizeof st->real.l3_sup_kers_prefs);
         /* the small-matrix path when m or n < 64 (skx's packed kernels are slow there);
          * never for a small k alone (the sup kernels are slower than packing then) */
-        const dim_t thresh[3] = {[BLIS_MT] = 64, [BLIS_NT] = 64, [BLIS_KT] = 0};
-        for (int t = BLIS_MT; t <= BLIS_KT; t++) {
-            bli_blksz_set_def(thresh[t], BLIS_FLOAT, &st->real.l3_sup_thresh[t]);
-            bli_blksz_set_def(thresh[t], BLIS_DOUBLE, &st->real.l3_sup_thresh[t]);
-        }
+        set_sup_thresh(&st->real, 64, 64, 0);
     }
+    st->conv = st->real;
+    st->own = st->has_conv = true;
     return true;
 }
 
@@ -142,7 +180,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
     }
     mat A = stored(a), B = stored(b);
     gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
-    cntx_t *real = gs ? &gs->real : NULL, *cplx = gs ? &gs->cplx : NULL;
+    cntx_t *real = gs && gs->own ? &gs->real : NULL, *cplx = gs && gs->own ? &gs->cplx : NULL;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     double flops = 2.0 * (double)m * (double)n * (double)kk;
     bli_rntm_set_num_threads(flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1, &rntm);
@@ -254,16 +292,17 @@ void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m,
     fix_strides(k, n, &rsb, &csb);
     fix_strides(m, n, &rsc, &csc);
     gemm_state *gs = ((const tfl__cpu_device *)dev)->gemm;
+    cntx_t *conv = gs && gs->has_conv ? &gs->conv : NULL;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(threads, &rntm);
     if (f32) {
         float one = 1.0f, fb = (float)beta;
         bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (float *)a, rsa, csa,
-                     (float *)b, rsb, csb, &fb, c, rsc, csc, gs ? &gs->real : NULL, &rntm);
+                     (float *)b, rsb, csb, &fb, c, rsc, csc, conv, &rntm);
     } else {
         double one = 1.0;
         bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (double *)a, rsa, csa,
-                     (double *)b, rsb, csb, &beta, c, rsc, csc, gs ? &gs->real : NULL, &rntm);
+                     (double *)b, rsb, csb, &beta, c, rsc, csc, conv, &rntm);
     }
 }
 

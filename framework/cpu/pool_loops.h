@@ -50,11 +50,11 @@ TFL_WIDE_LOOPS static void FN(avg_pool_row)(const pgeom *g, const T *x, int64_t 
 
 /*
  * The argmax of one window, branch-free, a vector of VW channels at a time (GCC vector
- * extensions: zmm registers in the AVX-512 copy): the window's max m first, then the first
- * position (row-major) whose value equals m, after which m becomes NaN, which equals
- * nothing (TensorFlow's CPU kernel keeps the first of equal maxima too). At that position
- * AT(p, eq) runs, p the position's element offset in the image, eq the lanes it is the
- * argmax of. The last C % VW channels take the same steps one by one.
+ * extensions: a ymm register in the AVX2 and AVX-512 copies): the window's max m first,
+ * then the first position (row-major) whose value equals m, after which m becomes NaN,
+ * which equals nothing (TensorFlow's CPU kernel keeps the first of equal maxima too). At
+ * that position AT(p, eq) runs, p the position's element offset in the image, eq the lanes
+ * it is the argmax of. The last C % VW channels take the same steps one by one.
  */
 #define VLOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define VSTORE(p, v) memcpy((p), &(v), sizeof(v))

@@ -2,7 +2,10 @@
  * bench_conv.c: benchmarks of the convolution and max-pooling kernels on the CPU, on the
  * layers of the small CNN a Fashion-MNIST config trains (batch 128, float32, NHWC):
  *   l1: conv 3x3, 1 -> 32 channels, VALID, on 28x28 (out 26x26), then max-pool 2x2 (13x13);
- *   l2: conv 3x3, 32 -> 64 channels, VALID, on 13x13 (out 11x11), then max-pool 2x2 (5x5).
+ *   l2: conv 3x3, 32 -> 64 channels, VALID, on 13x13 (out 11x11), then max-pool 2x2 (5x5);
+ * or, with --model big_cnn, on those of bench_train's big_cnn (batch 256, 3x3, SAME, each
+ * followed by a max-pool 2x2 here): b1 1 -> 64 and b2 64 -> 64 on 28x28, b3 64 -> 128 and
+ * b4 128 -> 128 on 14x14, b5 128 -> 256 and b6 256 -> 256 on 7x7.
  * Its PyTorch twin is torch_conv.py (same figure names, prefixed torch_).
  *
  * Figures, each the best of 7 blocks (--quick: 3) of calls taking about 30 ms (--quick:
@@ -38,14 +41,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH 128
-
 typedef struct layer {
     const char *name;
-    int64_t h, w, cin, cout, k;
+    int64_t h, w, cin, cout, k, pad; /* pad: 0 VALID, else SAME with (k - 1) / 2 */
 } layer;
 
-static const layer k_layers[] = {{"l1", 28, 28, 1, 32, 3}, {"l2", 13, 13, 32, 64, 3}};
+static const layer k_layers[] = {{"l1", 28, 28, 1, 32, 3, 0}, {"l2", 13, 13, 32, 64, 3, 0}};
+static const layer k_big_layers[] = {
+    {"b1", 28, 28, 1, 64, 3, 1},    {"b2", 28, 28, 64, 64, 3, 1},   {"b3", 14, 14, 64, 128, 3, 1},
+    {"b4", 14, 14, 128, 128, 3, 1}, {"b5", 7, 7, 128, 256, 3, 1},   {"b6", 7, 7, 256, 256, 3, 1}};
+
+static int64_t g_batch = 128; /* 256 for big_cnn */
+static tfl_conv2d_opts g_conv; /* the layers' padding */
 
 typedef struct bench_cfg {
     int reps;        /* blocks; the best counts */
@@ -72,13 +79,13 @@ static void run_once(tfl_ctx *ctx, const operands *o, which what)
     tfl_tensor *g = NULL;
     switch (what) {
     case FWD:
-        r = tfl_conv2d(ctx, o->x, o->w, NULL);
+        r = tfl_conv2d(ctx, o->x, o->w, &g_conv);
         break;
     case BWD_INPUT:
-        r = tfl_conv2d_backprop_input(ctx, tfl_tensor_shape(o->x), o->w, o->dy, NULL);
+        r = tfl_conv2d_backprop_input(ctx, tfl_tensor_shape(o->x), o->w, o->dy, &g_conv);
         break;
     case BWD_FILTER:
-        r = tfl_conv2d_backprop_filter(ctx, o->x, tfl_tensor_shape(o->w), o->dy, NULL);
+        r = tfl_conv2d_backprop_filter(ctx, o->x, tfl_tensor_shape(o->w), o->dy, &g_conv);
         break;
     case POOL_FWD:
         r = tfl_max_pool2d(ctx, o->y, &k_pool);
@@ -150,14 +157,15 @@ static void expect_close(tfl_ctx *ctx, const char *what, double got, double want
 static void verify(tfl_ctx *ctx, const layer *l, const operands *o)
 {
     check_status(ctx, tfl_frame_push(ctx), "frame");
-    tfl_tensor *dx = tfl_conv2d_backprop_input(ctx, tfl_tensor_shape(o->x), o->w, o->dy, NULL);
-    tfl_tensor *dw = tfl_conv2d_backprop_filter(ctx, o->x, tfl_tensor_shape(o->w), o->dy, NULL);
+    tfl_tensor *dx = tfl_conv2d_backprop_input(ctx, tfl_tensor_shape(o->x), o->w, o->dy, &g_conv);
+    tfl_tensor *dw = tfl_conv2d_backprop_filter(ctx, o->x, tfl_tensor_shape(o->w), o->dy, &g_conv);
     check(ctx, "check");
     double ref = dot(ctx, o->dy, o->y);
     expect_close(ctx, "<dx, x> against <dy, conv(x, w)>", dot(ctx, dx, o->x), ref);
     expect_close(ctx, "<dw, w> against <dy, conv(x, w)>", dot(ctx, dw, o->w), ref);
-    /* output (n 5, oh 7, ow 3, co 1) by hand */
-    int64_t oh = l->h - l->k + 1, ow = l->w - l->k + 1, n = 5, i0 = 7, j0 = 3, co = 1;
+    /* output (n 5, oh 5, ow 3, co 1) by hand: its window is inside the image */
+    int64_t oh = l->h - l->k + 1 + 2 * l->pad, ow = l->w - l->k + 1 + 2 * l->pad, n = 5, i0 = 5,
+            j0 = 3, co = 1;
     size_t nx = (size_t)tfl_tensor_numel(o->x), nw = (size_t)tfl_tensor_numel(o->w);
     size_t ny = (size_t)tfl_tensor_numel(o->y);
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *y = malloc(ny * 4);
@@ -167,10 +175,12 @@ static void verify(tfl_ctx *ctx, const layer *l, const operands *o)
     check_status(ctx, tfl_tensor_to_host(o->y, y, ny * 4), "to_host");
     double s = 0;
     for (int64_t i = 0; i < l->k; i++)
-        for (int64_t j = 0; j < l->k; j++)
+        for (int64_t j = 0; j < l->k; j++) {
+            int64_t ih = i0 - l->pad + i, iw = j0 - l->pad + j;
             for (int64_t c = 0; c < l->cin; c++)
-                s += (double)x[((n * l->h + i0 + i) * l->w + j0 + j) * l->cin + c] *
+                s += (double)x[((n * l->h + ih) * l->w + iw) * l->cin + c] *
                      w[((i * l->k + j) * l->cin + c) * l->cout + co];
+        }
     expect_close(ctx, "a conv output", y[((n * oh + i0) * ow + j0) * l->cout + co], s);
     free(x);
     free(w);
@@ -187,15 +197,17 @@ static void verify(tfl_ctx *ctx, const layer *l, const operands *o)
 static void bench_layer(tfl_ctx *ctx, const layer *l, const bench_cfg *cfg)
 {
     operands o;
-    int64_t oh = l->h - l->k + 1, ow = l->w - l->k + 1;
-    o.x = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, l->h, l->w, l->cin}, 0, 1,
+    int64_t oh = l->h - l->k + 1 + 2 * l->pad, ow = l->w - l->k + 1 + 2 * l->pad;
+    const int64_t batch = g_batch;
+    g_conv.padding = l->pad ? TFL_PADDING_SAME : TFL_PADDING_VALID;
+    o.x = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){batch, l->h, l->w, l->cin}, 0, 1,
                             11);
     o.w = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){l->k, l->k, l->cin, l->cout}, 0,
                             0.1, 12);
     o.dy =
-        tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, oh, ow, l->cout}, 0, 1, 13);
-    o.y = tfl_conv2d(ctx, o.x, o.w, NULL);
-    o.dp = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){BATCH, oh / 2, ow / 2, l->cout},
+        tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){batch, oh, ow, l->cout}, 0, 1, 13);
+    o.y = tfl_conv2d(ctx, o.x, o.w, &g_conv);
+    o.dp = tfl_random_normal(ctx, TFL_DTYPE_FLOAT32, 4, (int64_t[]){batch, oh / 2, ow / 2, l->cout},
                              0, 1, 14);
     check(ctx, "setup");
     o.pool_tape = tfl_tape_begin(ctx, TFL_TAPE_PERSISTENT);
@@ -207,7 +219,7 @@ static void bench_layer(tfl_ctx *ctx, const layer *l, const bench_cfg *cfg)
     verify(ctx, l, &o);
 
     tfl_alloc_stats s0 = cpu_stats(ctx, "stats");
-    double flops = 2.0 * BATCH * oh * ow * l->k * l->k * l->cin * l->cout;
+    double flops = 2.0 * batch * oh * ow * l->k * l->k * l->cin * l->cout;
     static const char *const conv_names[] = {"fwd", "bwd_input", "bwd_filter"};
     for (int k = FWD; k <= BWD_FILTER; k++)
         printf("bench conv_%s_%s %.2f GFLOP/s\n", l->name, conv_names[k],
@@ -225,8 +237,9 @@ static void bench_layer(tfl_ctx *ctx, const layer *l, const bench_cfg *cfg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bench_conv [--quick] [--threads N]\n"
+    fprintf(f, "usage: bench_conv [--quick] [--threads N] [--model cnn|big_cnn]\n"
                "  --quick       fewer, shorter blocks\n"
+               "  --model M     the layers of cnn (default: l1, l2) or big_cnn (b1..b6)\n"
                "  --threads N   threads for kernels (default 2)\n");
 }
 
@@ -234,6 +247,8 @@ int main(int argc, char **argv)
 {
     bench_cfg cfg = {7, 30e6};
     int threads = 2;
+    const layer *layers = k_layers;
+    size_t nlayers = sizeof k_layers / sizeof k_layers[0];
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             cfg = (bench_cfg){3, 5e6};
@@ -241,6 +256,16 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
             if (threads < 1) {
                 fprintf(stderr, "bench_conv: --threads wants a positive count\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
+            const char *m = argv[++i];
+            if (strcmp(m, "big_cnn") == 0) {
+                layers = k_big_layers;
+                nlayers = sizeof k_big_layers / sizeof k_big_layers[0];
+                g_batch = 256;
+            } else if (strcmp(m, "cnn") != 0) {
+                fprintf(stderr, "bench_conv: --model is cnn or big_cnn, not '%s'\n", m);
                 return 2;
             }
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -259,11 +284,11 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "bench_conv note: %d threads, batch %d, float32 NHWC\n",
-            tfl_ctx_num_threads(ctx), BATCH);
+            tfl_ctx_num_threads(ctx), (int)g_batch);
     printf("bench conv_threads %d count\n", tfl_ctx_num_threads(ctx));
-    for (size_t i = 0; i < sizeof k_layers / sizeof k_layers[0]; i++) {
+    for (size_t i = 0; i < nlayers; i++) {
         check_status(ctx, tfl_frame_push(ctx), "frame");
-        bench_layer(ctx, &k_layers[i], &cfg);
+        bench_layer(ctx, &layers[i], &cfg);
         check_status(ctx, tfl_frame_pop(ctx), "frame");
     }
     tfl_ctx_free(ctx);

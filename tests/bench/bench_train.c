@@ -1,15 +1,21 @@
 /*
  * bench_train.c: training throughput of the Fashion-MNIST models of examples/fashion_mnist.c
  * (mlp: 784-256-256-10 ReLU; cnn: conv3x3 32, maxpool 2, conv3x3 64, maxpool 2, dense 128,
- * dense 10), Adam lr 1e-3, sparse softmax cross-entropy, batches of 128 shuffled, through
- * tfl_model_fit: the whole loop (batches converted from bytes, forward, tape, backward,
- * optimizer, metrics) as a user runs it. Twins: torch_train.py and keras_train.py.
+ * dense 10; batches of 128) and of big_cnn, a VGG-style convnet (examples/
+ * fashion_mnist_models.h: six 3x3 SAME convolutions of 64, 64, 128, 128, 256, 256 channels,
+ * a max-pool after each pair, dense 512, dense 10; batches of 256), Adam lr 1e-3, sparse
+ * softmax cross-entropy, batches shuffled, through tfl_model_fit: the whole loop (batches
+ * converted from bytes, forward, tape, backward, optimizer, metrics) as a user runs it.
+ * Twins: torch_train.py and keras_train.py.
  *
  * Prints:
  *   bench train_<model>_samples_per_s  training examples per second over the timed steps
  *   bench train_<model>_cpu_util       process CPU time / wall time over them (2 threads: ~2)
  *   bench train_<model>_peak_rss       the process's peak resident set, dataset included
- * Usage: bench_train [--model mlp|cnn] [--threads T] [--steps N] [--quick] [--data DIR]
+ * Steps: 20 warm-up and 200 timed (mlp), 60 (cnn); big_cnn 3 and 20 (--quick: 3 and 5;
+ * big_cnn 1 and 2); --steps N sets the timed steps.
+ * Usage: bench_train [--model mlp|cnn|big_cnn] [--threads T] [--steps N] [--quick]
+ *                    [--data DIR]
  */
 #define BENCH_NAME "bench_train"
 #include "bench_util.h"
@@ -37,13 +43,15 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--steps")) steps = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--data")) dir = argv[++i];
-        else die(NULL, "arguments", "usage: bench_train [--model mlp|cnn] [--threads T] "
+        else die(NULL, "arguments", "usage: bench_train [--model mlp|cnn|big_cnn] [--threads T] "
                                     "[--steps N] [--quick] [--data DIR]");
     }
-    bool cnn = !strcmp(model, "cnn");
-    if (!cnn && strcmp(model, "mlp")) die(NULL, "arguments", "--model is mlp or cnn");
-    const int64_t batch = 128, warm = quick ? 3 : 20;
-    if (!steps) steps = quick ? 5 : cnn ? 60 : 200;
+    bool cnn = !strcmp(model, "cnn"), big = !strcmp(model, "big_cnn");
+    if (!cnn && !big && strcmp(model, "mlp"))
+        die(NULL, "arguments", "--model is mlp, cnn or big_cnn");
+    if (steps < 0) die(NULL, "arguments", "--steps wants a positive count");
+    const int64_t batch = big ? 256 : 128, warm = big ? (quick ? 1 : 3) : quick ? 3 : 20;
+    if (!steps) steps = big ? (quick ? 2 : 20) : quick ? 5 : cnn ? 60 : 200;
 
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.num_threads = threads, .seed = 1}, &st);
@@ -59,7 +67,10 @@ int main(int argc, char **argv)
     check_status(ctx, tfl_dataset_split(rest, steps * batch, &timed, &unused), "split");
 
     tfl_model *m = tfl_model_new(ctx, model);
-    fashion_mnist_add_layers(m, cnn);
+    if (big)
+        fashion_mnist_add_big_cnn_layers(m);
+    else
+        fashion_mnist_add_layers(m, cnn);
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);
     check_status(ctx, tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,

@@ -6,7 +6,10 @@ Models (--model), the same in torch_train.py and bench_train, each with Keras's 
 initializers (glorot-uniform kernels, zero biases):
   - mlp: Flatten -> Dense 256 relu -> Dense 256 relu -> Dense 10 (logits);
   - cnn: 28x28x1 -> Conv2D 3x3 32 valid relu -> MaxPooling2D 2 -> Conv2D 3x3 64 valid relu
-    -> MaxPooling2D 2 -> Flatten (1600) -> Dense 128 relu -> Dense 10 (logits).
+    -> MaxPooling2D 2 -> Flatten (1600) -> Dense 128 relu -> Dense 10 (logits);
+  - big_cnn (batches of 256): 28x28x1 -> 2 x Conv2D 3x3 64 same relu -> MaxPooling2D 2 ->
+    2 x Conv2D 128 -> MaxPooling2D 2 -> 2 x Conv2D 256 -> MaxPooling2D 2 -> Flatten (2304)
+    -> Dense 512 relu -> Dense 10 (logits).
 Recipe: Adam lr 1e-3 (Keras's defaults otherwise: beta_1 0.9, beta_2 0.999, epsilon 1e-7),
 SparseCategoricalCrossentropy(from_logits=True) (the batch mean), the batches of
 train_common.py (128, in the same seeded order as torch_train.py, 469 steps an epoch, the
@@ -74,6 +77,16 @@ def main():
             layers.Dense(256, activation="relu"), layers.Dense(256, activation="relu"),
             layers.Dense(10)])
         shape = (-1, 28, 28)
+    elif args.model == "big_cnn":
+        convs = []
+        for filters in (64, 128, 256):
+            convs += [layers.Conv2D(filters, 3, padding="same", activation="relu"),
+                      layers.Conv2D(filters, 3, padding="same", activation="relu"),
+                      layers.MaxPooling2D(2)]
+        model = keras.Sequential([
+            keras.Input((28, 28, 1)), *convs, layers.Flatten(),
+            layers.Dense(512, activation="relu"), layers.Dense(10)])
+        shape = (-1, 28, 28, 1)
     else:
         model = keras.Sequential([
             keras.Input((28, 28, 1)),

@@ -19,6 +19,10 @@
 # built, even when asked for), torch_train.py and keras_train.py (skipped when TensorFlow does
 # not import): samples/s and peak RSS (MiB) in the table; a figure of the twins without a
 # tapeflow figure shows "-" for the value and the ratios.
+# big_cnn (not in the default list: BENCHES=big_cnn), the VGG-style convnet of
+# examples/fashion_mnist_models.h, batches of 256: bench_train --model big_cnn, torch_train.py
+# channels_last and NCHW (torch_train_big_cnn_nchw_*, listed without a ratio), keras_train.py;
+# samples/s and peak RSS in the table, as for train.
 # ddp (not in the default list: BENCHES=ddp), data-parallel training, for the models mlp and
 # cnn: bench_ddp --model M under $DDP_MPIRUN (default "mpirun --allow-run-as-root
 # --oversubscribe -np 2", OMP_NUM_THREADS=1; skipped with a note when it is not built), which
@@ -110,12 +114,14 @@ for pair in $benches; do
       python3 "$here/torch_conv.py" --threads "$threads" "$@" | tee -a "$tmp/torch.txt"
       echo
       ;;
-    train)
+    train | big_cnn)
       bench="$build/tests/bench/bench_train"
       have_tf=0
       python3 -c "import tensorflow" >/dev/null 2>&1 && have_tf=1
       ran=$((ran + 1))
-      for model in mlp cnn; do
+      models="mlp cnn"
+      [[ $pair == big_cnn ]] && models=big_cnn
+      for model in $models; do
         if [[ -x "$bench" ]]; then
           echo "== tapeflow: OMP_NUM_THREADS=$threads $bench --model $model --threads $threads $*"
           OMP_NUM_THREADS=$threads "$bench" --model "$model" --threads "$threads" "$@" |
@@ -128,6 +134,12 @@ for pair in $benches; do
         python3 "$here/torch_train.py" --model "$model" --threads "$threads" "$@" |
           tee -a "$tmp/torch.txt"
         echo
+        if [[ $model == big_cnn ]]; then
+          echo "== torch: python3 $here/torch_train.py --model $model --threads $threads --memory-format nchw $*"
+          python3 "$here/torch_train.py" --model "$model" --threads "$threads" \
+            --memory-format nchw "$@" | tee -a "$tmp/torch.txt"
+          echo
+        fi
         if [[ $have_tf -eq 1 ]]; then
           echo "== keras: python3 $here/keras_train.py --model $model --threads $threads $*"
           OMP_NUM_THREADS=$threads python3 "$here/keras_train.py" --model "$model" \
@@ -177,7 +189,7 @@ for pair in $benches; do
       echo
       ;;
     *)
-      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv, train, ddp, ckpt)" >&2
+      echo "run_side_by_side: unknown pair '$pair' in BENCHES (expected ops, tape, optim, conv, train, big_cnn, ddp, ckpt)" >&2
       exit 2
       ;;
   esac

@@ -5,7 +5,10 @@ Models (--model), the same in keras_train.py and bench_train, each with torch's 
 initializers:
   - mlp: Flatten -> Linear 784x256 + ReLU -> Linear 256x256 + ReLU -> Linear 256x10 (logits);
   - cnn: 1x28x28 -> Conv 3x3 32 (valid) + ReLU -> MaxPool 2 -> Conv 3x3 64 (valid) + ReLU ->
-    MaxPool 2 -> Flatten (1600) -> Linear 128 + ReLU -> Linear 10 (logits).
+    MaxPool 2 -> Flatten (1600) -> Linear 128 + ReLU -> Linear 10 (logits);
+  - big_cnn (batches of 256): 1x28x28 -> 2 x (Conv 3x3 64, padding 1, + ReLU) -> MaxPool 2
+    -> 2 x Conv 128 -> MaxPool 2 -> 2 x Conv 256 -> MaxPool 2 -> Flatten (2304) -> Linear
+    512 + ReLU -> Linear 10 (logits).
 Recipe: Adam lr 1e-3 (torch's defaults otherwise: betas (0.9, 0.999), eps 1e-8, the default
 implementation, a for-loop over the parameters on the CPU), mean sparse softmax
 cross-entropy from logits (F.cross_entropy), the batches of train_common.py (128, in the
@@ -18,6 +21,8 @@ mode prints
   bench torch_train_<model>_peak_rss <MiB> MiB   (the interpreter, torch, the data set and
         the training)
   bench torch_train_<model>_cpu_util <cpu/wall> ratio
+The cnn and big_cnn run channels_last by default; --memory-format nchw names their figures
+torch_train_<model>_nchw_* (so a side-by-side run reports both).
 The cnn runs channels_last by default (the model and each batch converted), the faster of
 the two on a 2-core AMD EPYC (Zen 5), torch 2.15, 2 threads: ~4800 samples/s against ~3900
 NCHW (--memory-format nchw), medians of 3 runs.
@@ -77,12 +82,24 @@ def main():
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
                               nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         shape = (-1, 28, 28)
+    elif args.model == "big_cnn":
+        layers, cin = [], 1
+        for cout in (64, 64, None, 128, 128, None, 256, 256, None):
+            if cout is None:
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU()]
+                cin = cout
+        model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(256 * 3 * 3, 512), nn.ReLU(),
+                              nn.Linear(512, 10))
+        shape = (-1, 1, 28, 28)
     else:
         model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(64 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10))
         shape = (-1, 1, 28, 28)
-    channels_last = args.model == "cnn" and args.memory_format == "channels_last"
+    conv = args.model in ("cnn", "big_cnn")
+    channels_last = conv and args.memory_format == "channels_last"
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     adam_kw = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}[args.adam]
@@ -91,7 +108,8 @@ def main():
     note(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
          f"{torch.get_num_interop_threads()} interop threads, model {args.model} "
          f"({nparams} parameters), memory format "
-         f"{('channels_last' if channels_last else 'NCHW') if args.model == 'cnn' else '-'}, data {args.data_dtype}, Adam {args.adam}")
+         f"{('channels_last' if channels_last else 'NCHW') if conv else '-'}, "
+         f"data {args.data_dtype}, Adam {args.adam}")
 
     def batch(images, idx):
         x = torch.from_numpy(to_float(images[idx])).view(shape)
@@ -119,8 +137,9 @@ def main():
         model.train()
         return right / test_x.shape[0]
 
+    tag = args.model + ("_nchw" if conv and not channels_last else "")
     run(args, "torch_train", step, test_accuracy, train_x.shape[0],
-        loss_value=torch.Tensor.item)
+        loss_value=torch.Tensor.item, tag=tag)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,14 @@ straight into uint8 arrays (47 MB of training images); each batch is gathered as
 becomes float32 / 255 (inputs in [0, 1]), as tapeflow does. --data-dtype float32 converts
 the whole set up front instead (188 MB; the peak RSS shows the difference). The test set is
 loaded in accuracy mode only, as bench_train loads only the training set.
-Batches: 128 images drawn from a permutation of the 60000 training images made anew every
-epoch by numpy's default_rng(seed) (the same order in both scripts), the last partial batch
-of an epoch kept (96 images; 469 steps an epoch); the timing mode's endless stream of
-batches drops it. Adam's learning rate is 1e-3 in both.
+Batches: 128 images (big_cnn: 256) drawn from a permutation of the 60000 training images
+made anew every epoch by numpy's default_rng(seed) (the same order in both scripts), the last
+partial batch of an epoch kept (96 images; 469 steps an epoch); the timing mode's endless
+stream of batches drops it. Adam's learning rate is 1e-3 in both.
 
 Timing mode (the default): 20 warm-up steps, then 200 timed steps (mlp) or 60 (cnn)
-(--quick: 5 and 50 / 15); prints, with <name> torch_train (torch_train.py) or tf_train
-(keras_train.py),
+(--quick: 5 and 50 / 15), big_cnn 3 warm-up and 20 timed steps (--quick: 1 and 2); prints,
+with <name> torch_train (torch_train.py) or tf_train (keras_train.py),
   bench <name>_<model>_samples_per_s <value> samples/s   (timed samples / wall time)
   bench <name>_<model>_peak_rss <MiB> MiB   (ru_maxrss of the process after the timed
         steps: the interpreter, the framework, the data set and the training)
@@ -29,7 +29,7 @@ Accuracy mode (--epochs N): trains N epochs and prints per epoch
 and notes on stderr (each epoch's samples/s and cpu_util, the peak RSS at the end).
 The notes are prefixed "<script> note:" and the errors "<script>:", <script> torch_train or
 keras_train.
-The shared options: [--model mlp|cnn] [--threads N] [--seed S] [--quick | --epochs N]
+The shared options: [--model mlp|cnn|big_cnn] [--threads N] [--seed S] [--quick | --epochs N]
 [--warmup N] [--steps N] [--data-dtype uint8|float32] [--data DIR].
 """
 import argparse
@@ -44,6 +44,7 @@ import numpy as np
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 BATCH = 128
+BIG_BATCH = 256  # big_cnn's batches
 LR = 1e-3
 EVAL_BATCH = 1000
 
@@ -66,7 +67,7 @@ def parse_args(prog, doc, threads_help, add_options=None, add_options_after_dtyp
     global _prog
     _prog = prog
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
+    parser.add_argument("--model", choices=("mlp", "cnn", "big_cnn"), default="mlp")
     parser.add_argument("--threads", type=int, default=2, help=threads_help)
     parser.add_argument("--seed", type=int, default=1)
     mode = parser.add_mutually_exclusive_group()
@@ -78,9 +79,11 @@ def parse_args(prog, doc, threads_help, add_options=None, add_options_after_dtyp
                         help="keep the images as bytes (default) or as float32 / 255")
     if add_options_after_dtype:
         add_options_after_dtype(parser)
-    parser.add_argument("--warmup", type=int, help="warm-up steps (default 20, --quick 5)")
+    parser.add_argument("--warmup", type=int,
+                        help="warm-up steps (default 20, --quick 5; big_cnn 3, 1)")
     parser.add_argument("--steps", type=int,
-                        help="timed steps (default 200 mlp, 60 cnn; --quick 50, 15)")
+                        help="timed steps (default 200 mlp, 60 cnn, 20 big_cnn; --quick 50, 15, "
+                             "2)")
     parser.add_argument("--data", default=DATA_DIR, metavar="DIR",
                         help=f"the gzipped IDX files (default {DATA_DIR})")
     args = parser.parse_args()
@@ -159,14 +162,14 @@ def to_float(xb):
 class Batches:
     """Index batches of a fresh permutation every epoch, by default_rng(seed)."""
 
-    def __init__(self, n, seed):
-        self.n, self.rng = n, np.random.default_rng(seed)
+    def __init__(self, n, seed, batch=BATCH):
+        self.n, self.rng, self.batch = n, np.random.default_rng(seed), batch
 
     def epoch(self, drop_last=False):
         order = self.rng.permutation(self.n)
-        stop = self.n - self.n % BATCH if drop_last else self.n
-        for i in range(0, stop, BATCH):
-            yield order[i:i + BATCH]
+        stop = self.n - self.n % self.batch if drop_last else self.n
+        for i in range(0, stop, self.batch):
+            yield order[i:i + self.batch]
 
     def forever(self):
         while True:
@@ -201,13 +204,20 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def run(args, name, step, test_accuracy, n_train, loss_value=float):
+def batch_size(model):
+    """The batch of a model: BIG_BATCH for big_cnn, BATCH otherwise."""
+    return BIG_BATCH if model == "big_cnn" else BATCH
+
+
+def run(args, name, step, test_accuracy, n_train, loss_value=float, tag=None):
     """Trains in the mode of args and prints its lines (see the module's docstring): step(idx)
     trains on the training images of index batch idx and returns the loss, made a float by
     loss_value (in timing mode only after the timed steps, on the last one); test_accuracy()
     is the accuracy on the test set (accuracy mode only); n_train the number of training
-    images; name the figures' prefix (bench <name>_<model>_...)."""
-    batches = Batches(n_train, args.seed)
+    images; name the figures' prefix (bench <name>_<tag>_..., tag the model by default)."""
+    batch = batch_size(args.model)
+    tag = tag or args.model
+    batches = Batches(n_train, args.seed, batch)
     if args.epochs is not None:
         t_start = time.perf_counter()
         for k in range(1, args.epochs + 1):
@@ -226,8 +236,8 @@ def run(args, name, step, test_accuracy, n_train, loss_value=float):
         note(f"peak RSS {peak_rss_mib():.1f} MiB")
         return
 
-    warmup, steps = (5, 50 if args.model == "mlp" else 15) if args.quick else \
-        (20, 200 if args.model == "mlp" else 60)
+    warmup, steps = {"mlp": ((5, 50), (20, 200)), "cnn": ((5, 15), (20, 60)),
+                     "big_cnn": ((1, 2), (3, 20))}[args.model][0 if args.quick else 1]
     warmup = warmup if args.warmup is None else args.warmup
     steps = steps if args.steps is None else args.steps
     if warmup < 0 or steps < 1:
@@ -256,6 +266,6 @@ def run(args, name, step, test_accuracy, n_train, loss_value=float):
          f"{len(thread_cpu_ticks())} threads in the process)")
     note(f"single steps: median {statistics.median(step_s) * 1e3:.2f} ms, fastest "
          f"{min(step_s) * 1e3:.2f} ms, slowest {max(step_s) * 1e3:.2f} ms")
-    print(f"bench {name}_{args.model}_samples_per_s {steps * BATCH / wall:.1f} samples/s")
-    print(f"bench {name}_{args.model}_peak_rss {peak_rss_mib():.1f} MiB")
-    print(f"bench {name}_{args.model}_cpu_util {cpu / wall:.2f} ratio", flush=True)
+    print(f"bench {name}_{tag}_samples_per_s {steps * batch / wall:.1f} samples/s")
+    print(f"bench {name}_{tag}_peak_rss {peak_rss_mib():.1f} MiB")
+    print(f"bench {name}_{tag}_cpu_util {cpu / wall:.2f} ratio", flush=True)
