@@ -277,7 +277,8 @@ TFL_API tfl_status tfl_dataset_seek(tfl_dataset *ds, int64_t batch);
 /**
  * The next batch of the epoch.
  * @param x receives float32 examples of shape (b, feature shape...), normalised, on the
- *          device of the current device scope (CPU:0 when none).
+ *          device of the current device scope (CPU:0 when none); of a text dataset, int32
+ *          token ids (b, context_length), and y int32 next tokens (b, context_length).
  * @param y receives the labels: int32 class indices of shape (b,); float32 targets
  *          (TFL_LABEL_VALUE) of shape (b,) or (b, k), as the dataset was made; NULL for a
  *          dataset without labels. y may be NULL when the caller does not want them.
