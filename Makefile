@@ -10,7 +10,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
-FUZZ_HARNESSES = idx csv config safetensors events
+FUZZ_HARNESSES = idx csv text config safetensors events
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
@@ -18,8 +18,8 @@ CMAKE_FLAGS ?=
 # Debian packages the build and the tests need (checked one by one; only missing ones install).
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes of clang 14) and libomp-dev
 # (clang's OpenMP) are for the fuzz harnesses; librsvg2-bin (rsvg-convert) renders the plot test's SVG
-# to PNG.
-DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev dataset-fashion-mnist librsvg2-bin clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin
+# to PNG; fortunes is the text corpus (/usr/share/games/fortunes) of the text dataset tests.
+DEB_PACKAGES = cmake make gcc pkg-config libblis-openmp-dev libcmocka-dev libcjson-dev libyaml-dev zlib1g-dev dataset-fashion-mnist fortunes librsvg2-bin clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin
 
 .PHONY: all deps configure build train test asan fuzz bench clean
 

@@ -266,8 +266,31 @@ tfl_status tfl_config_compile(tfl_config *cfg, tfl_model *model, tfl_optimizer *
 
 /* ---- datasets -------------------------------------------------------------------------------- */
 
+/* A `format: text` source: its part `subset` with data.validation_split. The model's outputs
+ * must cover the vocabulary for the cross-entropies. */
+static tfl_dataset *load_text(tfl_config *cfg, const rsec *s, tfl_text_subset subset)
+{
+    const rval *stride = GETV(s, "stride");
+    tfl_text_opts o = {.context_length = GETV(s, "context_length")->i,
+                       .stride = stride->set ? stride->i : 0,
+                       .tokens = (tfl_text_tokens)GETV(s, "tokens")->i,
+                       .subset = subset};
+    if (subset != TFL_TEXT_ALL) o.validation_split = GETV(section(cfg, "data"), "validation_split")->f;
+    tfl_dataset *ds = tfl_dataset_from_text(cfg->ctx, GETV(s, "path")->s, &o);
+    int64_t loss = GETV(cfg->res, "loss")->i;
+    int32_t v = ds ? tfl_dataset_num_classes(ds) : 0;
+    if (ds && (loss == 0 || loss == 1) && cfg->outputs > 1 && cfg->outputs < v) {
+        tfl__set_error(cfg->ctx, TFL_INVALID_ARGUMENT,
+                       "the text's vocabulary has %d tokens, but the model has %lld outputs",
+                       (int)v, (long long)cfg->outputs);
+        tfl_dataset_free(ds);
+        ds = NULL;
+    }
+    return ds;
+}
+
 static tfl_dataset *load_source(tfl_config *cfg, const rsec *s, const char *path, float scale,
-                                float offset)
+                                float offset, tfl_text_subset subset)
 {
     tfl_dataset_opts o = {.scale = scale, .offset = offset};
     /* class labels of the cross-entropies over several outputs are checked against the
@@ -276,7 +299,9 @@ static tfl_dataset *load_source(tfl_config *cfg, const rsec *s, const char *path
     if ((loss == 0 || loss == 1) && cfg->outputs > 1 && cfg->outputs <= INT32_MAX)
         o.num_classes = (int32_t)cfg->outputs;
     tfl_dataset *ds;
-    if (s->kind == 0) {
+    if (s->kind == 2) {
+        ds = load_text(cfg, s, subset);
+    } else if (s->kind == 0) {
         const rval *labels = GETV(s, "labels");
         ds = tfl_dataset_from_idx(cfg->ctx, GETV(s, "images")->s, labels->set ? labels->s : NULL,
                                   &o);
@@ -356,16 +381,23 @@ tfl_status tfl_config_build_datasets(tfl_config *cfg, tfl_config_datasets *out)
     tfl_config_datasets got = {0};
     const char *names[] = {"train", "validation", "test"};
     tfl_dataset **slots[] = {&got.train, &got.validation, &got.test};
+    bool text_split = GETV(d, "train")->sec->kind == 2 && GETV(d, "validation_split")->f > 0;
     for (int i = 0; i < 3; i++) {
         const rval *v = GETV(d, names[i]);
         if (!v->set) continue;
         char p[32];
         snprintf(p, sizeof p, "data.%s", names[i]);
-        *slots[i] = load_source(cfg, v->sec, p, scale, offset);
+        *slots[i] = load_source(cfg, v->sec, p, scale, offset,
+                                i == 0 && text_split ? TFL_TEXT_TRAINING : TFL_TEXT_ALL);
         if (!*slots[i] || !shape_matches(cfg, *slots[i], v->sec, p)) goto fail;
     }
     double split = GETV(d, "validation_split")->f;
-    if (split > 0) {
+    if (text_split) { /* the end of the corpus, by position */
+        const rsec *tr = GETV(d, "train")->sec;
+        tfl_dataset_free(got.validation);
+        got.validation = load_source(cfg, tr, "data.train", scale, offset, TFL_TEXT_VALIDATION);
+        if (!got.validation) goto fail;
+    } else if (split > 0) {
         int64_t n = tfl_dataset_size(got.train);
         int64_t n_val = (int64_t)floor((double)n * split);
         tfl_dataset *first = NULL, *rest = NULL;
@@ -445,7 +477,13 @@ tfl_dataset *tfl_config_load_examples(tfl_config *cfg, const tfl_config_datasets
     tfl_dataset_opts o = {.scale = sc->set ? (float)sc->f : 0.0f,
                           .offset = (float)GETV(d, "offset")->f};
     tfl_dataset *ds;
-    if (src->kind == 0) {
+    if (src->kind == 2) { /* windows of the file, laid out as the training text's */
+        const rval *stride = GETV(src, "stride");
+        ds = tfl_dataset_from_text(cfg->ctx, path, &(tfl_text_opts){
+            .context_length = GETV(src, "context_length")->i,
+            .stride = stride->set ? stride->i : 0,
+            .tokens = (tfl_text_tokens)GETV(src, "tokens")->i});
+    } else if (src->kind == 0) {
         ds = tfl_dataset_from_idx(cfg->ctx, path, NULL, &o);
     } else {
         o.header = GETV(src, "header")->i;

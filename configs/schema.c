@@ -32,7 +32,8 @@ ENUM(tfl__enum_schedule, "schedule", "constant", "exponential", "step", "cosine"
 ENUM(tfl__enum_init, "initializer", "zeros", "ones", "constant", "random_uniform", "random_normal",
      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal");
 ENUM(tfl__enum_padding, "padding", "valid", "same");
-ENUM(tfl__enum_format, "data format", "idx", "csv");
+ENUM(tfl__enum_format, "data format", "idx", "csv", "text");
+ENUM(enum_text_tokens, "token kind", "bytes", "chars"); /* tfl_text_tokens' order */
 ENUM(enum_label_kind, "label kind", "class", "value"); /* tfl_label_kind's order */
 ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
 ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's order */
@@ -143,8 +144,10 @@ static const sec_def model_sec = {"model", model_keys, COUNT(model_keys),
 
 #define IDX B(0)
 #define CSV B(1)
+#define TXT B(2)
 static const key_def source_keys[] = {
-    {"format", VT_ENUM, 0, REQ | K_DISCRIM, NULL, 0, 0, &tfl__enum_format, 0, 0, 0, "idx or csv"},
+    {"format", VT_ENUM, 0, REQ | K_DISCRIM, NULL, 0, 0, &tfl__enum_format, 0, 0, 0,
+     "idx, csv or text"},
     {"images", VT_PATH, IDX, REQ | K_INPUT, NULL, 0, 0, 0, 0, 0, 0,
      "the examples' IDX file (.gz too)"},
     {"labels", VT_PATH, IDX, NUL | K_INPUT, NULL, 0, 0, 0, 0, 0, 0,
@@ -161,6 +164,17 @@ static const key_def source_keys[] = {
      "label_kind value: the target columns, from the label column on"},
     {"no_labels", VT_BOOL, CSV, 0, "false", 0, 0, 0, 0, 0, 0, "every column is a feature"},
     {"delimiter", VT_STR, CSV, 0, ",", 0, 0, 0, 0, 0, 0, "one character"},
+    {"path", VT_PATH, TXT, REQ, NULL, 0, 0, 0, 0, 0, 0,
+     "a text file, or a glob(3) pattern whose files, sorted by name, are concatenated as they "
+     "are; memory-mapped, never copied"},
+    {"context_length", VT_INT, TXT, REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
+     "tokens per window: x is a window, y the next tokens (int32, shape [context_length]); "
+     "model.input_shape is [context_length]"},
+    {"stride", VT_INT, TXT, NUL | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
+     "tokens between the starts of windows; null: context_length (each token a target once "
+     "an epoch)"},
+    {"tokens", VT_ENUM, TXT, 0, "bytes", 0, 0, &enum_text_tokens, 0, 0, 0,
+     "bytes: 256 ids, one per byte value; chars: the corpus's distinct bytes, in byte order"},
 };
 static const sec_def source_sec = {"source",          source_keys, COUNT(source_keys),
                                    &tfl__enum_format, false,       "a data source"};
@@ -171,7 +185,8 @@ static const key_def data_keys[] = {
      "evaluated after every epoch; null: none (or validation_split)"},
     {"test", VT_SEC, 0, NUL, NULL, 0, 0, 0, &source_sec, 0, 0, "evaluated after training"},
     {"validation_split", VT_FLOAT, 0, RNG | K_MAX_EXCL, "0", 0, 1, 0, 0, 0, 0,
-     "the last fraction of train held out for validation"},
+     "the last fraction of train held out for validation (text: the end of the corpus, by "
+     "position)"},
     {"shuffle", VT_BOOL, 0, 0, "true", 0, 0, 0, 0, 0, 0, "a new order every epoch"},
     {"scale", VT_FLOAT, 0, NUL, NULL, 0, 0, 0, 0, 0, 0,
      "x = raw*scale + offset; null: 1/255 for bytes, 1 otherwise"},

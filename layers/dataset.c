@@ -95,9 +95,31 @@ tfl__ds_store *tfl__ds_store_adopt(tfl_ctx *ctx, tfl__ds_kind kind, int64_t n, i
     return s;
 }
 
+tfl__ds_store *tfl__ds_store_text(tfl_ctx *ctx, struct tfl__ds_text *t, int64_t n,
+                                  int64_t context)
+{
+    tfl__ds_store *s = tfl__calloc(ctx, sizeof *s);
+    if (!s) {
+        tfl__ds_text_free(t);
+        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "Dataset: out of host memory");
+        return NULL;
+    }
+    s->refs = 1;
+    s->ctx = ctx;
+    s->kind = TFL__DS_TEXT;
+    s->n = n;
+    s->feat = context;
+    s->rank = 1;
+    s->shape[0] = context;
+    s->text = t;
+    s->num_classes = tfl__ds_text_vocab(t, NULL);
+    return s;
+}
+
 void tfl__ds_store_release(tfl__ds_store *s)
 {
     if (!s || --s->refs > 0) return;
+    tfl__ds_text_free(s->text);
     tfl__host_free(s->ctx, s->x);
     tfl__host_free(s->ctx, s->y);
     tfl__host_free(s->ctx, s->t);
@@ -487,6 +509,47 @@ static tfl_status next_async(tfl_dataset *ds, tfl__device *dev, int64_t lo, int6
     return st;
 }
 
+/* The rest of tfl_dataset_next for a text dataset: x and y int32 (b, context), the windows
+ * gathered from the mapped corpus into host buffers, then made tensors on dev (synchronous
+ * copies: a batch of token ids is small). */
+static tfl_status next_text(tfl_dataset *ds, tfl__device *dev, int64_t lo, int64_t b, int64_t m,
+                            tfl_tensor **x, tfl_tensor **y)
+{
+    tfl_ctx *ctx = ds->ctx;
+    const tfl__ds_store *s = ds->store;
+    const int64_t c = s->feat;
+    /* b · c <= the tensor's element bound is checked by tensor_on; the buffers are bounded
+     * here first: b <= n windows and c + 1 bytes each come from the corpus */
+    TFL_CHECK(ctx, c < INT64_MAX / 8 && (b == 0 || c <= (int64_t)(SIZE_MAX / 16) / b),
+              TFL_RESOURCE_EXHAUSTED, "Dataset next: a batch of %lld windows of %lld tokens is "
+              "too large", (long long)b, (long long)c);
+    size_t xbytes = (size_t)b * (size_t)c * sizeof(int32_t);
+    size_t bytes = 2 * xbytes + (size_t)c + 1;
+    char *buf = tfl__host_alloc(ctx, bytes, 64);
+    TFL_CHECK(ctx, buf, TFL_RESOURCE_EXHAUSTED,
+              "Dataset next: out of host memory for a batch (%zu bytes)", bytes);
+    int32_t *xv = (int32_t *)(void *)buf, *yv = (int32_t *)(void *)(buf + xbytes);
+    uint8_t *scratch = (uint8_t *)buf + 2 * xbytes;
+    for (int64_t k = 0; k < b; k++) {
+        int64_t i = lo + k;
+        int64_t ex = ds->begin + (ds->perm ? ds->perm[i] : i);
+        tfl__ds_text_window(s->text, ex, scratch, xv + (size_t)k * (size_t)c,
+                            y ? yv + (size_t)k * (size_t)c : NULL);
+    }
+    int64_t shape[2] = {b, c};
+    tfl_tensor *tx = tensor_on(ctx, dev, TFL_DTYPE_INT32, 2, shape, xv);
+    tfl_tensor *ty = tx && y ? tensor_on(ctx, dev, TFL_DTYPE_INT32, 2, shape, yv) : NULL;
+    tfl__host_free(ctx, buf);
+    if (!tx || (y && !ty)) {
+        if (tx) drop(ctx, tx);
+        return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
+    }
+    ds->pos += m;
+    *x = tx;
+    if (y) *y = ty;
+    return TFL_OK;
+}
+
 tfl_status tfl_dataset_next(tfl_dataset *ds, tfl_tensor **x, tfl_tensor **y)
 {
     if (x) *x = NULL;
@@ -517,6 +580,7 @@ tfl_status tfl__dataset_next_on(tfl_dataset *ds, tfl__device *dev, tfl_tensor **
     int64_t shape[TFL_MAX_RANK];
     shape[0] = b;
     for (int i = 0; i < s->rank; i++) shape[i + 1] = s->shape[i];
+    if (s->text) return next_text(ds, dev, lo, b, m, x, y);
     if (tfl__ds_upload_wanted(dev)) return next_async(ds, dev, lo, b, m, shape, x, y);
     bool on_host = dev == tfl__cpu(ctx);
     float *buf = NULL;
@@ -591,7 +655,8 @@ int64_t tfl_dataset_feature_size(const tfl_dataset *ds)
 }
 bool tfl_dataset_has_labels(const tfl_dataset *ds)
 {
-    return ALIVE(ds, "tfl_dataset_has_labels") && (ds->store->y || ds->store->t);
+    return ALIVE(ds, "tfl_dataset_has_labels") &&
+           (ds->store->y || ds->store->t || ds->store->text);
 }
 tfl_label_kind tfl_dataset_label_kind(const tfl_dataset *ds)
 {
@@ -662,6 +727,8 @@ tfl_status tfl_dataset_set_normalization(tfl_dataset *ds, float scale, float off
     if (!alive(ds, "tfl_dataset_set_normalization")) return TFL_MISUSE;
     tfl_ctx *ctx = ds->ctx;
     const int64_t feat = ds->store->feat;
+    TFL_CHECK(ctx, !ds->store->text, TFL_INVALID_ARGUMENT,
+              "Dataset normalization: a text dataset's examples are token ids, never normalised");
     TFL_CHECK(ctx, isfinite(scale) && isfinite(offset), TFL_INVALID_ARGUMENT,
               "Dataset normalization: scale (%g) and offset (%g) must be finite", (double)scale,
               (double)offset);
@@ -706,6 +773,9 @@ tfl_status tfl_dataset_moments(const tfl_dataset *ds, float *mean, float *std)
     if (!alive(ds, "tfl_dataset_moments")) return TFL_MISUSE;
     tfl_ctx *ctx = ds->ctx;
     const tfl__ds_store *s = ds->store;
+    TFL_CHECK(ctx, !s->text, TFL_INVALID_ARGUMENT,
+              "Dataset moments: a text dataset's examples are token ids, not features to "
+              "standardize");
     TFL_CHECK(ctx, ds->n > 0, TFL_INVALID_ARGUMENT, "Dataset moments: the dataset is empty");
     size_t bytes = (size_t)s->feat * 2 * sizeof(double);
     double *acc = tfl__host_alloc(ctx, bytes ? bytes : 1, 64);
@@ -731,4 +801,12 @@ tfl_status tfl_dataset_moments(const tfl_dataset *ds, float *mean, float *std)
     }
     tfl__host_free(ctx, acc);
     return TFL_OK;
+}
+
+int tfl_dataset_text_vocab(const tfl_dataset *ds, uint8_t *bytes)
+{
+    if (!ALIVE(ds, "tfl_dataset_text_vocab")) return -1;
+    TFL_CHECK_RET(ds->ctx, ds->store->text, -1, TFL_INVALID_ARGUMENT,
+                  "tfl_dataset_text_vocab: the dataset is not a text dataset");
+    return tfl__ds_text_vocab(ds->store->text, bytes);
 }

@@ -13,7 +13,11 @@
 typedef enum tfl__ds_kind {
     TFL__DS_U8 = 1, /* one byte per element (IDX ubyte) */
     TFL__DS_F32,    /* float32 per element */
+    TFL__DS_TEXT,   /* next-token windows over a mapped corpus (dataset_text.c); no x */
 } tfl__ds_kind;
+
+/** A mapped text corpus and its windows (dataset_text.c). */
+struct tfl__ds_text;
 
 /** The examples of one load, shared by the datasets split from it. */
 typedef struct tfl__ds_store {
@@ -29,7 +33,8 @@ typedef struct tfl__ds_store {
     int64_t feat;                  /* elements per example */
     int rank;                      /* rank of one example, 0..TFL_MAX_RANK-1 */
     int64_t shape[TFL_MAX_RANK];   /* one example's shape */
-    int32_t num_classes;           /* max label + 1; 0 without labels */
+    int32_t num_classes;           /* max label + 1; 0 without labels; text: the vocabulary */
+    struct tfl__ds_text *text;     /* TFL__DS_TEXT: the corpus (owned), else NULL */
 } tfl__ds_store;
 
 /** A zeroed store (refs 1) with its shape set and x (and y when labelled) allocated
@@ -41,6 +46,18 @@ tfl__ds_store *tfl__ds_store_new(tfl_ctx *ctx, tfl__ds_kind kind, int64_t n, int
 tfl__ds_store *tfl__ds_store_adopt(tfl_ctx *ctx, tfl__ds_kind kind, int64_t n, int rank,
                                    const int64_t *shape, bool labelled, void *x);
 void tfl__ds_store_release(tfl__ds_store *s);
+/** A store of n text windows of `context` tokens over t (taken: freed on failure too); x and
+ * y stay NULL, batches come from tfl__ds_text_window. NULL with the error kept. */
+tfl__ds_store *tfl__ds_store_text(tfl_ctx *ctx, struct tfl__ds_text *t, int64_t n,
+                                  int64_t context);
+/** Unmaps and frees a corpus (NULL: nothing). */
+void tfl__ds_text_free(struct tfl__ds_text *t);
+/** Window ex (0-based, of the subset): its context tokens into x and, unless y is NULL, the
+ * next tokens into y; scratch holds context + 1 bytes. */
+void tfl__ds_text_window(const struct tfl__ds_text *t, int64_t ex, uint8_t *scratch, int32_t *x,
+                         int32_t *y);
+/** The vocabulary size; bytes (NULL, or room for 256) receives each token id's byte. */
+int tfl__ds_text_vocab(const struct tfl__ds_text *t, uint8_t *bytes);
 /** Gives a store without class labels room for tdim targets per example (uninitialised),
  * batches' y of rank trank + 1; false with RESOURCE_EXHAUSTED kept. */
 bool tfl__ds_store_add_targets(tfl__ds_store *s, int64_t tdim, int trank);

@@ -287,7 +287,7 @@ static void test_data_section(void **state)
                 "data:\n  train: {path: xor.csv}\n"
                 "model: {input_shape: [2], layers: [flatten]}\n"
                 "loss: mean_squared_error\n",
-                2, 10, "data.train.format: missing required key 'format' (one of: idx, csv)");
+                2, 10, "data.train.format: missing required key 'format' (one of: idx, csv, text)");
     expect_diag(ctx,
                 "data:\n  train: {format: csv, path: nope.csv}\n"
                 "model: {input_shape: [2], layers: [flatten]}\nloss: mean_squared_error\n",
@@ -297,7 +297,7 @@ static void test_data_section(void **state)
     expect_diag(ctx,
                 "data:\n  train: {format: idx, images: xor.csv, path: xor.csv}\n"
                 "model: {input_shape: [2], layers: [flatten]}\nloss: mean_squared_error\n",
-                2, 41, "data format 'idx' does not read 'path' (an option of csv only)");
+                2, 41, "data format 'idx' does not read 'path' (an option of csv, text only)");
     /* relative paths resolve against the config's directory, and come out absolute */
     tfl_config *cfg = valid(ctx, BASE_YAML);
     expect_get(cfg, "data.train.path", "\"" XOR_CSV "\"");

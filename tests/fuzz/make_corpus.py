@@ -356,6 +356,23 @@ def events_corpus():
 
 
 
+def text_corpus():
+    """fuzz_text.c: [flags] [file]; flags: context - 1 (bits 0-2), chars (3), stride (4-5),
+    subset (6-7)."""
+    fortune = b"You will be surprised by a loud noise.\n%\nA day for firm decisions!\n%\n"
+    write("text", "bytes_context8", bytes([7]) + fortune)
+    write("text", "chars_stride1", bytes([3 | 8 | 16]) + fortune)
+    write("text", "validation_part", bytes([2 | 128]) + fortune)
+    write("text", "training_part_chars", bytes([4 | 8 | 64]) + fortune)
+    write("text", "utf8", bytes([1]) + "caf\u00e9 \u20ac \U0001F600 na\u00efve\n".encode())
+    write("text", "latin1_accent", bytes([0]) + b"a" * 150 + b"\xe9" + b"b" * 50)
+    write("text", "nul_byte", bytes([0]) + b"text\0more text")
+    write("text", "invalid_utf8", bytes([0]) + b"\xff\xfe" * 20)
+    write("text", "too_short", bytes([7]) + b"short")
+    write("text", "empty", bytes([0]))
+
+
 if __name__ == "__main__":
     safetensors_corpus()
     main()
+    text_corpus()

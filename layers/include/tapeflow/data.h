@@ -1,6 +1,7 @@
 /*
  * tapeflow/data.h: datasets of labelled examples for training loops: IDX files (the MNIST
- * format, gzipped or not), CSV files and in-memory arrays; batching, seeded shuffling per
+ * format, gzipped or not), CSV files, in-memory arrays and next-token windows over text
+ * (memory-mapped, tfl_dataset_from_text); batching, seeded shuffling per
  * epoch, a train/validation split and input normalisation.
  *
  * Memory. A dataset keeps its examples in host memory in their own type: byte data (IDX
@@ -157,6 +158,84 @@ TFL_API tfl_dataset *tfl_dataset_from_csv(tfl_ctx *ctx, const char *path,
 TFL_API tfl_dataset *tfl_dataset_from_arrays(tfl_ctx *ctx, const tfl_tensor *x,
                                              const tfl_tensor *y, const tfl_dataset_opts *opts);
 
+/* ---- text: next-token windows --------------------------------------------------------------- */
+
+/** What a token of a text dataset is. */
+typedef enum tfl_text_tokens {
+    TFL_TEXT_BYTES = 0, /* every byte value is a token: ids 0..255 (vocabulary 256) */
+    TFL_TEXT_CHARS = 1, /* the distinct byte values of the corpus, in byte order, get the dense
+                           ids 0..V-1 (the characters of an ASCII text, nanoGPT's
+                           shakespeare_char vocabulary; a multi-byte UTF-8 character is several
+                           tokens); tfl_dataset_text_vocab gives the mapping */
+} tfl_text_tokens;
+
+/** Which part of the corpus a text dataset covers (Keras's `subset`). */
+typedef enum tfl_text_subset {
+    TFL_TEXT_ALL = 0,        /* the whole corpus (validation_split ignored) */
+    TFL_TEXT_TRAINING = 1,   /* the first 1 − validation_split of the tokens */
+    TFL_TEXT_VALIDATION = 2, /* the last floor(tokens · validation_split) tokens */
+} tfl_text_subset;
+
+/** Options of tfl_dataset_from_text; context_length is required, the rest 0 for defaults. */
+typedef struct tfl_text_opts {
+    int64_t context_length;  /* tokens per window (>= 1) */
+    int64_t stride;          /* tokens between the starts of consecutive windows; 0: the context
+                                length (non-overlapping windows: one epoch sees each token once
+                                as a target) */
+    tfl_text_tokens tokens;  /* bytes (default) or chars */
+    double validation_split; /* in [0, 1): the fraction of the corpus, at its end, that is the
+                                validation part */
+    tfl_text_subset subset;  /* the part this dataset covers */
+} tfl_text_opts;
+
+/**
+ * A dataset of next-token windows over a text corpus, for language models: example i is the
+ * window of context_length tokens starting at token i·stride of its part of the corpus; its
+ * x is those tokens and its label y the tokens one position later (the window shifted by
+ * one), both int32 of shape (context_length,), so batches give x and y int32 (b, context) and
+ * sparse_categorical_crossentropy applies at every position. A part of L tokens has
+ * floor((L − context_length − 1) / stride) + 1 windows; the tokens after the last one are
+ * unused. tfl_dataset_num_classes is the vocabulary size.
+ *
+ *     tfl_text_opts o = {.context_length = 128, .validation_split = 0.1,
+ *                        .subset = TFL_TEXT_TRAINING};
+ *     tfl_dataset *train = tfl_dataset_from_text(ctx, "/usr/share/games/fortunes/?*.u8", &o);
+ *     o.subset = TFL_TEXT_VALIDATION;
+ *     tfl_dataset *val = tfl_dataset_from_text(ctx, "/usr/share/games/fortunes/?*.u8", &o);
+ *
+ * Files. `path` is a file, or else a glob(3) pattern whose matches, sorted by name byte by
+ * byte, are concatenated as they are (as `cat` would, no separator added; symbolic links are
+ * followed). Each file is mapped read-only (mmap), never copied: a batch gathers its windows
+ * from the mapping, so a corpus of any size costs the context only the batch; the pages are
+ * the operating system's cache. A file must not shrink while a dataset maps it.
+ * Split. The validation part is the end of the corpus by position (nanoGPT's train/val
+ * split): no window of one part reads a token of the other. The vocabulary (chars) is the
+ * whole corpus's, so both parts share their ids. Shuffling (tfl_dataset_batch) permutes the
+ * windows, 8 bytes of memory per window.
+ * Text. A file is refused as binary when it holds a NUL byte, or when more than 1% of its
+ * bytes are outside well-formed UTF-8 sequences (a Latin-1 text with some accents loads).
+ * Normalisation does not apply: tfl_dataset_set_normalization and tfl_dataset_moments refuse
+ * text datasets (INVALID_ARGUMENT).
+ * Returns: a new dataset, or NULL.
+ * Errors: INVALID_ARGUMENT (NULL path or opts, a field out of range, naming it; subset
+ * TFL_TEXT_VALIDATION with validation_split 0; a part shorter than context_length + 1 tokens,
+ * naming the path and the counts), NOT_FOUND (a missing file; a pattern that matches no
+ * file, naming it), FAILED_PRECONDITION (a match that is not a regular file, a file that
+ * cannot be opened), DATA_LOSS naming the file (empty; binary: the offset of its first NUL
+ * byte, or the count of bytes that are not UTF-8), RESOURCE_EXHAUSTED.
+ */
+TFL_API tfl_dataset *tfl_dataset_from_text(tfl_ctx *ctx, const char *path,
+                                           const tfl_text_opts *opts);
+
+/**
+ * A text dataset's vocabulary: the byte of every token id (256 ids for TFL_TEXT_BYTES, the
+ * corpus's distinct bytes in byte order for TFL_TEXT_CHARS), to decode generated ids.
+ * @param bytes NULL, or room for 256 bytes: bytes[id] receives the id's byte.
+ * Returns: the vocabulary size V (ids are 0..V-1); -1 for a NULL dataset or one that is not
+ * a text dataset (INVALID_ARGUMENT kept).
+ */
+TFL_API int tfl_dataset_text_vocab(const tfl_dataset *ds, uint8_t *bytes);
+
 /** Frees a dataset (the examples when no split of it still uses them). NULL: no-op. A
  * dataset already freed: MISUSE kept in its context (base.h). */
 TFL_API void tfl_dataset_free(tfl_dataset *ds);
@@ -198,7 +277,8 @@ TFL_API tfl_status tfl_dataset_seek(tfl_dataset *ds, int64_t batch);
 /**
  * The next batch of the epoch.
  * @param x receives float32 examples of shape (b, feature shape...), normalised, on the
- *          device of the current device scope (CPU:0 when none).
+ *          device of the current device scope (CPU:0 when none); of a text dataset, int32
+ *          token ids (b, context_length), and y int32 next tokens (b, context_length).
  * @param y receives the labels: int32 class indices of shape (b,); float32 targets
  *          (TFL_LABEL_VALUE) of shape (b,) or (b, k), as the dataset was made; NULL for a
  *          dataset without labels. y may be NULL when the caller does not want them.
