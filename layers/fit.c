@@ -49,6 +49,25 @@ static tfl_tensor *correct_tensor(tfl_model *m, const tfl_tensor *pred, const tf
     return tfl_reduce_sum(ctx, tfl_cast(ctx, eq, TFL_DTYPE_FLOAT64), 0, NULL, false);
 }
 
+/* Per-example losses of a sequence model are per position ((b, s) for labels (b, s)): the
+ * positions one example holds, by which its loss sum and correct count are divided so that
+ * the epoch's figures stay means over positions (1 for one label per example). */
+static double positions_per_example(const tfl_tensor *per)
+{
+    int64_t b = tfl_tensor_dim(per, 0);
+    return b > 0 ? (double)tfl_tensor_numel(per) / (double)b : 1.0;
+}
+
+/* t (a float scalar) / positions, or t itself for one position per example */
+static tfl_tensor *per_example(tfl_ctx *ctx, tfl_tensor *t, double positions)
+{
+    if (!t || positions == 1.0) return t;
+    tfl_tensor *k = tfl_tensor_dtype(t) == TFL_DTYPE_FLOAT64
+                        ? tfl_scalar_f64(ctx, 1.0 / positions)
+                        : tfl_scalar_f32(ctx, (float)(1.0 / positions));
+    return k ? tfl_mul(ctx, t, k) : NULL;
+}
+
 /* correct_tensor read on the host; -1 on error. */
 static double count_correct(tfl_model *m, const tfl_tensor *pred, const tfl_tensor *y)
 {
@@ -163,9 +182,11 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
     if (st == TFL_OK) st = hooks_and_apply(m, o, sl);
     if (st != TFL_OK || sl->skipped) return st;
     int64_t b = tfl_tensor_dim(per, 0);
+    double positions = positions_per_example(per); /* the correct count in examples */
     if (on_device) {
         tfl_tensor *c = NULL;
-        if ((m->metrics & TFL_METRIC_ACCURACY) && !(c = correct_tensor(m, pred, y)))
+        if ((m->metrics & TFL_METRIC_ACCURACY) &&
+            !(c = per_example(ctx, correct_tensor(m, pred, y), positions)))
             return tfl_ctx_status(ctx);
         return tfl__fit_sums_add(fs, loss, b, c);
     }
@@ -173,7 +194,7 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
     if (m->metrics & TFL_METRIC_ACCURACY) {
         double c = count_correct(m, pred, y);
         if (c < 0) return tfl_ctx_status(ctx);
-        fs->host_correct += c;
+        fs->host_correct += c / positions;
     }
     return TFL_OK;
 }
@@ -260,16 +281,20 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
         if (st == TFL_OK && tfl_tensor_dim(x, 0) > 0) { /* an empty shard adds nothing */
             tfl_tensor *pred = tfl_model_call(m, x, false);
             tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
+            double positions = per ? positions_per_example(per) : 1.0;
             tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
+            s = per_example(ctx, s, positions); /* the sum over examples of their means */
             double v = 0, c = 0;
             if (s && !tfl__dev_is_host(tfl__tensor_device(s))) {
-                tfl_tensor *ct = acc ? correct_tensor(m, pred, y) : NULL;
+                tfl_tensor *ct = acc ? per_example(ctx, correct_tensor(m, pred, y), positions)
+                                     : NULL;
                 st = acc && !ct ? tfl_ctx_status(ctx) : tfl__device_accumulate(ctx, &dsum, s);
                 if (st == TFL_OK && ct) st = tfl__device_accumulate(ctx, &dcorrect, ct);
             } else {
                 st = s ? tfl_tensor_get(s, 0, &v) : tfl_ctx_status(ctx);
                 if (st == TFL_OK && acc && (c = count_correct(m, pred, y)) < 0)
                     st = tfl_ctx_status(ctx);
+                c /= positions;
             }
             sum += v;
             correct += c;
