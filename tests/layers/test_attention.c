@@ -6,6 +6,7 @@
  * errors (rank, features, options). */
 #define FIXTURE_PATH TFL_SOURCE_DIR "/tests/reference/fixtures/attention_torch.json"
 #include "seeds_fixture.h"
+#include "torch_lists.h"
 
 #define TOL 1e-5 /* relative to max(1, max |want|) */
 
@@ -19,42 +20,6 @@ static const cJSON *member(const cJSON *obj, const char *key)
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!m) fail_msg("fixture: no \"%s\"", key);
     return m;
-}
-
-static tfl_tensor *list_f32(tfl_ctx *ctx, const cJSON *a, int rank, const int64_t *shape)
-{
-    int n = cJSON_GetArraySize(a);
-    int64_t want = 1;
-    for (int i = 0; i < rank; i++) want *= shape[i];
-    assert_int_equal(n, want);
-    float *v = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(v);
-    for (int i = 0; i < n; i++) v[i] = (float)cJSON_GetArrayItem(a, i)->valuedouble;
-    tfl_tensor *t = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, rank, shape, v);
-    free(v);
-    assert_non_null(t);
-    return t;
-}
-
-static void expect_list(const tfl_tensor *t, const cJSON *want, const char *what)
-{
-    if (!t) fail_msg("%s: no tensor", what);
-    int n = cJSON_GetArraySize(want);
-    assert_int_equal(tfl_tensor_numel(t), n);
-    float *got = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(got);
-    assert_int_equal(tfl_tensor_to_host(t, got, sizeof(float) * (size_t)n), TFL_OK);
-    double scale = 1.0;
-    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(cJSON_GetArrayItem(want, i)->valuedouble));
-    for (int i = 0; i < n; i++) {
-        double w = cJSON_GetArrayItem(want, i)->valuedouble;
-        if (!(fabs(got[i] - w) <= TOL * scale)) {
-            double g = got[i];
-            free(got);
-            fail_msg("%s element %d: got %.9g, PyTorch %.17g", what, i, g, w);
-        }
-    }
-    free(got);
 }
 
 static void test_matches_torch(void **state)
@@ -87,12 +52,12 @@ static void test_matches_torch(void **state)
             for (int d = 0; d < ranks[i]; d++)
                 assert_int_equal(tfl_tensor_shape(vars[i])[d], shapes[i][d]);
             assert_int_equal(tfl_variable_assign(vars[i],
-                                                 list_f32(ctx, member(jget(c, "vars"), k_names[i]),
+                                                 json_f32(ctx, member(jget(c, "vars"), k_names[i]),
                                                           ranks[i], shapes[i])),
                              TFL_OK);
         }
-        tfl_tensor *x = list_f32(ctx, jget(c, "x"), 3, (int64_t[]){b, s, f});
-        tfl_tensor *w = list_f32(ctx, jget(c, "w"), 3, (int64_t[]){b, s, f});
+        tfl_tensor *x = json_f32(ctx, jget(c, "x"), 3, (int64_t[]){b, s, f});
+        tfl_tensor *w = json_f32(ctx, jget(c, "w"), 3, (int64_t[]){b, s, f});
         /* inference: no dropout, the fixture's values */
         tfl_tape *tape = tfl_tape_begin(ctx, 0);
         assert_int_equal(tfl_tape_watch(tape, x), TFL_OK);
@@ -105,12 +70,12 @@ static void test_matches_torch(void **state)
         assert_int_equal(tfl_tape_gradient(tape, loss, 9, src, g, 0), TFL_OK);
         char what[96];
         snprintf(what, sizeof what, "%s y", cases[ci]);
-        expect_list(y, jget(c, "y"), what);
+        expect_close_f32(y, jget(c, "y"), TOL, what);
         snprintf(what, sizeof what, "%s dx", cases[ci]);
-        expect_list(g[0], jget(jget(c, "grads"), "x"), what);
+        expect_close_f32(g[0], jget(jget(c, "grads"), "x"), TOL, what);
         for (int i = 0; i < 8; i++) {
             snprintf(what, sizeof what, "%s d%s", cases[ci], k_names[i]);
-            expect_list(g[i + 1], member(jget(c, "grads"), k_names[i]), what);
+            expect_close_f32(g[i + 1], member(jget(c, "grads"), k_names[i]), TOL, what);
         }
         tfl_tape_free(tape);
         /* training: dropout on the weights changes the output */

@@ -8,6 +8,7 @@
  *    feature count on a later call. */
 #define FIXTURE_PATH TFL_SOURCE_DIR "/tests/reference/fixtures/layers_torch.json"
 #include "seeds_fixture.h"
+#include "torch_lists.h"
 
 #define TOL 1e-5 /* relative to max(1, max |want|): float32 compute against float64 */
 
@@ -17,48 +18,6 @@ static tfl_layer *new_layer(tfl_ctx *ctx, const tfl_layer_spec *spec)
     if (!l) print_error("tfl_layer_new: %s\n", tfl_ctx_error(ctx).message);
     assert_non_null(l);
     return l;
-}
-
-/* The float32 tensor of the fixture list at `key` of c, of the given shape. */
-static tfl_tensor *list_f32(tfl_ctx *ctx, const cJSON *c, const char *key, int rank,
-                            const int64_t *shape)
-{
-    const cJSON *a = jget(c, key);
-    int n = cJSON_GetArraySize(a);
-    int64_t want = 1;
-    for (int i = 0; i < rank; i++)
-        want *= shape[i];
-    assert_int_equal(n, want);
-    float *v = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(v);
-    for (int i = 0; i < n; i++)
-        v[i] = (float)cJSON_GetArrayItem(a, i)->valuedouble;
-    tfl_tensor *t = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, rank, shape, v);
-    free(v);
-    assert_non_null(t);
-    return t;
-}
-
-/* t (float32) holds the fixture list `want` to TOL * max(1, max |want|). */
-static void expect_list(const tfl_tensor *t, const cJSON *want, const char *what)
-{
-    if (!t) fail_msg("%s: no tensor", what);
-    int n = cJSON_GetArraySize(want);
-    assert_int_equal(tfl_tensor_numel(t), n);
-    float *got = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(got);
-    assert_int_equal(tfl_tensor_to_host(t, got, sizeof(float) * (size_t)n), TFL_OK);
-    double scale = 1.0;
-    for (int i = 0; i < n; i++)
-        scale = fmax(scale, fabs(cJSON_GetArrayItem(want, i)->valuedouble));
-    for (int i = 0; i < n; i++) {
-        double w = cJSON_GetArrayItem(want, i)->valuedouble, g = got[i];
-        if (!(fabs(g - w) <= TOL * scale)) {
-            free(got);
-            fail_msg("%s element %d: got %.9g, PyTorch %.17g", what, i, g, w);
-        }
-    }
-    free(got);
 }
 
 static tfl_tensor *weighted_sum(tfl_ctx *ctx, const tfl_tensor *w, const tfl_tensor *y)
@@ -83,10 +42,10 @@ static void test_layer_norm_matches_torch(void **state)
         assert_int_equal(tfl_layer_build(l, rank, shape), TFL_OK);
         tfl_tensor *vars[2];
         assert_int_equal(tfl_layer_variables(l, TFL_VARS_TRAINABLE, vars, 2), 2);
-        OK(ctx, tfl_variable_assign(vars[0], list_f32(ctx, c, "gamma", 1, &f)));
-        OK(ctx, tfl_variable_assign(vars[1], list_f32(ctx, c, "beta", 1, &f)));
-        tfl_tensor *x = list_f32(ctx, c, "x", rank, shape);
-        tfl_tensor *w = list_f32(ctx, c, "w", rank, shape);
+        OK(ctx, tfl_variable_assign(vars[0], json_f32(ctx, jget(c, "gamma"), 1, &f)));
+        OK(ctx, tfl_variable_assign(vars[1], json_f32(ctx, jget(c, "beta"), 1, &f)));
+        tfl_tensor *x = json_f32(ctx, jget(c, "x"), rank, shape);
+        tfl_tensor *w = json_f32(ctx, jget(c, "w"), rank, shape);
         for (int training = 0; training < 2; training++) { /* the same in both modes */
             tfl_tape *tape = tfl_tape_begin(ctx, 0);
             assert_non_null(tape);
@@ -99,11 +58,11 @@ static void test_layer_norm_matches_torch(void **state)
             OK(ctx, tfl_tape_gradient(tape, loss, 3, src, g, 0));
             char what[64];
             snprintf(what, sizeof what, "%s y", names[k]);
-            expect_list(y, jget(c, "y"), what);
+            expect_close_f32(y, jget(c, "y"), TOL, what);
             const char *keys[3] = {"x", "gamma", "beta"};
             for (int i = 0; i < 3; i++) {
                 snprintf(what, sizeof what, "%s d%s", names[k], keys[i]);
-                expect_list(g[i], jget(jget(c, "grads"), keys[i]), what);
+                expect_close_f32(g[i], jget(jget(c, "grads"), keys[i]), TOL, what);
             }
             tfl_tape_free(tape);
         }
@@ -123,8 +82,8 @@ static void test_global_average_pooling_matches_torch(void **state)
     assert_int_equal(json_dims(jget(c, "out_shape"), oshape), 2);
     assert_int_equal(tfl_frame_push(ctx), TFL_OK);
     tfl_layer *l = new_layer(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_GLOBAL_AVG_POOL2D});
-    tfl_tensor *x = list_f32(ctx, c, "x", rank, shape);
-    tfl_tensor *w = list_f32(ctx, c, "w", 2, oshape);
+    tfl_tensor *x = json_f32(ctx, jget(c, "x"), rank, shape);
+    tfl_tensor *w = json_f32(ctx, jget(c, "w"), 2, oshape);
     tfl_tape *tape = tfl_tape_begin(ctx, 0);
     OK(ctx, tfl_tape_watch(tape, x));
     tfl_tensor *y = tfl_layer_call(l, x, true);
@@ -134,8 +93,8 @@ static void test_global_average_pooling_matches_torch(void **state)
     assert_int_equal(tfl_tensor_shape(y)[1], oshape[1]);
     tfl_tensor *g = NULL;
     OK(ctx, tfl_tape_gradient(tape, weighted_sum(ctx, w, y), 1, (const tfl_tensor *[]){x}, &g, 0));
-    expect_list(y, jget(c, "y"), "gap y");
-    expect_list(g, jget(jget(c, "grads"), "x"), "gap dx");
+    expect_close_f32(y, jget(c, "y"), TOL, "gap y");
+    expect_close_f32(g, jget(jget(c, "grads"), "x"), TOL, "gap dx");
     tfl_tape_free(tape);
     assert_int_equal(tfl_layer_variables(l, TFL_VARS_ALL, NULL, 0), 0);
     assert_int_equal(tfl_layer_param_count(l, TFL_VARS_ALL), 0);
