@@ -26,6 +26,9 @@ static const struct {
     [TFL_LAYER_GLOBAL_AVG_POOL2D] = {"GlobalAveragePooling2D", "global_average_pooling2d"},
     [TFL_LAYER_POSITION_EMBEDDING] = {"PositionEmbedding", "position_embedding"},
     [TFL_LAYER_MULTI_HEAD_ATTENTION] = {"MultiHeadAttention", "multi_head_attention"},
+    [TFL_LAYER_ADD] = {"Add", "add"},
+    [TFL_LAYER_CONCATENATE] = {"Concatenate", "concatenate"},
+    [TFL_LAYER_MULTIPLY] = {"Multiply", "multiply"},
 };
 
 const char *tfl_layer_kind_name(tfl_layer_kind kind)
@@ -81,6 +84,7 @@ enum {
     F_KSIZE = 1 << 4, F_STRIDES = 1 << 5, F_DILATIONS = 1 << 6, F_PADDING = 1 << 7,
     F_TARGET = 1 << 8, F_RATE = 1 << 9, F_SEED = 1 << 10, F_NORM = 1 << 11, F_KINIT = 1 << 12,
     F_BINIT = 1 << 13, F_MOMENTUM = 1 << 14, F_SEQLEN = 1 << 15, F_HEADS = 1 << 16,
+    F_AXIS = 1 << 17,
 };
 static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_DENSE] = F_ACT | F_UNITS | F_NO_BIAS | F_KINIT | F_BINIT,
@@ -96,6 +100,7 @@ static const unsigned kind_fields[TFL_LAYER_KIND_END] = {
     [TFL_LAYER_LAYER_NORM] = F_NORM,
     [TFL_LAYER_POSITION_EMBEDDING] = F_SEQLEN | F_KINIT,
     [TFL_LAYER_MULTI_HEAD_ATTENTION] = F_HEADS | F_RATE | F_SEED | F_NO_BIAS | F_KINIT | F_BINIT,
+    [TFL_LAYER_CONCATENATE] = F_AXIS,
 };
 
 /* The first field set in s that its kind does not read, or NULL. */
@@ -124,6 +129,7 @@ static const char *unused_field(const tfl_layer_spec *s)
         {F_NORM, s->epsilon != 0 || s->no_center || s->no_scale, "epsilon/no_center/no_scale"},
         {F_KINIT, s->kernel_init != NULL, "kernel_init"},
         {F_BINIT, s->bias_init != NULL, "bias_init"},
+        {F_AXIS, s->axis != 0, "axis"},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].set && !(used & fields[i].flag)) return fields[i].name;
@@ -229,6 +235,9 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
                       s->epsilon);
         if (s->epsilon == 0) s->epsilon = 1e-3;
         break;
+    case TFL_LAYER_CONCATENATE:
+        if (s->axis == 0) s->axis = -1; /* the batch axis is never joined: 0 is the default */
+        break;
     default:
         break;
     }
@@ -286,6 +295,7 @@ void tfl_layer_free(tfl_layer *l)
             if (m->layers[i] == l) {
                 memmove(m->layers + i, m->layers + i + 1, sizeof(*m->layers) * (m->n_layers - i - 1));
                 m->n_layers--;
+                tfl__nodes_removed(m, i);
                 break;
             }
     for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);

@@ -162,6 +162,13 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
         if (rank > 0) memcpy(out, shape, sizeof(int64_t) * rank);
         out[rank] = s->units;
         return rank + 1;
+    case TFL_LAYER_ADD:
+    case TFL_LAYER_CONCATENATE:
+    case TFL_LAYER_MULTIPLY:
+        TFL_CHECK_RET(CTX, false, -1, TFL_INVALID_ARGUMENT, "%s: %s merges 2 or more inputs: "
+                      "call it with tfl_layer_call_n (or tfl_layer_output_shape_n)", NAME,
+                      tfl_layer_kind_name(s->kind));
+        return -1;
     default:
         return -1;
     }

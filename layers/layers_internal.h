@@ -31,12 +31,33 @@ struct tfl_layer {
     uint64_t calls;                /* Dropout: calls in training mode (mixed into the seed) */
 };
 
+/* The model's input among a layer's inputs (tfl_model_input): a handle that is not a layer
+ * (tfl__obj_check of a layer refuses it), with its ctx after the header as every handle. */
+#define TFL__MAGIC_MODEL_INPUT 0x696e7074u /* "inpt" */
+typedef struct tfl__model_input {
+    tfl__ctx_obj obj;
+    tfl_ctx *ctx;
+    tfl_model *model;
+} tfl__model_input;
+
+/* Where layer i of a model takes its inputs from: n_in 0, the previous layer (or the model's
+ * input for the first); otherwise in[0..n_in), each a layer index below i, TFL__FROM_INPUT
+ * or TFL__FROM_GONE (that layer was freed). */
+#define TFL__FROM_INPUT (-1)
+#define TFL__FROM_GONE (-2)
+typedef struct tfl__node {
+    int n_in;
+    int in[TFL_MAX_LAYER_INPUTS];
+} tfl__node;
+
 struct tfl_model {
     tfl__ctx_obj obj;
     tfl_ctx *ctx;
     char name[TFL__NAME_MAX];
     tfl_layer **layers;
+    tfl__node *nodes;              /* one per layer */
     int n_layers, cap_layers;
+    tfl__model_input input;
     tfl_optimizer *optimizer;      /* borrowed */
     tfl_loss_kind loss;
     unsigned metrics;
@@ -73,6 +94,31 @@ void tfl__model_free_obj(tfl__ctx_obj *obj);
 void tfl__layer_unbuild(tfl_layer *l);
 /** tfl__layer_forward in a frame of its own; the result goes to the caller's frame. */
 tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+
+/* layer_merge.c: Add, Concatenate, Multiply */
+bool tfl__layer_is_merge(tfl_layer_kind kind);
+/** The merge's output shape for n inputs; -1 with the error kept. */
+int tfl__merge_shape(tfl_layer *l, int n, const int *ranks, const int64_t *const *shapes,
+                     int64_t *out);
+/** The merge's forward pass on inputs whose shapes were checked. */
+tfl_tensor *tfl__merge_forward(tfl_layer *l, int n, const tfl_tensor *const *xs);
+/* model.c, model_graph.c: a model's layer graph */
+/** Appends l (checked: alive, of ctx, in no model, its count of inputs) with node nd. */
+tfl_status tfl__model_add_node(tfl_model *m, tfl_layer *l, const tfl__node *nd);
+/** The input indices of layer i (TFL__FROM_INPUT, TFL__FROM_GONE, or an earlier layer) into
+ * in[TFL_MAX_LAYER_INPUTS]; returns their count. */
+int tfl__node_inputs(const tfl_model *m, int i, int *in);
+/** The model's input shape, then every layer's output shape in ranks[0..n_layers) and
+ * shapes[0..n_layers) (host arrays the caller frees with tfl__host_free); false with the
+ * error kept (naming the layer). */
+bool tfl__model_shapes(tfl_model *m, int rank, const int64_t *shape, int **ranks,
+                       int64_t (**shapes)[TFL_MAX_RANK]);
+/** The forward pass: every layer on its inputs; the last one's output (frame-owned). */
+tfl_tensor *tfl__graph_call(tfl_model *m, const tfl_tensor *x, bool training);
+/** Layer i's inputs' names ("input, conv2d_1") into buf (the summary's Connected to). */
+void tfl__node_text(const tfl_model *m, int i, char *buf, size_t size);
+/** Called after layer i was taken out of the list (n_layers already one less). */
+void tfl__nodes_removed(tfl_model *m, int i);
 
 /* layer_call.c */
 /** Output shape of the layer's kind for an input shape (batch first, may be -1); -1 with the

@@ -1,6 +1,6 @@
 /*
- * layers/model.c: the sequential model (layers in order, owned), its build, call,
- * variable lists and summary table; compile and the losses per example.
+ * layers/model.c: the model (layers in order, owned, each with its inputs: model_graph.c),
+ * its build, call, variable lists and summary table; compile and the losses per example.
  */
 #include "layers_internal.h"
 
@@ -24,6 +24,9 @@ tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name)
     if (!m) return NULL;
     m->ctx = ctx;
     memcpy(m->name, nm, sizeof nm);
+    m->input = (tfl__model_input){.obj = {.magic = TFL__MAGIC_MODEL_INPUT,
+                                          .kind = TFL__MAGIC_MODEL_INPUT},
+                                  .ctx = ctx, .model = m};
     return m;
 }
 
@@ -34,6 +37,7 @@ void tfl_model_free(tfl_model *m)
     tfl__ctx_unlink(ctx, &m->obj);
     while (m->n_layers > 0) tfl_layer_free(m->layers[m->n_layers - 1]);
     tfl__host_free(ctx, m->layers);
+    tfl__host_free(ctx, m->nodes);
     tfl__host_free(ctx, m->summary);
     tfl__host_free(ctx, m->train_vars);
     tfl__host_free(ctx, m->grads);
@@ -41,10 +45,8 @@ void tfl_model_free(tfl_model *m)
     tfl__obj_retire(ctx, &m->obj); /* the record stays readable: a second free is MISUSE */
 }
 
-tfl_status tfl_model_add_layer(tfl_model *m, tfl_layer *l)
+tfl_status tfl__model_add_node(tfl_model *m, tfl_layer *l, const tfl__node *nd)
 {
-    if (!m) return TFL_INVALID_ARGUMENT;
-    if (!tfl__model_alive(m, "tfl_model_add_layer")) return TFL_MISUSE;
     tfl_ctx *ctx = m->ctx;
     if (!l) {
         TFL_CHECK_RET(ctx, tfl_ctx_status(ctx) != TFL_OK, TFL_INVALID_ARGUMENT,
@@ -65,11 +67,31 @@ tfl_status tfl_model_add_layer(tfl_model *m, tfl_layer *l)
         TFL_CHECK_RET(ctx, grown, TFL_RESOURCE_EXHAUSTED, TFL_RESOURCE_EXHAUSTED,
                       "%s: out of memory adding a layer", m->name);
         m->layers = grown;
+        tfl__node *nodes = tfl__grow(ctx, m->nodes, sizeof(*nodes) * m->n_layers,
+                                     sizeof(*nodes) * cap);
+        TFL_CHECK_RET(ctx, nodes, TFL_RESOURCE_EXHAUSTED, TFL_RESOURCE_EXHAUSTED,
+                      "%s: out of memory adding a layer", m->name);
+        m->nodes = nodes;
         m->cap_layers = cap;
     }
+    bool merge = tfl__layer_is_merge(l->spec.kind);
+    int count = nd->n_in ? nd->n_in : 1;
+    TFL_CHECK_RET(ctx, merge ? count >= 2 : count == 1, TFL_INVALID_ARGUMENT,
+                  TFL_INVALID_ARGUMENT, "%s: layer '%s' (%s) takes %s, got %d%s", m->name,
+                  l->name, tfl_layer_kind_name(l->spec.kind),
+                  merge ? "2 or more inputs" : "one input", count,
+                  merge && !nd->n_in ? " (add it with tfl_model_add_from)" : "");
+    m->nodes[m->n_layers] = *nd;
     m->layers[m->n_layers++] = l;
     l->owner = m;
     return TFL_OK;
+}
+
+tfl_status tfl_model_add_layer(tfl_model *m, tfl_layer *l)
+{
+    if (!m) return TFL_INVALID_ARGUMENT;
+    if (!tfl__model_alive(m, "tfl_model_add_layer")) return TFL_MISUSE;
+    return tfl__model_add_node(m, l, &(tfl__node){0});
 }
 
 tfl_layer *tfl_model_add(tfl_model *m, const tfl_layer_spec *spec)
@@ -114,30 +136,31 @@ tfl_status tfl_model_build(tfl_model *m, int rank, const int64_t *shape)
     TFL_CHECK_RET(m->ctx, rank >= 1 && rank <= TFL_MAX_RANK && shape, TFL_INVALID_ARGUMENT,
                   TFL_INVALID_ARGUMENT, "%s: build needs an input shape of rank 1..%d with the "
                   "batch axis first, got rank %d", m->name, TFL_MAX_RANK, rank);
-    /* the whole chain's shapes first: nothing is made unless every layer takes its input */
-    int64_t cur[TFL_MAX_RANK + 1], next[TFL_MAX_RANK + 1];
-    memcpy(cur, shape, sizeof(int64_t) * rank);
-    int r = rank;
-    for (int i = 0; i < m->n_layers; i++) {
-        r = tfl__layer_shape(m->layers[i], r, cur, next);
-        if (r < 0) return tfl_ctx_status(m->ctx);
-        memcpy(cur, next, sizeof(int64_t) * r);
-    }
-    /* then the variables; a failure (out of memory) undoes what this call made */
-    memcpy(cur, shape, sizeof(int64_t) * rank);
-    r = rank;
+    /* the whole graph's shapes first: nothing is made unless every layer takes its inputs */
+    int *ranks;
+    int64_t(*shapes)[TFL_MAX_RANK];
+    if (!tfl__model_shapes(m, rank, shape, &ranks, &shapes)) return tfl_ctx_status(m->ctx);
+    /* then the variables (a layer's come from its input's shape; merges have none); a failure
+     * (out of memory) undoes what this call made */
     tfl_status st = TFL_OK;
     for (int i = 0; i < m->n_layers && st == TFL_OK; i++) {
         tfl_layer *l = m->layers[i];
         l->fresh = !l->built;
-        st = tfl_layer_build(l, r, cur);
-        r = tfl__layer_shape(l, r, cur, next);
-        if (r >= 0) memcpy(cur, next, sizeof(int64_t) * r);
+        if (tfl__layer_is_merge(l->spec.kind)) {
+            l->built = true;
+            continue;
+        }
+        int in[TFL_MAX_LAYER_INPUTS];
+        tfl__node_inputs(m, i, in);
+        st = in[0] == TFL__FROM_INPUT ? tfl_layer_build(l, rank, shape)
+                                      : tfl_layer_build(l, ranks[in[0]], shapes[in[0]]);
     }
     for (int i = 0; i < m->n_layers; i++) {
         if (st != TFL_OK && m->layers[i]->fresh) tfl__layer_unbuild(m->layers[i]);
         m->layers[i]->fresh = false;
     }
+    tfl__host_free(m->ctx, ranks);
+    tfl__host_free(m->ctx, shapes);
     if (st != TFL_OK) return st;
     m->in_rank = rank; /* the summary's shapes start here */
     memcpy(m->in_shape, shape, sizeof(int64_t) * rank);
@@ -150,14 +173,23 @@ tfl_tensor *tfl_model_call(tfl_model *m, const tfl_tensor *x, bool training)
     TFL_CHECK_RET(m->ctx, m->n_layers > 0, NULL, TFL_FAILED_PRECONDITION,
                   "%s: the model has no layers", m->name);
     if (x && !m->layers[m->n_layers - 1]->built) { /* the first call builds every layer */
-        if (!tfl__layer_check_dtype(m->layers[0], x) ||
-            tfl_model_build(m, tfl_tensor_rank(x), tfl_tensor_shape(x)) != TFL_OK)
-            return NULL;
+        int in[TFL_MAX_LAYER_INPUTS];
+        for (int i = 0; i < m->n_layers; i++) /* the layers that read x check its dtype */
+            for (int k = 0, n = tfl__node_inputs(m, i, in); k < n; k++)
+                if (in[k] == TFL__FROM_INPUT && !tfl__layer_is_merge(m->layers[i]->spec.kind) &&
+                    !tfl__layer_check_dtype(m->layers[i], x))
+                    return NULL;
+        if (tfl_model_build(m, tfl_tensor_rank(x), tfl_tensor_shape(x)) != TFL_OK) return NULL;
     }
     if (tfl_frame_push(m->ctx) != TFL_OK) return NULL;
-    const tfl_tensor *y = x;
-    for (int i = 0; i < m->n_layers && (y || i == 0); i++)
-        y = tfl_layer_call(m->layers[i], y, training); /* a NULL x: the first layer says so */
+    const tfl_tensor *y;
+    if (!tfl_model_is_graph(m)) { /* a stack: each layer on the previous one's output */
+        y = x;
+        for (int i = 0; i < m->n_layers && (y || i == 0); i++)
+            y = tfl_layer_call(m->layers[i], y, training); /* a NULL x: the first layer says so */
+    } else {
+        y = x ? tfl__graph_call(m, x, training) : tfl_layer_call(m->layers[0], x, training);
+    }
     tfl_tensor *out = tfl_keep((tfl_tensor *)y);
     tfl_frame_pop(m->ctx);
     return out ? tfl__frame_adopt(m->ctx, out) : NULL;
@@ -236,8 +268,10 @@ const char *tfl_model_summary(tfl_model *m)
     if (!m || !tfl__model_alive(m, "tfl_model_summary")) return NULL;
     text t = {m->ctx, NULL, 0, 0, false};
     const char *rule = "─────────────────────────────────────────────────────────────────────────";
+    bool graph = tfl_model_is_graph(m);
     put(&t, "Model: \"%s\"\n", m->name);
-    put(&t, "%s\n%-40s %-22s %10s\n%s\n", rule, "Layer (type)", "Output Shape", "Param #", rule);
+    put(&t, "%s\n%-40s %-22s %10s%s\n%s\n", rule, "Layer (type)", "Output Shape", "Param #",
+        graph ? "  Connected to" : "", rule);
     /* output shapes follow from the input shape of the build or first call, when known */
     int rank = m->in_rank;
     int64_t cur[TFL_MAX_RANK + 1];
@@ -246,19 +280,33 @@ const char *tfl_model_summary(tfl_model *m)
         cur[0] = -1;
     }
     tfl_error kept = tfl_ctx_error(m->ctx);
+    int *ranks = NULL;
+    int64_t(*shapes)[TFL_MAX_RANK] = NULL;
+    if (graph && rank > 0 && !tfl__model_shapes(m, rank, cur, &ranks, &shapes) &&
+        kept.code == TFL_OK)
+        tfl_ctx_clear_error(m->ctx); /* never fails on shapes: they show "?" */
     for (int i = 0; i < m->n_layers; i++) {
         tfl_layer *l = m->layers[i];
-        char label[TFL__NAME_MAX + 40], shape[96];
+        char label[TFL__NAME_MAX + 40], shape[96], from[512] = "";
         snprintf(label, sizeof label, "%s (%s)", l->name, tfl_layer_kind_name(l->spec.kind));
         int64_t next[TFL_MAX_RANK + 1];
-        int r = rank > 0 ? tfl__layer_shape(l, rank, cur, next) : -1;
-        if (r < 0 && kept.code == TFL_OK) tfl_ctx_clear_error(m->ctx); /* never fails on shapes */
+        int r;
+        if (graph) {
+            r = ranks ? ranks[i] : -1;
+            if (r > 0) memcpy(next, shapes[i], sizeof(int64_t) * r);
+            tfl__node_text(m, i, from, sizeof from);
+        } else {
+            r = rank > 0 ? tfl__layer_shape(l, rank, cur, next) : -1;
+            if (r < 0 && kept.code == TFL_OK) tfl_ctx_clear_error(m->ctx); /* never fails on shapes */
+        }
         shape_text(r, next, shape, sizeof shape);
-        put(&t, "%-40s %-22s %10lld\n", label, shape,
-            (long long)tfl_layer_param_count(l, TFL_VARS_ALL));
+        put(&t, "%-40s %-22s %10lld%s%s\n", label, shape,
+            (long long)tfl_layer_param_count(l, TFL_VARS_ALL), graph ? "  " : "", from);
         rank = r;
         if (r > 0) memcpy(cur, next, sizeof(int64_t) * r);
     }
+    tfl__host_free(m->ctx, ranks);
+    tfl__host_free(m->ctx, shapes);
     int64_t all = tfl_model_param_count(m, TFL_VARS_ALL);
     int64_t tr = tfl_model_param_count(m, TFL_VARS_TRAINABLE);
     put(&t, "%s\n Total params: %lld (%.2f KB)\n Trainable params: %lld\n Non-trainable "

@@ -97,7 +97,7 @@ static void test_kind_and_activation_names(void **state)
                          "AveragePooling2D",   "Flatten", "Reshape",
                          "Dropout", "BatchNormalization", "Activation", "Embedding",
                          "LayerNormalization", "GlobalAveragePooling2D", "PositionEmbedding",
-                         "MultiHeadAttention", "?"};
+                         "MultiHeadAttention", "Add", "Concatenate", "Multiply", "?"};
     for (int k = 0; k <= TFL_LAYER_KIND_END; k++)
         assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)k), cls[k]);
     assert_string_equal(tfl_layer_kind_name((tfl_layer_kind)-1), "?");
@@ -141,7 +141,8 @@ static void test_default_names(void **state)
                            "average_pooling2d",      "flatten", "reshape",
                            "dropout",     "batch_normalization", "activation", "embedding",
                            "layer_normalization", "global_average_pooling2d",
-                           "position_embedding", "multi_head_attention"};
+                           "position_embedding", "multi_head_attention", "add", "concatenate",
+                           "multiply"};
     tfl_layer *k[TFL_LAYER_KIND_END] = {NULL};
     for (int kind = TFL_LAYER_CONV2D; kind < TFL_LAYER_KIND_END; kind++) {
         bool conv = kind == TFL_LAYER_CONV2D, emb = kind == TFL_LAYER_EMBEDDING;
@@ -203,7 +204,7 @@ static void test_spec_errors(void **state)
         const char *message; /* after "tfl_layer_new: " */
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
-        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 15"},
+        {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 18"},
         {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2},
          "MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got 2 and 0"},
         {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 4, .rate = 1},

@@ -1,7 +1,8 @@
 /*
  * tapeflow/layers.h: layers (Keras's): Dense, Conv2D, MaxPool2D, AvgPool2D, Flatten,
  * Reshape, Dropout, BatchNormalization, Activation, Embedding, LayerNormalization,
- * GlobalAveragePooling2D.
+ * GlobalAveragePooling2D, PositionEmbedding, MultiHeadAttention, and the merges Add,
+ * Concatenate and Multiply (layers of several inputs, for graph models).
  *
  * A layer is described by a tfl_layer_spec (all-zero fields mean Keras's defaults) and made
  * with tfl_layer_new; most users add specs to a sequential model (<tapeflow/model.h>):
@@ -16,7 +17,8 @@
  * variable). Layer names are unique per context: a spec without a name gets its kind's
  * name ("dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "reshape",
  * "dropout", "batch_normalization", "activation", "embedding", "layer_normalization",
- * "global_average_pooling2d") and then "_1", "_2", ...
+ * "global_average_pooling2d", "position_embedding", "multi_head_attention", "add",
+ * "concatenate", "multiply") and then "_1", "_2", ...
  * while that name is taken by a live layer; a spec naming a taken name is an error.
  * Trainable variables join the trainable collection; BatchNormalization's moving mean and
  * variance are not trainable. Dense, Conv2D, BatchNormalization and LayerNormalization
@@ -58,6 +60,11 @@
  *                training and inference. Options epsilon, no_center, no_scale (no momentum).
  *   GlobalAveragePooling2D  NHWC (batch, height, width, channels) -> (batch, channels), the
  *                mean over height and width. No options.
+ *   Add, Multiply  2 or more inputs of one shape and dtype -> their sum / product, element by
+ *                element (no broadcasting). No options.
+ *   Concatenate  2 or more inputs of one rank and dtype, equal in every axis but `axis`
+ *                (default -1, the last; never the batch axis) -> joined along it.
+ * The merges are called with tfl_layer_call_n; every other kind takes one input.
  *
  * Layers belong to their context: those still alive at tfl_ctx_free are freed with it.
  */
@@ -89,6 +96,9 @@ typedef enum tfl_layer_kind {
     TFL_LAYER_GLOBAL_AVG_POOL2D,
     TFL_LAYER_POSITION_EMBEDDING,
     TFL_LAYER_MULTI_HEAD_ATTENTION,
+    TFL_LAYER_ADD,            /* merges: tfl_layer_call_n */
+    TFL_LAYER_CONCATENATE,
+    TFL_LAYER_MULTIPLY,
     TFL_LAYER_KIND_END /* one past the last */
 } tfl_layer_kind;
 
@@ -131,6 +141,8 @@ typedef struct tfl_layer_spec {
     int num_heads;                 /* MultiHeadAttention: heads, required */
     int64_t key_dim;               /* MultiHeadAttention: each head's query/key/value size */
     bool causal;                   /* MultiHeadAttention: position i attends to positions <= i */
+    int axis;                      /* Concatenate: the axis joined (negative: from the end);
+                                      0 means -1 (the batch axis cannot be joined) */
 } tfl_layer_spec;
 
 /**
@@ -156,6 +168,20 @@ TFL_API tfl_layer *tfl_layer_new(tfl_ctx *ctx, const tfl_layer_spec *spec);
  */
 TFL_API tfl_tensor *tfl_layer_call(tfl_layer *layer, const tfl_tensor *x, bool training);
 
+/** The most inputs a merge layer takes. */
+#define TFL_MAX_LAYER_INPUTS 32
+
+/**
+ * Runs a layer on n inputs: a merge (Add, Concatenate, Multiply) on its 2 to
+ * TFL_MAX_LAYER_INPUTS inputs, any other kind on exactly 1 (as tfl_layer_call).
+ * Returns: a frame-owned tensor, or NULL.
+ * Errors: INVALID_ARGUMENT naming the layer: a count the kind does not take, inputs whose
+ * shapes or dtypes do not merge ("add: input 1 has shape (4, 8), input 0 (4, 16)"), and
+ * tfl_layer_call's.
+ */
+TFL_API tfl_tensor *tfl_layer_call_n(tfl_layer *layer, int n, const tfl_tensor *const *xs,
+                                     bool training);
+
 /**
  * The output shape for an input of shape (rank, shape), batch axis included, without
  * running anything (a -1 batch stays -1). out_shape needs room for TFL_MAX_RANK entries.
@@ -163,6 +189,11 @@ TFL_API tfl_tensor *tfl_layer_call(tfl_layer *layer, const tfl_tensor *x, bool t
  */
 TFL_API int tfl_layer_output_shape(tfl_layer *layer, int rank, const int64_t *shape,
                                    int64_t *out_shape);
+
+/** tfl_layer_output_shape for n inputs, the i-th of shape (ranks[i], shapes[i]): what
+ * tfl_layer_call_n checks (a -1 dimension matches any). */
+TFL_API int tfl_layer_output_shape_n(tfl_layer *layer, int n, const int *ranks,
+                                     const int64_t *const *shapes, int64_t *out_shape);
 
 /**
  * Makes the variables for inputs of shape (rank, shape) (batch axis included, may be -1)

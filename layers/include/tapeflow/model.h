@@ -1,5 +1,6 @@
 /*
- * tapeflow/model.h: the sequential model (Keras's Sequential), its losses and metrics, and
+ * tapeflow/model.h: the model (Keras's Sequential, and its functional API's layer graphs), its
+ * losses and metrics, and
  * the training loop: tfl_model_fit / tfl_model_evaluate / tfl_model_predict with callbacks
  * (early stopping, a CSV log of the epochs, a checkpoint hook) and progress output.
  *
@@ -14,6 +15,19 @@
  *     tfl_model_fit(m, train, &(tfl_fit_opts){.epochs = 5, .batch_size = 128,
  *                                             .shuffle = true, .seed = 1,
  *                                             .validation = test, .progress = stdout}, NULL);
+ *
+ * A graph (Keras's functional API): a layer added with tfl_model_add_from takes the outputs of
+ * layers added before it, or the model's input (tfl_model_input); merges join them. A residual
+ * block:
+ *
+ *     tfl_layer *in = tfl_model_add(m, &conv_a);              // from the previous layer
+ *     tfl_model_add(m, &conv_b);
+ *     tfl_model_add_from(m, &(tfl_layer_spec){.kind = TFL_LAYER_ADD}, 2,
+ *                        (tfl_layer *[]){tfl_model_layer(m, tfl_model_num_layers(m) - 1), in});
+ *
+ * The last layer is the output; every other layer must feed a later one. A layer added with
+ * tfl_model_add takes the previous layer's output, so a stack is a graph whose every layer
+ * has that default, and its variables and checkpoints are the same as before graphs existed.
  *
  * A training step (what fit runs per batch, and what examples/custom_loop.c writes by
  * hand): in a frame, a non-persistent tape records logits = call(x, training = true) and
@@ -77,7 +91,7 @@ TFL_API tfl_tensor *tfl_loss_per_example(tfl_ctx *ctx, tfl_loss_kind kind,
 /** tfl_model_compile's metrics (flags) */
 #define TFL_METRIC_ACCURACY 1u /* argmax(pred) == label (binary: (pred > 0) == (label > 0.5)) */
 
-/** Makes an empty sequential model. name NULL: "sequential" (made unique as layers are).
+/** Makes an empty model. name NULL: "sequential" (made unique as layers are).
  * Errors: INVALID_ARGUMENT (a bad or taken name), RESOURCE_EXHAUSTED. */
 TFL_API tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name);
 
@@ -90,6 +104,38 @@ TFL_API tfl_layer *tfl_model_add(tfl_model *model, const tfl_layer_spec *spec);
  * (base.h); a NULL layer keeps the earlier error. */
 TFL_API tfl_status tfl_model_add_layer(tfl_model *model, tfl_layer *layer);
 
+/**
+ * The handle that stands for the model's input among tfl_model_add_from's inputs (Keras's
+ * Input): not a layer, other layer calls refuse it (MISUSE). Borrowed, valid while the model
+ * lives; NULL for NULL.
+ */
+TFL_API tfl_layer *tfl_model_input(tfl_model *model);
+
+/**
+ * Appends a new layer made from spec that takes the outputs of inputs[0..n): layers of this
+ * model (added before it) or tfl_model_input(model). Merges (Add, Concatenate, Multiply) take
+ * 2 to TFL_MAX_LAYER_INPUTS inputs, every other kind 1. n 0: the previous layer's output (the
+ * model's input for the first layer), as tfl_model_add. Returns the layer (borrowed) or NULL;
+ * on error the model is unchanged. Errors: INVALID_ARGUMENT (an input of another model, a
+ * NULL input, a count the kind does not take), tfl_layer_new's.
+ */
+TFL_API tfl_layer *tfl_model_add_from(tfl_model *model, const tfl_layer_spec *spec, int n,
+                                      tfl_layer *const *inputs);
+
+/** tfl_model_add_layer with the inputs of tfl_model_add_from. */
+TFL_API tfl_status tfl_model_add_layer_from(tfl_model *model, tfl_layer *layer, int n,
+                                            tfl_layer *const *inputs);
+
+/**
+ * The inputs of layer i: writes at most cap of them to out (tfl_model_input(model) for the
+ * model's input, NULL for a layer freed since) and returns how many there are (1 for a layer
+ * taking the previous layer's output); -1 when i is out of range.
+ */
+TFL_API int tfl_model_layer_inputs(const tfl_model *model, int i, tfl_layer **out, int cap);
+
+/** Whether a layer takes other inputs than the previous layer's output (a graph model). */
+TFL_API bool tfl_model_is_graph(const tfl_model *model);
+
 /** Number of layers; the i-th (borrowed), NULL out of range. */
 TFL_API int tfl_model_num_layers(const tfl_model *model);
 TFL_API tfl_layer *tfl_model_layer(const tfl_model *model, int i);
@@ -101,12 +147,14 @@ TFL_API tfl_ctx *tfl_model_ctx(const tfl_model *model);
 /**
  * Makes every layer's variables for inputs of shape (rank, shape), batch axis first (it
  * may be -1): Keras's build / Input(shape). Needed before a summary shows shapes and before
- * restoring a checkpoint. Errors: a layer's shape error, naming the layer.
+ * restoring a checkpoint. Errors: a layer's shape error, naming the layer; INVALID_ARGUMENT
+ * for a layer whose output no later layer takes (only the last is the model's output), or
+ * whose input layer was freed.
  */
 TFL_API tfl_status tfl_model_build(tfl_model *model, int rank, const int64_t *shape);
 
-/** Runs the layers in order. Returns a frame-owned tensor or NULL (the failing layer is
- * named in the message). */
+/** Runs the layers in order, each on its inputs; the last layer's output is the model's.
+ * Returns a frame-owned tensor or NULL (the failing layer is named in the message). */
 TFL_API tfl_tensor *tfl_model_call(tfl_model *model, const tfl_tensor *x, bool training);
 
 /** The model's variables, layer after layer (see tfl_layer_variables); returns the count. */
@@ -115,8 +163,9 @@ TFL_API int tfl_model_variables(const tfl_model *model, tfl_var_filter filter, t
 TFL_API int64_t tfl_model_param_count(const tfl_model *model, tfl_var_filter filter);
 
 /**
- * The summary table (layer name and type, output shape, parameters; then total, trainable
- * and non-trainable parameters), as Keras prints it. Unbuilt layers show "?".
+ * The summary table (layer name and type, output shape, parameters, and for a graph the
+ * layers each is connected to; then total, trainable and non-trainable parameters), as Keras
+ * prints it. Unbuilt layers show "?".
  * Returns a string owned by the model, valid until the next summary call or the free;
  * NULL on RESOURCE_EXHAUSTED.
  */
