@@ -114,10 +114,57 @@ static void layer_path(const rsec *l, int i, char *buf, size_t size)
     snprintf(buf, size, "model.layers[%d].%s", i, l->def->kinds->names[l->kind]);
 }
 
+/* "(-1, 28, 28)" */
+static void shape_text(int rank, const int64_t *shape, char *buf, size_t size)
+{
+    size_t o = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < rank && o < size; d++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (o < size) snprintf(buf + o, size - o, ")");
+}
+
+/* A layer's shape error: a diagnostic with its input shapes (diag), or the ctx's error
+ * relocated to the layer. */
+static void layer_failed(tfl_config *cfg, const rsec *l, int i, bool diag, int n,
+                         const int *ranks, const int64_t *const *shapes)
+{
+    char p[128];
+    layer_path(l, i, p, sizeof p);
+    if (!diag) {
+        relocate(cfg, l->node, p);
+        return;
+    }
+    char shp[512] = "";
+    size_t o = 0;
+    for (int k = 0; k < n && o < sizeof shp; k++) {
+        char one[160];
+        shape_text(ranks[k], shapes[k], one, sizeof one);
+        o += (size_t)snprintf(shp + o, sizeof shp - o, "%s%s", k ? ", " : "", one);
+    }
+    tfl__diag_at(cfg, l->node, p, "%s (input shape%s %s)", tfl_ctx_error(cfg->ctx).message,
+                 n > 1 ? "s" : "", shp);
+    tfl_ctx_clear_error(cfg->ctx);
+}
+
+/* Adds layer i of the config (with its inputs in a graph) to model; made[] holds the layers
+ * before it. */
+static tfl_layer *add_layer(tfl_config *cfg, tfl_model *model, const rsec *l, int i,
+                            tfl_layer **made, tfl_initializer *inits)
+{
+    tfl_layer_spec spec = spec_of(l, inits);
+    const int *from = cfg->from[i];
+    if (!cfg->graph || from[0] == 0) return tfl_model_add(model, &spec);
+    tfl_layer *ins[TFL_MAX_LAYER_INPUTS];
+    for (int k = 0; k < from[0]; k++)
+        ins[k] = from[k + 1] < 0 ? tfl_model_input(model) : made[from[k + 1]];
+    return tfl_model_add_from(model, &spec, from[0], ins);
+}
+
 /**
- * Makes the model's layers and runs shape inference from the input shape. With diag, problems
- * become diagnostics (load time: the ctx's error is cleared again); without, the ctx's error
- * is relocated to the layer and kept. Returns the model or NULL.
+ * Makes the model's layers and runs shape inference from the input shape, layer by layer on
+ * its inputs. With diag, problems become diagnostics (load time: the ctx's error is cleared
+ * again); without, the ctx's error is relocated to the layer and kept. Returns the model or
+ * NULL.
  */
 static tfl_model *make_model(tfl_config *cfg, bool diag)
 {
@@ -134,51 +181,47 @@ static tfl_model *make_model(tfl_config *cfg, bool diag)
         }
         return NULL;
     }
-    int rank = input->n + 1;
-    int64_t shape[TFL_MAX_RANK], out[TFL_MAX_RANK];
-    shape[0] = -1;
+    int n = layers->n;
+    int64_t in_shape[TFL_MAX_RANK];
+    in_shape[0] = -1;
     for (int i = 0; i < input->n; i++)
-        shape[i + 1] = input->ints[i];
-    bool ok = true;
-    for (int i = 0; i < layers->n && ok; i++) {
+        in_shape[i + 1] = input->ints[i];
+    /* the layers keep pointers to their initializers until they are built: the config's arena
+     * holds them (tfl_config_build_model builds the model before it returns) */
+    tfl_initializer *inits = tfl__arena_alloc(&cfg->arena, 2 * sizeof *inits * (size_t)n);
+    tfl_layer **made = tfl__calloc(cfg->ctx, sizeof *made * (size_t)n);
+    int *ranks = made ? tfl__calloc(cfg->ctx, sizeof *ranks * (size_t)n) : NULL;
+    int64_t(*shapes)[TFL_MAX_RANK] = ranks ? tfl__calloc(cfg->ctx, sizeof *shapes * (size_t)n)
+                                           : NULL;
+    bool ok = inits && shapes;
+    for (int i = 0; i < n && ok; i++) {
         const rsec *l = layers->list[i];
-        /* the layer keeps pointers to its initializers until it is built: the config's arena
-         * holds them (tfl_config_build_model builds the model before it returns) */
-        tfl_initializer *inits = tfl__arena_alloc(&cfg->arena, 2 * sizeof *inits);
-        if (!inits) {
-            tfl_model_free(model);
-            return NULL;
+        const int *from = cfg->from[i];
+        int k = from[0] ? from[0] : 1, rs[TFL_MAX_LAYER_INPUTS];
+        const int64_t *ss[TFL_MAX_LAYER_INPUTS];
+        for (int q = 0; q < k; q++) {
+            int j = from[q + 1];
+            rs[q] = j < 0 ? input->n + 1 : ranks[j];
+            ss[q] = j < 0 ? in_shape : shapes[j];
         }
-        tfl_layer_spec spec = spec_of(l, inits);
-        tfl_layer *layer = tfl_model_add(model, &spec);
-        int r = layer ? tfl_layer_output_shape(layer, rank, shape, out) : -1;
-        if (r < 0) {
-            char p[128];
-            layer_path(l, i, p, sizeof p);
-            if (diag) {
-                char shp[128] = "(";
-                size_t o = 1;
-                for (int d = 0; d < rank && o < sizeof shp; d++)
-                    o += (size_t)snprintf(shp + o, sizeof shp - o, "%s%lld", d ? ", " : "",
-                                          (long long)shape[d]);
-                if (o < sizeof shp) snprintf(shp + o, sizeof shp - o, ")");
-                tfl__diag_at(cfg, l->node, p, "%s (input shape %s)",
-                             tfl_ctx_error(cfg->ctx).message, shp);
-                tfl_ctx_clear_error(cfg->ctx);
-            } else {
-                relocate(cfg, l->node, p);
-            }
+        made[i] = add_layer(cfg, model, l, i, made, inits + 2 * i);
+        ranks[i] = made[i] ? tfl_layer_output_shape_n(made[i], k, rs, ss, shapes[i]) : -1;
+        if (ranks[i] < 0) {
+            layer_failed(cfg, l, i, diag, k, rs, ss);
             ok = false;
-            break;
         }
-        rank = r;
-        memcpy(shape, out, sizeof(int64_t) * (size_t)r);
     }
+    if (ok) {
+        int r = ranks[n - 1];
+        cfg->outputs = r >= 2 && shapes[n - 1][r - 1] > 0 ? shapes[n - 1][r - 1] : 0;
+    }
+    tfl__host_free(cfg->ctx, made);
+    tfl__host_free(cfg->ctx, ranks);
+    tfl__host_free(cfg->ctx, shapes);
     if (!ok) {
         tfl_model_free(model);
         return NULL;
     }
-    cfg->outputs = rank >= 2 && shape[rank - 1] > 0 ? shape[rank - 1] : 0;
     return model;
 }
 

@@ -77,6 +77,7 @@ static tfl_config *config_finish(tfl_config *cfg, const char *text, size_t len,
                 tfl__config_override(cfg, (int)i + 1, overrides[i]);
         }
         if (!cfg->arena.failed) tfl__config_resolve(cfg);
+        if (!cfg->arena.failed) tfl__config_graph(cfg);
         if (cfg->total_diags == 0 && !cfg->arena.failed) tfl__config_check_shapes(cfg);
     }
     cfg->fatal = !read_ok;

@@ -89,7 +89,8 @@ typedef enum vtype {
     VT_INTS,
     VT_ENUMS,
     VT_SEC,
-    VT_LIST
+    VT_LIST,
+    VT_NAMES /* a name or a list of names (strings) */
 } vtype;
 
 enum {
@@ -157,6 +158,7 @@ typedef struct rval {
     const char *s;     /* VT_STR, VT_PATH (resolved) */
     int n;             /* VT_INTS, VT_ENUMS, VT_LIST: count */
     int64_t *ints;     /* VT_INTS, VT_ENUMS */
+    const char **names; /* VT_NAMES */
     rsec *sec;         /* VT_SEC */
     rsec **list;       /* VT_LIST */
     const ynode *node; /* where it was written (NULL: a default) */
@@ -190,6 +192,11 @@ struct tfl_config {
     bool fatal; /* the document could not be read: no validation */
     int64_t outputs; /* the model's output width (shape inference; 0 before, or unknown) */
     bool device_scope; /* tfl_config_apply_context pushed training.device's scope */
+    /* the model's layer graph (graph.c), once the config is valid: */
+    bool graph;        /* a layer names its inputs: every layer's name and inputs are resolved
+                          into its `name` and `inputs` values */
+    int (*from)[TFL_MAX_LAYER_INPUTS + 1]; /* per layer: [0] the count, then the indices of its
+                          inputs (-1: the model's input); NULL before validation */
 };
 
 /** A config record with its arena, before anything is read (config.c). */
@@ -202,6 +209,9 @@ char *tfl__config_emit(const tfl_config *cfg, bool head);
 void tfl__config_resolve(tfl_config *cfg);
 /** The rules across keys, after tfl__config_resolve (rules.c). */
 void tfl__config_rules(tfl_config *cfg);
+/** The model's layer graph: names resolved, inputs found, cycles, counts and unused layers as
+ * diagnostics (graph.c). */
+void tfl__config_graph(tfl_config *cfg);
 /** Shape inference of the model section, diagnostics at the layers (build.c). */
 void tfl__config_check_shapes(tfl_config *cfg);
 /** Merges override i (1-based) into cfg->root (override.c). */

@@ -4,6 +4,9 @@
  */
 #include "configs_internal.h"
 
+#include <ctype.h>
+#include <strings.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,6 +71,21 @@ void tfl__fmt_scalar(const key_def *k, const rval *v, char *buf, size_t size)
             else
                 o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "",
                                       k->en->names[v->ints[i]]);
+        }
+        if (o < size) snprintf(buf + o, size - o, "]");
+        return;
+    }
+    case VT_NAMES: {
+        size_t o = (size_t)snprintf(buf, size, "[");
+        for (int i = 0; i < v->n && o < size; i++) {
+            char q[300];
+            bool plain = v->names[i][strspn(v->names[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNO"
+                                                        "PQRSTUVWXYZ0123456789_-.")] == '\0' &&
+                         (isalpha((unsigned char)v->names[i][0]) || v->names[i][0] == '_') &&
+                         strcasecmp(v->names[i], "null") != 0;
+            if (plain) snprintf(q, sizeof q, "%s", v->names[i]);
+            else fmt_string(v->names[i], q, sizeof q);
+            o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", q);
         }
         if (o < size) snprintf(buf + o, size - o, "]");
         return;
@@ -332,6 +350,7 @@ static void md_section(tfl__buf *b, const sec_def *s, const char *path)
                            : k->type == VT_INTS
                                ? (k->flags & K_PAIR ? "int or [h, w]" : "list of integers")
                            : k->type == VT_ENUMS ? "list of names"
+                           : k->type == VT_NAMES ? "name or list of names"
                            : k->type == VT_SEC   ? k->sub->name
                                                  : "list";
         char def[64] = "", rng[512] = "", kinds[256] = "all";

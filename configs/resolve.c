@@ -172,6 +172,8 @@ static const char *type_name(const key_def *k)
         return "a mapping";
     case VT_LIST:
         return "a list";
+    case VT_NAMES:
+        return "a name or a list of names";
     }
     return "?";
 }
@@ -329,6 +331,36 @@ static void resolve_ints(rctx *r, const key_def *k, const ynode *n, const char *
     out->set = true;
 }
 
+/* A name, or a list of names (VT_NAMES): strings, 1 to k->max_len of them. */
+static void resolve_names(rctx *r, const key_def *k, const ynode *n, const char *path, rval *out)
+{
+    tfl_config *cfg = r->cfg;
+    if (n->kind == YN_MAP || (n->kind == YN_SEQ && ((int)n->n < k->min_len ||
+                                                    (int)n->n > k->max_len))) {
+        tfl__diag_at(cfg, n, path, "expected a name or a list of %d to %d names, got %s",
+                     k->min_len, k->max_len, describe(cfg, n));
+        return;
+    }
+    size_t count = n->kind == YN_SEQ ? n->n : 1;
+    out->names = tfl__arena_alloc(&cfg->arena, sizeof *out->names * count);
+    if (!out->names) return;
+    int i = 0;
+    bool ok = true;
+    for (const ynode *it = n->kind == YN_SEQ ? n->first : n; it;
+         it = n->kind == YN_SEQ ? it->next : NULL, i++) {
+        char ip[PATH_MAX_];
+        snprintf(ip, sizeof ip, n->kind == YN_SEQ ? "%s[%d]" : "%s", path, i);
+        if (it->kind != YN_SCALAR || (!it->quoted && tfl__yis_null(it)) || !it->text[0]) {
+            tfl__diag_at(cfg, it, ip, "expected a layer name, got %s", describe(cfg, it));
+            ok = false;
+            continue;
+        }
+        out->names[i] = it->text;
+    }
+    out->n = i;
+    out->set = ok;
+}
+
 static void resolve_value(rctx *r, const key_def *k, const ynode *n, const char *path, rval *out)
 {
     tfl_config *cfg = r->cfg;
@@ -412,6 +444,9 @@ static void resolve_value(rctx *r, const key_def *k, const ynode *n, const char 
         out->set = ok;
         return;
     }
+    case VT_NAMES:
+        resolve_names(r, k, n, path, out);
+        return;
     case VT_SEC:
         if (tfl__yis_null(n) && (k->flags & K_NULLABLE)) return;
         out->sec = tfl__arena_alloc(&cfg->arena, sizeof *out->sec);

@@ -19,7 +19,7 @@
 ENUM(tfl__enum_layer, "layer kind", "dense", "conv2d", "max_pooling2d", "average_pooling2d",
      "flatten", "reshape", "dropout", "batch_normalization", "activation", "embedding",
      "layer_normalization", "global_average_pooling2d", "position_embedding",
-     "multi_head_attention");
+     "multi_head_attention", "add", "concatenate", "multiply"); /* tfl_layer_kind's order */
 ENUM(tfl__enum_activation, "activation", "linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
      "softplus", "silu", "elu", "hard_sigmoid");
 ENUM(tfl__enum_optimizer, "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam",
@@ -41,7 +41,7 @@ ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accu
 
 enum {
     L_DENSE, L_CONV, L_MAXP, L_AVGP, L_FLAT, L_RESHAPE, L_DROP, L_BN, L_ACT, L_EMB, L_LN, L_GAP,
-    L_POS, L_MHA
+    L_POS, L_MHA, L_ADD, L_CAT, L_MUL
 };
 enum { O_SGD, O_ADAM, O_ADAMW, O_RMSPROP, O_ADAGRAD, O_NADAM, O_ADAMAX, O_COUNT };
 enum { S_CONST, S_EXP, S_STEP, S_COS };
@@ -78,6 +78,9 @@ static const sec_def init_sec = {
 static const key_def layer_keys[] = {
     {"name", VT_STR, 0, NUL, NULL, 0, 0, 0, 0, 0, 0,
      "the layer's name (null: the kind's name made unique)"},
+    {"inputs", VT_NAMES, 0, NUL, NULL, 0, 0, 0, 0, 1, 32,
+     "the layers whose outputs it takes, by name (`input`: the model's input); null: the "
+     "previous layer's. Merges (add, concatenate, multiply) take 2 or more"},
     {"units", VT_INT, B(L_DENSE), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0, "output features"},
     {"filters", VT_INT, CONV, REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0, "output channels"},
     {"kernel_size", VT_INTS, CONV, REQ | RNG | K_PAIR, NULL, 1, 1e6, 0, 0, 1, 2,
@@ -126,6 +129,8 @@ static const key_def layer_keys[] = {
      "the longest sequence: the position table's rows"},
     {"embeddings_initializer", VT_SEC, B(L_POS), 0, "glorot_uniform", 0, 0, 0, &init_sec, 0, 0,
      "the position table's initializer"},
+    {"axis", VT_INT, B(L_CAT), RNG, "-1", -7, 7, 0, 0, 0, 0,
+     "the axis joined (negative: from the end; never the batch axis 0)"},
 };
 const sec_def tfl__schema_layer = {
     "layer",          layer_keys, COUNT(layer_keys),

@@ -37,7 +37,7 @@ static void test_layers_load_build_and_train(void **state)
     const char *yaml = tfl_config_format(cfg);
     assert_non_null(yaml);
     assert_has(yaml, "- layer_normalization:\n");
-    assert_has(yaml, "- global_average_pooling2d:\n        name: null\n    - dense:");
+    assert_has(yaml, "- global_average_pooling2d:\n        name: null\n        inputs: null\n    - dense:");
     tfl_config *back = parse_text(ctx, yaml, &st);
     if (st != TFL_OK) print_error("%s\n%s", yaml, tfl_config_diagnostics(back));
     assert_int_equal(st, TFL_OK);

@@ -1,0 +1,211 @@
+/* test_config_graph.c: graph models in configs: `inputs` and the merges build the graph the
+ * config names (checked layer by layer against the model's own inputs), the resolved config
+ * prints every layer's name and inputs and loads back to the same text, a stack config stays a
+ * stack, a graph run resumes exactly (the variables after 2 + 2 epochs equal those after 4,
+ * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
+ * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
+ * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
+ * inputs that are not names. */
+#include "config_helpers.h"
+
+#include <math.h>
+
+#include "tfl_events_util.h"
+
+/* x -> dense(8) -> d2 -> add(d2, dense) -> dropout -> concatenate(add, input) -> dense(2) */
+#define GRAPH_YAML                                                                                 \
+    "data:\n"                                                                                      \
+    "  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"                      \
+    "model:\n"                                                                                     \
+    "  input_shape: [2]\n"                                                                         \
+    "  layers:\n"                                                                                  \
+    "    - dense: {units: 8, activation: tanh}\n"                                                  \
+    "    - dense: {units: 8, activation: tanh, name: d2}\n"                                        \
+    "    - add: {inputs: [d2, dense]}\n"                                                           \
+    "    - dropout: {rate: 0.25, seed: 7}\n"                                                       \
+    "    - concatenate: {inputs: [dropout, input]}\n"                                              \
+    "    - dense: {units: 2}\n"                                                                    \
+    "loss: sparse_categorical_crossentropy\n"                                                      \
+    "optimizer: {kind: adam, learning_rate: 0.05}\n"                                               \
+    "training: {batch_size: 2, seed: 3}\n"
+
+static void test_graph_builds_as_named(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, GRAPH_YAML, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    assert_true(tfl_model_is_graph(m));
+    const char *names[] = {"dense", "d2", "add", "dropout", "concatenate", "dense_1"};
+    /* each layer's inputs, by index (-1: the model's input) */
+    const int from[6][3] = {{1, -1}, {1, 0}, {2, 1, 0}, {1, 2}, {2, 3, -1}, {1, 4}};
+    assert_int_equal(tfl_model_num_layers(m), 6);
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(tfl_layer_name(tfl_model_layer(m, i)), names[i]);
+        tfl_layer *in[4];
+        assert_int_equal(tfl_model_layer_inputs(m, i, in, 4), from[i][0]);
+        for (int k = 0; k < from[i][0]; k++)
+            assert_ptr_equal(in[k], from[i][k + 1] < 0 ? tfl_model_input(m)
+                                                       : tfl_model_layer(m, from[i][k + 1]));
+    }
+    assert_int_equal(tfl_model_param_count(m, TFL_VARS_ALL), (2 * 8 + 8) + (8 * 8 + 8) + (10 * 2 + 2));
+    const char *sum = tfl_model_summary(m);
+    assert_non_null(strstr(sum, "dropout, input"));
+    tfl_model_free(m);
+    /* the resolved config: names and inputs of every layer, and it loads back the same */
+    const char *text = tfl_config_format(cfg);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "    - dense:\n        name: \"dense\"\n        inputs: [input]\n"));
+    assert_non_null(strstr(text, "    - add:\n        name: \"add\"\n        inputs: [d2, dense]\n"));
+    assert_non_null(strstr(text, "        inputs: [dropout, input]\n        axis: -1\n"));
+    assert_non_null(strstr(text, "        name: \"dense_1\"\n        inputs: [concatenate]\n"));
+    char *copy = strdup(text);
+    tfl_config *again = parse_text(ctx, copy, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_string_equal(tfl_config_format(again), copy);
+    free(copy);
+    tfl_config_free(again);
+    tfl_config_free(cfg);
+}
+
+static void test_stack_config_stays_a_stack(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, BASE_YAML, &st);
+    assert_int_equal(st, TFL_OK);
+    const char *text = tfl_config_format(cfg);
+    assert_non_null(strstr(text, "    - dense:\n        name: null\n        inputs: null\n"));
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    assert_false(tfl_model_is_graph(m));
+    assert_string_equal(tfl_layer_name(tfl_model_layer(m, 1)), "dense_1");
+    tfl_model_free(m);
+    tfl_config_free(cfg);
+}
+
+/* the variables of the run's restored model, as bytes */
+static void read_vars(tfl_run *run, float *out, int cap, int *n)
+{
+    assert_int_equal(tfl_run_restore(run, NULL, NULL, 0, NULL), TFL_OK);
+    tfl_tensor *v[16];
+    int nv = tfl_model_variables(tfl_run_model(run), TFL_VARS_ALL, v, 16);
+    *n = 0;
+    for (int i = 0; i < nv; i++) {
+        int64_t k = tfl_tensor_numel(v[i]);
+        assert_true(*n + k <= cap);
+        assert_int_equal(tfl_tensor_to_host(v[i], out + *n, sizeof(float) * (size_t)k), TFL_OK);
+        *n += (int)k;
+    }
+}
+
+static void train(tfl_ctx *ctx, const char *dir, const char *epochs, float *vars, int *n)
+{
+    tfl_status st;
+    const char *sets[] = {epochs};
+    tfl_config *cfg = parse_with(ctx, GRAPH_YAML, sets, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir}, &st);
+    assert_non_null(run);
+    tfl_run_result res;
+    assert_int_equal(tfl_run_train(run, &res), TFL_OK);
+    assert_false(res.refused);
+    if (vars) read_vars(run, vars, 256, n);
+    tfl_run_close(run);
+    tfl_config_free(cfg);
+}
+
+static void test_graph_run_resumes_exactly(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char straight[256], resumed[256];
+    temp_dir(straight, sizeof straight, "graph4");
+    temp_dir(resumed, sizeof resumed, "graph22");
+    float a[256], b[256];
+    int na = 0, nb = 0;
+    train(ctx, straight, "training.epochs=4", a, &na);
+    train(ctx, resumed, "training.epochs=2", NULL, NULL);
+    train(ctx, resumed, "training.epochs=4", b, &nb);
+    assert_int_equal(na, (2 * 8 + 8) + (8 * 8 + 8) + (10 * 2 + 2));
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)na);
+}
+
+/* The document with line `at` (1-based, within the layers) replaced by `layer` */
+static void expect_graph_diag(tfl_ctx *ctx, const char *const *layers, int line, int col,
+                              const char *fragment)
+{
+    char text[2048];
+    size_t o = (size_t)snprintf(text, sizeof text,
+                                "data:\n  train: {format: csv, path: xor.csv, header: true, "
+                                "label_column: -1}\nmodel:\n  input_shape: [2]\n  layers:\n");
+    for (int i = 0; layers[i]; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "    - %s\n", layers[i]);
+    snprintf(text + o, sizeof text - o, "loss: sparse_categorical_crossentropy\n");
+    expect_diag(ctx, text, line, col, fragment);
+}
+
+static void test_graph_errors(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    /* layers start on line 6 */
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: a}",
+                                            "add: {inputs: [a, inptu]}", "dense: {units: 2}",
+                                            NULL},
+                      7, 25, "model.layers[1].add.inputs: no layer named 'inptu'; did you mean "
+                             "'input'?");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: a, inputs: c}",
+                                            "dense: {units: 4, name: b}",
+                                            "dense: {units: 4, name: c, inputs: b}",
+                                            "dense: {units: 2}", NULL},
+                      6, 42, "model.layers[0].dense.inputs: a cycle: a -> b -> c -> a");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: a, inputs: a}",
+                                            "dense: {units: 2}", NULL},
+                      6, 42, "a cycle: a -> a");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: a}",
+                                            "dense: {units: 4, name: b, inputs: c}",
+                                            "dense: {units: 4, name: c, inputs: a}",
+                                            "add: {inputs: [b, c]}", "dense: {units: 2}", NULL},
+                      7, 42, "'c' is model.layers[2], after 'b': list every layer after the "
+                             "layers it takes");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}", "add: {inputs: dense}",
+                                            "dense: {units: 2}", NULL},
+                      7, 21, "add merges 2 or more inputs, got 1");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}", "add", "dense: {units: 2}", NULL},
+                      7, 7, "model.layers[1].add: add merges 2 or more inputs, got 1");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}",
+                                            "dense: {units: 2, inputs: [dense, input]}", NULL},
+                      7, 33, "dense takes one input, got 2");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: branch}",
+                                            "dense: {units: 2, inputs: input}", NULL},
+                      6, 7, "model.layers[0].dense: the output of 'branch' is never used");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}",
+                                            "add: {inputs: [dense, input]}",
+                                            "dense: {units: 2}", NULL},
+                      7, 7, "Add needs inputs of one shape: input 1 has shape (-1, 2), input 0 "
+                            "(-1, 4) (input shapes (-1, 4), (-1, 2))");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4, name: input}",
+                                            "dense: {units: 2, inputs: input}", NULL},
+                      6, 31, "'input' names the model's input in a graph");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}",
+                                            "dense: {units: 2, inputs: {a: 1}}", NULL},
+                      7, 33, "expected a name or a list of 1 to 32 names");
+    expect_graph_diag(ctx, (const char *[]){"dense: {units: 4}",
+                                            "concatenate: {inputs: [dense, input], axis: 0}",
+                                            "dense: {units: 2}", NULL},
+                      7, 51, "concatenate.axis: axis 0 is the batch axis, which is never joined");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_graph_builds_as_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
