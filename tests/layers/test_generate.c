@@ -3,7 +3,7 @@
  * long as the context refuses anything longer); top_k 1 equals greedy at any temperature; a
  * seed gives the same tokens twice and another seed others; the frequencies of 4000 draws
  * from fixed logits against softmax(l / T) (and against a wrong temperature and a wrong top-k,
- * which the same bound must reject); every argument error with its message; no tensor left. */
+ * which the same bound must reject); top_k's ties; every argument error with its message; no tensor left. */
 #include "test_fixture.h"
 
 #include <tapeflow/generate.h>
@@ -193,6 +193,37 @@ static void test_frequencies(void **state)
     tfl_model_free(m);
 }
 
+/* top_k takes exactly k ids, ties to the lower id: of three equal largest logits, top_k 2 keeps
+ * ids 1 and 2, drawn about equally; top_k 4 adds the next largest, id 0. */
+static void test_top_k_ties(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    enum { V = 5, N = 2000 };
+    const float logits[V] = {0.5f, 2.0f, 2.0f, 2.0f, -1.0f};
+    tfl_model *m = lm(ctx, V, 3, 0);
+    float zeros[V * 3] = {0};
+    set_var(m, 1, zeros);
+    set_var(m, 2, logits);
+    static int32_t out[N];
+    int64_t n = 0;
+    tfl_generate_opts o = {.tokens = N, .context_length = 4, .temperature = 1, .top_k = 2,
+                           .seed = 5};
+    assert_int_equal(tfl_model_generate(m, (int32_t[]){0}, 1, &o, out, &n), TFL_OK);
+    int counts[V] = {0};
+    for (int i = 0; i < N; i++) counts[out[i]]++;
+    assert_int_equal(counts[1] + counts[2], N);
+    assert_true(chi_square(counts, (const double[]){0, 0.5, 0.5, 0, 0}, V, N) < 15);
+    o.top_k = 4;
+    assert_int_equal(tfl_model_generate(m, (int32_t[]){0}, 1, &o, out, &n), TFL_OK);
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < N; i++) counts[out[i]]++;
+    double p[V];
+    softmax_top(logits, V, 1, 4, p);
+    assert_true(counts[0] > 0 && counts[4] == 0);
+    assert_true(chi_square(counts, p, V, N) < 25);
+    tfl_model_free(m);
+}
+
 static void expect_error(tfl_model *m, const int32_t *prompt, int64_t n_prompt,
                          const tfl_generate_opts *o, tfl_status code, const char *fragment)
 {
@@ -270,6 +301,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_greedy_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_top1_and_seeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frequencies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_top_k_ties, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
