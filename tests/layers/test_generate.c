@@ -3,7 +3,8 @@
  * long as the context refuses anything longer); top_k 1 equals greedy at any temperature; a
  * seed gives the same tokens twice and another seed others; the frequencies of 4000 draws
  * from fixed logits against softmax(l / T) (and against a wrong temperature and a wrong top-k,
- * which the same bound must reject); top_k's ties; every argument error with its message; no tensor left. */
+ * which the same bound must reject); top_k's ties; every argument error with its message; no
+ * tensor left. */
 #include "test_fixture.h"
 
 #include <tapeflow/generate.h>
