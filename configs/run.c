@@ -715,6 +715,14 @@ tfl_status tfl_run_restore(tfl_run *r, const char *checkpoint, char *used, size_
     return TFL_OK;
 }
 
+bool tfl__run_parts(tfl_run *r, const char *what, tfl_config **cfg, tfl_dataset **train)
+{
+    if (!r || !run_alive(r, what)) return false;
+    *cfg = r->cfg;
+    *train = r->data.train;
+    return true;
+}
+
 tfl_status tfl_run_evaluate(tfl_run *r, double *loss, double *accuracy, const char **which,
                             int64_t *examples)
 {

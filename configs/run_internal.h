@@ -1,6 +1,6 @@
 /*
  * configs/run_internal.h: what run.c shares with run_parallel.c, the run's data-parallel
- * part (tfl_run_opts.comm with more than one rank).
+ * part (tfl_run_opts.comm with more than one rank), and with run_generate.c.
  */
 #ifndef TFL_RUN_INTERNAL_H
 #define TFL_RUN_INTERNAL_H
@@ -43,5 +43,9 @@ tfl_status tfl__run_dp_fit(tfl__run_dp *d, tfl_ctx *ctx, const tfl_config *cfg,
 const tfl_replicas *tfl__run_dp_replicas(tfl__run_dp *d, tfl_ctx *ctx, const tfl_config *cfg);
 /** Frees what d owns. */
 void tfl__run_dp_close(tfl__run_dp *d);
+
+/** The run's config and training dataset (borrowed), for run_generate.c; false for a NULL
+ * run or one already closed (MISUSE kept, naming `what`). */
+bool tfl__run_parts(tfl_run *r, const char *what, tfl_config **cfg, tfl_dataset **train);
 
 #endif /* TFL_RUN_INTERNAL_H */

@@ -27,7 +27,7 @@ typedef struct cli_args {
     size_t n_sets;
     const char *run_dir;               /* --run-dir DIR (NULL: runs/<config name>) */
     const char *input, *output;        /* predict's --input FILE / --output FILE */
-    const char *checkpoint;            /* eval's and predict's --checkpoint FILE */
+    const char *checkpoint;            /* eval's, predict's, generate's --checkpoint FILE */
     bool quiet;                        /* --quiet */
     bool allow_config_change;          /* train's --allow-config-change */
     bool help;                         /* --help / -h */
@@ -83,6 +83,7 @@ int cli_train(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
+int cli_generate(int argc, char **argv); /* generate.c */
 int cli_config(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
 int cli_verify(int argc, char **argv);

@@ -65,6 +65,8 @@ static const char usage_text[] =
     "                   validation/) and curves.svg\n"
     "  eval CONFIG      loss and metrics of the trained model on the test (or validation) data\n"
     "  predict CONFIG   the trained model's outputs for the examples of a file\n"
+    "  generate CONFIG --prompt TEXT\n"
+    "                   text sampled from a trained text model\n"
     "  config CONFIG    print the resolved config: every default explicit\n"
     "  plot RUN...      training and validation curves of runs, overlaid, as SVG\n"
     "  version          the version and what this build contains\n"
@@ -130,6 +132,17 @@ static bool help_config_cmd(const char *cmd)
                "accuracy on those labels go to stderr.\n\n"
                "  --input FILE      the examples (an IDX images file, or a CSV file)\n"
                "  --output FILE     where the CSV goes (default: standard output)\n%s"
+               "  --run-dir DIR     the run directory (default runs/<config name>)\n"
+               "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
+               set_help);
+    else if (!strcmp(cmd, "generate"))
+        printf("usage: tapeflow generate CONFIG --prompt TEXT [--tokens N] [--temperature T]\n"
+               "                [--top-k K] [--seed S] [--checkpoint FILE] [--run-dir DIR]\n\n"
+               "Restores a model trained on 'format: text' data (the checkpoint named on\n"
+               "stderr) and prints TEXT followed by N generated tokens (default 200), each\n"
+               "drawn from softmax(logits / T) over the K most likely tokens (T default 1, 0:\n"
+               "always the most likely; K default 0: all). The same seed (default 0) prints\n"
+               "the same text. Nothing is written.\n\n%s"
                "  --run-dir DIR     the run directory (default runs/<config name>)\n"
                "  --checkpoint FILE this checkpoint instead (an error when it is damaged)\n",
                set_help);
@@ -337,7 +350,7 @@ static const command commands[] = {
     {"train", cli_train},     {"eval", cli_eval},     {"predict", cli_predict},
     {"config", cli_config},   {"version", cli_version},   {"inspect", cli_inspect},
     {"verify", cli_verify},   {"diff", cli_diff},         {"export", cli_export},
-    {"plot", cli_plot},
+    {"plot", cli_plot},       {"generate", cli_generate},
 };
 
 int main(int argc, char **argv)

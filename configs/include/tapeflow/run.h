@@ -1,7 +1,7 @@
 /*
  * tapeflow/run.h: a training run as a library call. A run trains what a config describes into
- * a run directory, and resumes it: everything `tapeflow train`, `eval` and `predict` do
- * besides parsing arguments, printing and catching signals.
+ * a run directory, and resumes it: everything `tapeflow train`, `eval`, `predict` and
+ * `generate` do besides parsing arguments, printing and catching signals.
  *
  *     tfl_config *cfg = tfl_config_load(ctx, "configs/xor.yaml", NULL, 0, &st);
  *     tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.on_event = show, .user = app}, &st);
@@ -47,6 +47,7 @@
 #include <tapeflow/comm.h>
 #include <tapeflow/config.h>
 #include <tapeflow/context.h>
+#include <tapeflow/generate.h>
 #include <tapeflow/model.h>
 
 #include <signal.h>
@@ -166,6 +167,26 @@ TFL_API tfl_tensor *tfl_run_predict(tfl_run *run, const char *path, bool *labell
  * RESOURCE_EXHAUSTED, FAILED_PRECONDITION (a write to f failed).
  */
 TFL_API tfl_status tfl_run_write_predictions(tfl_run *run, const tfl_tensor *outputs, FILE *f);
+
+/**
+ * Text from the restored model of a run whose data.train is `format: text` (tfl_run_restore
+ * first): the prompt's bytes become token ids through the training text's vocabulary
+ * (tfl_dataset_text_vocab: bytes, or the training corpus's characters), opts->tokens ids are
+ * generated (tfl_model_generate; opts->context_length 0 takes data.train.context_length),
+ * and their bytes go to text[0..*n_text), NUL-terminated (a byte vocabulary may also give 0
+ * bytes inside). The same seed gives the same text on every run. Nothing is written to the
+ * run directory.
+ * @param prompt  a NUL-terminated string of 1 to context_length bytes.
+ * @param text    room for opts->tokens + 1 bytes.
+ * @param n_text  receives the bytes generated (also on error: those made before it).
+ * Errors: INVALID_ARGUMENT (NULL, a byte of the prompt that is not in the vocabulary, naming
+ * it and its position; tfl_model_generate's: an empty prompt, one longer than the context,
+ * temperature < 0 or NaN, top_k < 0), FAILED_PRECONDITION (data.train is not `format: text`;
+ * the model generated an id outside the vocabulary, possible when it has more outputs than
+ * the vocabulary has tokens), the model's errors.
+ */
+TFL_API tfl_status tfl_run_generate(tfl_run *run, const char *prompt, const tfl_generate_opts *opts,
+                                    char *text, int64_t *n_text);
 
 /** Asks a training run to stop after its current step, saving a checkpoint of it. Safe from a
  * signal handler and from another thread (it sets one sig_atomic_t). */
