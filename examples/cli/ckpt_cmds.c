@@ -1,6 +1,7 @@
 /*
  * examples/cli/ckpt_cmds.c: the checkpoint subcommands, over <tapeflow/checkpoint.h>:
  *   inspect CHECKPOINT          names, dtypes, shapes, sizes, the step; checks every CRC
+ *   inspect CONFIG              the model's layers (and their inputs), shapes and parameters
  *   verify CHECKPOINT...        reads each file and checks its CRCs (exit 1 on any failure)
  *   diff A B                    the tensors that differ, by max absolute and relative difference
  *   export RUN --weights-only OUT
@@ -36,11 +37,37 @@ static tfl_ctx *new_ctx(void)
     return ctx;
 }
 
+/* inspect CONFIG: the summary of the model a config builds */
+static int inspect_config(tfl_ctx *ctx, const char *path)
+{
+    int code;
+    tfl_config *cfg = cli_load_config(ctx, &(cli_args){.config = path}, &code);
+    if (!cfg) return code;
+    tfl_model *m = tfl_config_build_model(cfg);
+    const char *text = m ? tfl_model_summary(m) : NULL;
+    if (text) fputs(text, stdout);
+    else code = cli_ctx_error(ctx, path);
+    tfl_model_free(m);
+    tfl_config_free(cfg);
+    return code;
+}
+
+static bool is_config(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
+}
+
 int cli_inspect(int argc, char **argv)
 {
     if (positional("inspect", argc, argv, 1, 1) < 0) return CLI_USAGE;
     tfl_ctx *ctx = new_ctx();
     if (!ctx) return CLI_RUNTIME;
+    if (is_config(argv[2])) {
+        int code = inspect_config(ctx, argv[2]);
+        tfl_ctx_free(ctx);
+        return code;
+    }
     tfl_ckpt *ck = tfl_ckpt_open(ctx, argv[2]);
     int code = CLI_OK;
     if (!ck) {

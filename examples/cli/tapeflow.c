@@ -71,6 +71,7 @@ static const char usage_text[] =
     "  plot RUN...      training and validation curves of runs, overlaid, as SVG\n"
     "  version          the version and what this build contains\n"
     "  inspect CKPT     a checkpoint's tensors, sizes and step; checks its checksums\n"
+    "  inspect CONFIG   the config's model: layers, their inputs, shapes, parameters\n"
     "  verify CKPT...   checks each checkpoint's checksums (exit 1 on a bad one)\n"
     "  diff A B         the tensors that differ between two checkpoints\n"
     "  export RUN --weights-only OUT\n"
@@ -179,9 +180,11 @@ static void print_help(const char *cmd)
                "Example: tapeflow plot runs/mlp runs/mlp-wide --metric accuracy -o acc.svg\n"
                "A missing run or a metric a run lacks exits 2, naming what it has.\n");
     else if (!strcmp(cmd, "inspect"))
-        printf("usage: tapeflow inspect CHECKPOINT\n\nLists the tensors of a safetensors "
-               "checkpoint (name, dtype, shape, bytes) and its\nstep, and verifies every "
-               "CRC-32C checksum (exit 1 when one does not match).\n");
+        printf("usage: tapeflow inspect CHECKPOINT | CONFIG.yaml\n\nLists the tensors of a "
+               "safetensors checkpoint (name, dtype, shape, bytes) and its\nstep, and verifies "
+               "every CRC-32C checksum (exit 1 when one does not match).\nGiven a config "
+               "(.yaml, .yml), prints its model's summary: each layer with its\noutput shape, "
+               "parameters and, for a graph, the layers it is connected to.\n");
     else if (!strcmp(cmd, "verify"))
         printf("usage: tapeflow verify CHECKPOINT...\n\nReads each checkpoint, checks its "
                "header and checksums, and prints one line\neach; exit 1 when any fails.\n");
