@@ -589,8 +589,10 @@ tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */
 
 /** Called by tfl_tensor_release when a variable's last reference goes: leaves the registry
- * and every collection, frees the tfl__var. */
-void tfl__var_destroy(tfl_tensor *v);
+ * and every collection, frees the tfl__var. Returns the initial value the variable kept
+ * (TFL_INIT_TENSOR), which the caller releases, or NULL: collections.c calls nothing of
+ * tensor.c. */
+tfl_tensor *tfl__var_destroy(tfl_tensor *v);
 /** Frees every variable record, the registry and the collections: for tfl_ctx_free only. */
 void tfl__vars_free(tfl_ctx *ctx);
 /** Adds v to the live-variable registry (creation order). */

@@ -35,7 +35,7 @@
 #define TFL_UNLIKELY(x) (x)
 #endif
 
-/* ---- errors and logging (context.c) ------------------------------------------------------ */
+/* ---- errors and logging (base.c) --------------------------------------------------------- */
 
 /** Keeps (code, message) when no error is kept yet; logs it at ERROR. Returns code. */
 tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...) TFL_PRINTF(3, 4);
@@ -59,7 +59,7 @@ void tfl__logv(tfl_ctx *ctx, tfl_log_level level, const char *fmt, va_list ap);
         if (TFL_UNLIKELY(tfl_try_st_ != TFL_OK)) return tfl_try_st_; \
     } while (0)
 
-/* ---- host memory (context.c) ------------------------------------------------------------- */
+/* ---- host memory (base.c) ---------------------------------------------------------------- */
 
 /** Host memory through the ctx's hooks; aligned to `align` (power of two). NULL on failure. */
 void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align);
