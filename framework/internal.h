@@ -244,7 +244,6 @@ extern const int tfl__n_backends;
 /** The GPU module loader (module.c): a lazy backend forwarding to the module it loads. */
 extern const tfl__backend tfl__gpu_module_backend;
 
-
 /* ---- storage and tensors ---------------------------------------------------------------- */
 
 struct tfl__storage {
@@ -395,11 +394,14 @@ static inline void tfl__ctx_unlink(tfl_ctx *ctx, tfl__ctx_obj *o)
     o->prev = o->next = NULL;
 }
 
-/* ---- handle records (handles.c) ---------------------------------------------------------- */
+/* ---- handle records (handles.c; the rest is in core_api.h) ------------------------------- */
 
 /** Gives every dead record back to the allocator: for tfl_ctx_free only. */
 void tfl__objs_free(tfl_ctx *ctx);
 
+/* ---- logging (base.c; tfl__log and the errors are in core_api.h) ------------------------- */
+
+/** True when a message of `level` reaches the application's logger. */
 static inline bool tfl__log_enabled(const tfl_ctx *ctx, tfl_log_level level)
 {
     return ctx->opts.log_fn && level <= ctx->opts.log_level;
@@ -494,7 +496,6 @@ tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name);
 tfl__device *tfl__cpu(tfl_ctx *ctx);
 
 /* ---- shapes (shape.c) -------------------------------------------------------------------- */
-
 
 /** The product of a shape already known to be valid (a tensor's, or a part of one). */
 int64_t tfl__numel(int rank, const int64_t *shape);
