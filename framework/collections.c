@@ -54,9 +54,8 @@ tfl_tensor *tfl__var_destroy(tfl_tensor *v)
     tfl__vars_forget(ctx, v);
     v->var = NULL;
     v->flags = 0;
-    tfl_tensor *init = var->has_init && var->init.kind == TFL_INIT_TENSOR
-                           ? (tfl_tensor *)var->init.tensor
-                           : NULL;
+    bool kept = var->has_init && var->init.kind == TFL_INIT_TENSOR;
+    tfl_tensor *init = kept ? (tfl_tensor *)var->init.tensor : NULL;
     var_free(ctx, var);
     return init;
 }

@@ -5,14 +5,20 @@
  */
 #include "internal.h"
 
-bool tfl__tensor_is_live(const tfl_tensor *t) { return t->refs > 0; }
+bool tfl__tensor_is_live(const tfl_tensor *t)
+{
+    return t->refs > 0;
+}
 
 bool tfl__tensor_check_alive(const tfl_tensor *t, const char *what)
 {
     return tfl__tensor_alive(t, what);
 }
 
-bool tfl__tensor_on_host(const tfl_tensor *t) { return tfl__dev_is_host(tfl__tensor_device(t)); }
+bool tfl__tensor_on_host(const tfl_tensor *t)
+{
+    return tfl__dev_is_host(tfl__tensor_device(t));
+}
 
 void *tfl__tensor_host_data(const tfl_tensor *t)
 {

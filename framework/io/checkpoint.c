@@ -138,9 +138,8 @@ static tfl_status save_in_frame(tfl_ctx *ctx, const char *path, int64_t n, const
         const char *name = names ? names[i] : NULL;
         bool live = t && tfl__tensor_is_live(t);
         if (!name && live && tfl_tensor_is_variable(t)) name = tfl_variable_name(t);
-        TFL_CHECK(ctx, name || !live || tfl_tensor_is_variable(t),
-                  TFL_INVALID_ARGUMENT, SAVE ": tensor %lld has no name and is not a variable",
-                  (long long)i);
+        TFL_CHECK(ctx, name || !live || tfl_tensor_is_variable(t), TFL_INVALID_ARGUMENT,
+                  SAVE ": tensor %lld has no name and is not a variable", (long long)i);
         if (t && !name_ok(ctx, SAVE, name, i)) return TFL_INVALID_ARGUMENT;
         nm[i] = (named){name ? name : "", i};
     }
@@ -242,8 +241,7 @@ static tfl_tensor *read_raw(tfl_ckpt *ck, int64_t i)
 {
     tfl_ckpt_tensor_info info;
     tfl_ckpt_tensor_info_at(ck, i, &info);
-    tfl_tensor *t =
-        tfl__tensor_new_host(ck->ctx, info.dtype, info.rank, info.shape);
+    tfl_tensor *t = tfl__tensor_new_host(ck->ctx, info.dtype, info.rank, info.shape);
     if (t && tfl_ckpt_read(ck, i, tfl__tensor_host_data(t), (size_t)info.bytes) != TFL_OK) {
         tfl_tensor_release(t);
         return NULL;
@@ -321,8 +319,8 @@ tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *const *var
                      "Checkpoint '%s': '%s' is %s %s in the checkpoint and "
                      "%s %s in the variable",
                      ck->path, name, info.file_dtype,
-                     tfl__shape_str(info.rank, info.shape, a, sizeof a),
-                     tfl_dtype_name(vdt), tfl__shape_str(vrank, vshape, b, sizeof b));
+                     tfl__shape_str(info.rank, info.shape, a, sizeof a), tfl_dtype_name(vdt),
+                     tfl__shape_str(vrank, vshape, b, sizeof b));
             if (mis.items++ < 3)
                 msg_add(&mis, "%s'%s' (checkpoint %s %s, variable %s %s)",
                         mis.items > 1 ? ", " : "", name,
