@@ -47,16 +47,17 @@ static void var_free(tfl_ctx *ctx, tfl__var *var)
     tfl__host_free(ctx, var);
 }
 
-void tfl__var_destroy(tfl_tensor *v)
+tfl_tensor *tfl__var_destroy(tfl_tensor *v)
 {
     tfl_ctx *ctx = v->ctx;
     tfl__var *var = v->var;
     tfl__vars_forget(ctx, v);
     v->var = NULL;
     v->flags = 0;
-    if (var->has_init && var->init.kind == TFL_INIT_TENSOR)
-        tfl_tensor_release((tfl_tensor *)var->init.tensor);
+    bool kept = var->has_init && var->init.kind == TFL_INIT_TENSOR;
+    tfl_tensor *init = kept ? (tfl_tensor *)var->init.tensor : NULL;
     var_free(ctx, var);
+    return init;
 }
 
 void tfl__vars_free(tfl_ctx *ctx)

@@ -1,7 +1,8 @@
 /*
- * framework/context.c: the context: creation with options, the first error kept, logging
- * through the application's callback, host memory through its hooks, and frames (the
- * stack of tensors released together at tfl_frame_pop).
+ * framework/context.c: the context: creation with options (the default host memory hooks),
+ * teardown, the kept error and the settings read back through the API. The primitives under
+ * everything (keeping an error, logging, host memory through the hooks) are base.c's; frames
+ * are tensor.c's.
  */
 #include "internal.h"
 
@@ -9,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ---- host memory --------------------------------------------------------------------- */
+/* ---- the default host memory hooks ----------------------------------------------------- */
 
 static void *default_alloc(void *user, size_t bytes, size_t align)
 {
@@ -24,51 +25,6 @@ static void default_free(void *user, void *ptr)
 {
     (void)user;
     free(ptr);
-}
-
-void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align)
-{
-    return ctx->opts.alloc_fn(ctx->opts.alloc_user, bytes, align);
-}
-
-void tfl__host_free(tfl_ctx *ctx, void *ptr)
-{
-    if (ptr) ctx->opts.free_fn(ctx->opts.alloc_user, ptr);
-}
-
-void *tfl__calloc(tfl_ctx *ctx, size_t bytes)
-{
-    void *p = tfl__host_alloc(ctx, bytes, 16);
-    if (!p) {
-        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "out of host memory (%zu bytes)", bytes);
-        return NULL;
-    }
-    memset(p, 0, bytes);
-    return p;
-}
-
-/* Grows an array of host memory through the hooks (no realloc hook: copy). */
-void *tfl__grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes)
-{
-    void *p = tfl__host_alloc(ctx, new_bytes, 16);
-    if (!p) return NULL;
-    if (old) {
-        memcpy(p, old, old_bytes);
-        tfl__host_free(ctx, old);
-    }
-    return p;
-}
-
-char *tfl__strdup(tfl_ctx *ctx, const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = tfl__host_alloc(ctx, n, 16);
-    if (!p) {
-        tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "out of host memory (%zu bytes)", n);
-        return NULL;
-    }
-    memcpy(p, s, n);
-    return p;
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -168,43 +124,6 @@ void tfl_ctx_free(tfl_ctx *ctx)
     free_fn(user, ctx);
 }
 
-/* ---- errors and logging ---------------------------------------------------------------- */
-
-tfl_status tfl__set_errorv(tfl_ctx *ctx, tfl_status code, const char *fmt, va_list ap)
-{
-    if (ctx->err_code != TFL_OK) return code;
-    ctx->err_code = code;
-    vsnprintf(ctx->err_msg, sizeof ctx->err_msg, fmt, ap);
-    if (tfl__log_enabled(ctx, TFL_LOG_ERROR))
-        ctx->opts.log_fn(ctx->opts.log_user, TFL_LOG_ERROR, ctx->err_msg);
-    return code;
-}
-
-tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tfl__set_errorv(ctx, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-void tfl__logv(tfl_ctx *ctx, tfl_log_level level, const char *fmt, va_list ap)
-{
-    if (!tfl__log_enabled(ctx, level)) return;
-    char line[TFL_MSG_SIZE];
-    vsnprintf(line, sizeof line, fmt, ap);
-    ctx->opts.log_fn(ctx->opts.log_user, level, line);
-}
-
-void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tfl__logv(ctx, level, fmt, ap);
-    va_end(ap);
-}
-
 tfl_status tfl_ctx_status(const tfl_ctx *ctx) { return ctx ? ctx->err_code : TFL_INVALID_ARGUMENT; }
 
 tfl_error tfl_ctx_error(const tfl_ctx *ctx)
@@ -298,63 +217,6 @@ tfl_status tfl_precision_parse(const char *name, tfl_precision *out)
             return TFL_OK;
         }
     return TFL_INVALID_ARGUMENT;
-}
-
-/* ---- frames ------------------------------------------------------------------------------ */
-
-tfl_status tfl_frame_push(tfl_ctx *ctx)
-{
-    if (!ctx) return TFL_INVALID_ARGUMENT;
-    if (ctx->n_frames == ctx->cap_frames) {
-        int cap = ctx->cap_frames ? ctx->cap_frames * 2 : 16;
-        size_t *marks = tfl__grow(ctx, ctx->frame_marks, sizeof(size_t) * (size_t)ctx->cap_frames,
-                             sizeof(size_t) * (size_t)cap);
-        TFL_CHECK(ctx, marks, TFL_RESOURCE_EXHAUSTED, "frame_push: out of host memory");
-        ctx->frame_marks = marks;
-        ctx->cap_frames = cap;
-    }
-    ctx->frame_marks[ctx->n_frames++] = ctx->n_frame_items;
-    return TFL_OK;
-}
-
-tfl_status tfl_frame_pop(tfl_ctx *ctx)
-{
-    if (!ctx) return TFL_INVALID_ARGUMENT;
-    TFL_CHECK(ctx, ctx->n_frames > 0, TFL_MISUSE, "frame_pop: no frame is open");
-    size_t mark = ctx->frame_marks[--ctx->n_frames];
-    /* release newest first, so views go before the tensors they view */
-    while (ctx->n_frame_items > mark) {
-        tfl_tensor *t = ctx->frame_items[--ctx->n_frame_items];
-        if (tfl__tensor_alive(t, "tfl_frame_pop")) tfl_tensor_release(t);
-    }
-    return TFL_OK;
-}
-
-int tfl_frame_depth(const tfl_ctx *ctx) { return ctx ? ctx->n_frames : 0; }
-
-tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t)
-{
-    if (ctx->n_frames == 0) return t;
-    if (TFL_UNLIKELY(ctx->n_frame_items == ctx->cap_frame_items)) {
-        size_t cap = ctx->cap_frame_items ? ctx->cap_frame_items * 2 : 256;
-        tfl_tensor **items = tfl__grow(ctx, ctx->frame_items,
-                                  sizeof(tfl_tensor *) * ctx->cap_frame_items,
-                                  sizeof(tfl_tensor *) * cap);
-        if (!items) {
-            tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "frame: out of host memory");
-            tfl_tensor_release(t);
-            return NULL;
-        }
-        ctx->frame_items = items;
-        ctx->cap_frame_items = cap;
-    }
-    ctx->frame_items[ctx->n_frame_items++] = t;
-    return t;
-}
-
-tfl_tensor *tfl_keep(tfl_tensor *t)
-{
-    return t && tfl__tensor_alive(t, "tfl_keep") ? tfl_tensor_retain(t) : NULL;
 }
 
 /* ---- allocator counters ------------------------------------------------------------------- */

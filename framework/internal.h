@@ -1,6 +1,8 @@
 /*
  * framework/internal.h: the private structures of the framework module (context, tensors,
- * storage, devices) and the check macros every library file uses. Never installed.
+ * storage, devices) and what the core and the modules above share. It includes
+ * core_api/core_api.h, the part the framework's sub-modules (framework/io) are limited to:
+ * the check macros, errors, logging, host memory and handle records. Never installed.
  */
 #ifndef TFL_FRAMEWORK_INTERNAL_H
 #define TFL_FRAMEWORK_INTERNAL_H
@@ -16,6 +18,8 @@
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
 
+#include "core_api/core_api.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,20 +29,9 @@
 #define TFL_MAX_DEVICES 9      /* CPU:0 plus up to 8 GPUs */
 #define TFL_MAX_DEVICE_INDEX (TFL_MAX_DEVICES - 2) /* the largest N a name "GPU:N" may have */
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
-#define TFL_MSG_SIZE 512       /* bytes of the kept error message */
 #define TFL_DEVICE_NOTE_SIZE 384 /* bytes of why no GPU module loaded (module.c) */
 #define TFL_ALIGN 64           /* alignment of tensor data, bytes */
 #define TFL_DEFAULT_SEED 0x74666c5f73656564ull /* "tfl_seed": the ctx seed when none is given */
-
-#if defined(__GNUC__)
-#define TFL_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define TFL_LIKELY(x) __builtin_expect(!!(x), 1)
-#define TFL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define TFL_PRINTF(f, a)
-#define TFL_LIKELY(x) (x)
-#define TFL_UNLIKELY(x) (x)
-#endif
 
 typedef struct tfl__device tfl__device;
 typedef struct tfl__storage tfl__storage;
@@ -251,7 +244,6 @@ extern const int tfl__n_backends;
 /** The GPU module loader (module.c): a lazy backend forwarding to the module it loads. */
 extern const tfl__backend tfl__gpu_module_backend;
 
-
 /* ---- storage and tensors ---------------------------------------------------------------- */
 
 struct tfl__storage {
@@ -309,44 +301,6 @@ struct tfl_tensor {
 };
 
 /* ---- the context ------------------------------------------------------------------------- */
-
-/**
- * An object of a module above the framework (an optimizer, a dataset) that its context frees
- * when the caller has not: the module embeds it, links it when the object is made and
- * unlinks it in its own free function, which tfl_ctx_free calls for those still linked.
- */
-typedef struct tfl__ctx_obj {
-    uint32_t magic;  /* the kind's TFL__MAGIC_* while alive, TFL__MAGIC_DEAD once freed */
-    uint32_t kind;   /* the kind's TFL__MAGIC_*, kept when dead: a dead record is reused
-                        only for a new handle of its kind (same size) */
-    struct tfl__ctx_obj *prev, *next;
-    void (*free)(struct tfl__ctx_obj *obj); /* the module's free (it unlinks the object) */
-} tfl__ctx_obj;
-
-/*
- * Handle liveness. A module's handle (tape, optimizer, model, layer, dataset) embeds a
- * tfl__ctx_obj first and comes from tfl__obj_new; its free function ends with
- * tfl__obj_retire, which poisons the magic and keeps the record in the ctx's pool of dead
- * records (never given back to the allocator before tfl_ctx_free), so that a second free or a
- * later call reads valid memory and is reported as MISUSE by tfl__obj_check. A dead record is
- * reused, zeroed, by a later tfl__obj_new of the same kind, oldest first, once 32 of that kind
- * are dead (a stale handle stays dead across 31 later creations of its kind). Every such handle
- * has its tfl_ctx *ctx right after the header (read from a dead record for the error).
- */
-#define TFL__MAGIC_DEAD 0x64656164u      /* "dead" */
-#define TFL__MAGIC_TAPE 0x74617065u      /* "tape" */
-#define TFL__MAGIC_OPTIMIZER 0x6f707469u /* "opti" */
-#define TFL__MAGIC_MODEL 0x6d6f646cu     /* "modl" */
-#define TFL__MAGIC_LAYER 0x6c617972u     /* "layr" */
-#define TFL__MAGIC_DATASET 0x64617461u   /* "data" */
-#define TFL__MAGIC_CONFIG 0x636f6e66u    /* "conf" */
-#define TFL__MAGIC_CKPT 0x636b7074u      /* "ckpt": a checkpoint reader */
-#define TFL__MAGIC_CKPT_MANAGER 0x636b6d67u /* "ckmg" */
-#define TFL__MAGIC_SUMMARY 0x73756d6du   /* "summ": a summary writer */
-#define TFL__MAGIC_EVREADER 0x65767264u  /* "evrd": an event file reader */
-#define TFL__MAGIC_CURVES 0x63757276u    /* "curv": curves to plot */
-#define TFL__MAGIC_COMM 0x636f6d6du      /* "comm": a communicator (dist/) */
-#define TFL__MAGIC_RUN 0x72756e21u       /* "run!": a training run (configs/run.c) */
 
 /** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
  * struct from ops/op.h, or NULL). */
@@ -440,62 +394,18 @@ static inline void tfl__ctx_unlink(tfl_ctx *ctx, tfl__ctx_obj *o)
     o->prev = o->next = NULL;
 }
 
-/* ---- handle records (handles.c) ---------------------------------------------------------- */
+/* ---- handle records (handles.c; the rest is in core_api.h) ------------------------------- */
 
-/** A zeroed record of `size` bytes whose first member is a tfl__ctx_obj, alive with `magic`:
- * the oldest dead record of that kind when the ctx has one, else new memory. Linked to the ctx (freed
- * by tfl_ctx_free) when free_fn is not NULL. NULL with RESOURCE_EXHAUSTED kept. */
-void *tfl__obj_new(tfl_ctx *ctx, size_t size, uint32_t magic, void (*free_fn)(tfl__ctx_obj *));
-/** Ends a record's life: unlinks it, poisons its magic and keeps it in the ctx's pool. Only
- * the tfl__ctx_obj header is touched: the module's fields (its ctx pointer) stay readable. */
-void tfl__obj_retire(tfl_ctx *ctx, tfl__ctx_obj *o);
-/** True when o is alive with `magic`; otherwise records MISUSE in ctx: "<what>: <kind>
- * already freed (double free or use after free)" for a dead record, "<what>: not a <kind>
- * handle" for another magic. */
-bool tfl__obj_check(tfl_ctx *ctx, const tfl__ctx_obj *o, uint32_t magic, const char *what);
 /** Gives every dead record back to the allocator: for tfl_ctx_free only. */
 void tfl__objs_free(tfl_ctx *ctx);
 
-/* ---- errors and logging (context.c) ------------------------------------------------------ */
+/* ---- logging (base.c; tfl__log and the errors are in core_api.h) ------------------------- */
 
-/** Keeps (code, message) when no error is kept yet; logs it at ERROR. Returns code. */
-tfl_status tfl__set_error(tfl_ctx *ctx, tfl_status code, const char *fmt, ...) TFL_PRINTF(3, 4);
-tfl_status tfl__set_errorv(tfl_ctx *ctx, tfl_status code, const char *fmt, va_list ap);
-void tfl__log(tfl_ctx *ctx, tfl_log_level level, const char *fmt, ...) TFL_PRINTF(3, 4);
-void tfl__logv(tfl_ctx *ctx, tfl_log_level level, const char *fmt, va_list ap);
+/** True when a message of `level` reaches the application's logger. */
 static inline bool tfl__log_enabled(const tfl_ctx *ctx, tfl_log_level level)
 {
     return ctx->opts.log_fn && level <= ctx->opts.log_level;
 }
-
-/** Validates an input: records the error and returns `ret` from the caller when cond fails. */
-#define TFL_CHECK_RET(ctx, cond, ret, code, ...)            \
-    do {                                                    \
-        if (TFL_UNLIKELY(!(cond))) {                        \
-            tfl__set_error((ctx), (code), __VA_ARGS__);     \
-            return ret;                                     \
-        }                                                   \
-    } while (0)
-#define TFL_CHECK(ctx, cond, code, ...) TFL_CHECK_RET(ctx, cond, (code), code, __VA_ARGS__)
-/** Propagates a non-OK status. */
-#define TFL_TRY(expr)                                       \
-    do {                                                    \
-        tfl_status tfl_try_st_ = (expr);                    \
-        if (TFL_UNLIKELY(tfl_try_st_ != TFL_OK)) return tfl_try_st_; \
-    } while (0)
-
-/* ---- memory (context.c) ------------------------------------------------------------------ */
-
-/** Host memory through the ctx's hooks; aligned to `align` (power of two). NULL on failure. */
-void *tfl__host_alloc(tfl_ctx *ctx, size_t bytes, size_t align);
-void tfl__host_free(tfl_ctx *ctx, void *ptr);
-/** A zeroed host object (sizeof <= some KB), recorded as RESOURCE_EXHAUSTED on failure. */
-void *tfl__calloc(tfl_ctx *ctx, size_t bytes);
-/** Grows a host array: a copy of old_bytes in a new block of new_bytes, old freed; NULL on
- * failure (old kept, no error recorded). */
-void *tfl__grow(tfl_ctx *ctx, void *old, size_t old_bytes, size_t new_bytes);
-/** A host copy of s (through the hooks); NULL with RESOURCE_EXHAUSTED recorded. */
-char *tfl__strdup(tfl_ctx *ctx, const char *s);
 
 /* ---- allocator.c ------------------------------------------------------------------------- */
 
@@ -587,23 +497,6 @@ tfl__device *tfl__cpu(tfl_ctx *ctx);
 
 /* ---- shapes (shape.c) -------------------------------------------------------------------- */
 
-/*
- * Overflow-checked arithmetic. Every shape, size, count and offset a caller can influence
- * goes through these (never a bare `*` or `+` on caller values), so no product wraps.
- */
-/** a * b into *out; true when it overflows int64 (then *out is unspecified). */
-static inline bool tfl__mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
-{
-    return __builtin_mul_overflow(a, b, out);
-}
-/** a + b into *out; true when it overflows int64. */
-static inline bool tfl__add_overflow_i64(int64_t a, int64_t b, int64_t *out)
-{
-    return __builtin_add_overflow(a, b, out);
-}
-/** The most bytes one tensor may hold (larger is INVALID_ARGUMENT, never attempted). */
-#define TFL_MAX_TENSOR_BYTES ((int64_t)PTRDIFF_MAX)
-
 /** The product of a shape already known to be valid (a tensor's, or a part of one). */
 int64_t tfl__numel(int rank, const int64_t *shape);
 /**
@@ -622,10 +515,6 @@ bool tfl__checked_numel(tfl_ctx *ctx, const char *what, int rank, const int64_t 
 /** numel elements of dtype in bytes; INVALID_ARGUMENT when more than TFL_MAX_TENSOR_BYTES. */
 bool tfl__checked_bytes(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int64_t numel,
                         size_t *bytes);
-/** Python-style "(2, 3)", "(4,)", "()"; returns buf. */
-char *tfl__shape_str(int rank, const int64_t *shape, char *buf, size_t size);
-/** Equal ranks and dimensions (a and b may be NULL for rank 0). */
-bool tfl__same_shape(int ra, const int64_t *a, int rb, const int64_t *b);
 /** Row-major strides (elements) for shape. */
 void tfl__contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
 /** Broadcasts two shapes; false when incompatible. */
@@ -640,9 +529,6 @@ static inline int tfl__norm_axis(int axis, int rank)
 
 /* ---- tensors (tensor.c) ------------------------------------------------------------------ */
 
-/** Records MISUSE in t's ctx: "<what>: tensor already released (double release or use after
- * release)". Returns false. */
-bool tfl__tensor_dead(const tfl_tensor *t, const char *what);
 /** True for a live tensor; false, with MISUSE recorded, for a released record sitting in its
  * ctx's pool (refs is 0 there: the dead marker). */
 static inline bool tfl__tensor_alive(const tfl_tensor *t, const char *what)
@@ -653,9 +539,6 @@ static inline bool tfl__tensor_alive(const tfl_tensor *t, const char *what)
  * tfl__checked_bytes); `what` starts the message. *numel, when not NULL, gets the count. */
 bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
                     const int64_t *shape);
-/** FAILED_PRECONDITION "<what>: Attempting to use uninitialized value <name>" unless t is
- * readable (not an uninitialized variable). */
-bool tfl__check_readable(tfl_ctx *ctx, const char *what, const tfl_tensor *t);
 /** A new contiguous tensor on dev with uninitialised data, not registered with any frame.
  * The shape goes through tfl__check_new first ("tensor allocation: ..."), so no caller can
  * make a byte count wrap; ops check it sooner, under their own name (tfl__op_run). */
@@ -670,8 +553,6 @@ tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const 
 /** A view of all of src that no frame owns, carrying src's id (a tape's saved copy of a
  * variable's value: later assigns copy-on-write around it). */
 tfl_tensor *tfl__tensor_snapshot(tfl_ctx *ctx, const tfl_tensor *src);
-/** Registers a new reference with the innermost frame, if any. Returns t. */
-tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t);
 static inline void *tfl__data(const tfl_tensor *t)
 {
     return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);
@@ -709,8 +590,10 @@ tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */
 
 /** Called by tfl_tensor_release when a variable's last reference goes: leaves the registry
- * and every collection, frees the tfl__var. */
-void tfl__var_destroy(tfl_tensor *v);
+ * and every collection, frees the tfl__var. Returns the initial value the variable kept
+ * (TFL_INIT_TENSOR), which the caller releases, or NULL: collections.c calls nothing of
+ * tensor.c. */
+tfl_tensor *tfl__var_destroy(tfl_tensor *v);
 /** Frees every variable record, the registry and the collections: for tfl_ctx_free only. */
 void tfl__vars_free(tfl_ctx *ctx);
 /** Adds v to the live-variable registry (creation order). */
@@ -722,9 +605,6 @@ void tfl__vars_forget(tfl_ctx *ctx, tfl_tensor *v);
 tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dtype, int rank,
                                     const int64_t *shape, const tfl_initializer *init,
                                     const tfl_variable_opts *opts);
-/** Gives v storage of its own (copy-on-write when a snapshot shares it) so that a kernel can
- * write v's data in place. Errors: RESOURCE_EXHAUSTED (v unchanged). */
-tfl_status tfl__variable_own(tfl_tensor *v);
 /** The variables get_variable made, looked up by full name; NULL when none. */
 tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
 
@@ -739,10 +619,6 @@ uint64_t tfl__rng_key(tfl_ctx *ctx, uint64_t seed);
 
 /* ---- dtypes (dtype.c) -------------------------------------------------------------------- */
 
-float tfl__f16_to_f32(uint16_t h);
-uint16_t tfl__f32_to_f16(float f);
-float tfl__bf16_to_f32(uint16_t h);
-uint16_t tfl__f32_to_bf16(float f);
 /** The conversions assign and initializers make: same dtype, a real (int, float) value to a
  * real or complex dtype, complex to complex. Never from or to bool, never complex to real. */
 bool tfl__dtype_converts(tfl_dtype from, tfl_dtype to);

@@ -1,9 +1,10 @@
 /*
  * framework/tensor.c: tensor records (pooled in the ctx), storage shared by views,
- * reference counting, creation from host data and fills, properties, and copies between
- * devices and out to the host. Tensor data is touched directly only on devices whose memory
- * is host memory (tfl__dev_is_host); every other device is reached through its table: the
- * copy and memset slots, and its Identity kernel for strided views.
+ * reference counting, frames (the stack of tensors released together), creation from host
+ * data and fills, properties, and copies between devices and out to the host. Tensor data is
+ * touched directly only on devices whose memory is host memory (tfl__dev_is_host); every
+ * other device is reached through its table: the copy and memset slots, and its Identity
+ * kernel for strided views.
  */
 #include "internal.h"
 
@@ -204,9 +205,66 @@ tfl_tensor *tfl_tensor_retain(tfl_tensor *t)
 void tfl_tensor_release(tfl_tensor *t)
 {
     if (!t || !tfl__tensor_alive(t, "tfl_tensor_release") || --t->refs > 0) return;
-    if (t->var) tfl__var_destroy(t);
+    if (t->var) tfl_tensor_release(tfl__var_destroy(t)); /* and the initial value it kept */
     storage_release(t->ctx, t->storage);
     record_free(t->ctx, t);
+}
+
+/* ---- frames: the stack of tensors released together at tfl_frame_pop ---------------------- */
+
+tfl_status tfl_frame_push(tfl_ctx *ctx)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    if (ctx->n_frames == ctx->cap_frames) {
+        int cap = ctx->cap_frames ? ctx->cap_frames * 2 : 16;
+        size_t *marks = tfl__grow(ctx, ctx->frame_marks, sizeof(size_t) * (size_t)ctx->cap_frames,
+                             sizeof(size_t) * (size_t)cap);
+        TFL_CHECK(ctx, marks, TFL_RESOURCE_EXHAUSTED, "frame_push: out of host memory");
+        ctx->frame_marks = marks;
+        ctx->cap_frames = cap;
+    }
+    ctx->frame_marks[ctx->n_frames++] = ctx->n_frame_items;
+    return TFL_OK;
+}
+
+tfl_status tfl_frame_pop(tfl_ctx *ctx)
+{
+    if (!ctx) return TFL_INVALID_ARGUMENT;
+    TFL_CHECK(ctx, ctx->n_frames > 0, TFL_MISUSE, "frame_pop: no frame is open");
+    size_t mark = ctx->frame_marks[--ctx->n_frames];
+    /* release newest first, so views go before the tensors they view */
+    while (ctx->n_frame_items > mark) {
+        tfl_tensor *t = ctx->frame_items[--ctx->n_frame_items];
+        if (tfl__tensor_alive(t, "tfl_frame_pop")) tfl_tensor_release(t);
+    }
+    return TFL_OK;
+}
+
+int tfl_frame_depth(const tfl_ctx *ctx) { return ctx ? ctx->n_frames : 0; }
+
+tfl_tensor *tfl__frame_adopt(tfl_ctx *ctx, tfl_tensor *t)
+{
+    if (ctx->n_frames == 0) return t;
+    if (TFL_UNLIKELY(ctx->n_frame_items == ctx->cap_frame_items)) {
+        size_t cap = ctx->cap_frame_items ? ctx->cap_frame_items * 2 : 256;
+        tfl_tensor **items = tfl__grow(ctx, ctx->frame_items,
+                                  sizeof(tfl_tensor *) * ctx->cap_frame_items,
+                                  sizeof(tfl_tensor *) * cap);
+        if (!items) {
+            tfl__set_error(ctx, TFL_RESOURCE_EXHAUSTED, "frame: out of host memory");
+            tfl_tensor_release(t);
+            return NULL;
+        }
+        ctx->frame_items = items;
+        ctx->cap_frame_items = cap;
+    }
+    ctx->frame_items[ctx->n_frame_items++] = t;
+    return t;
+}
+
+tfl_tensor *tfl_keep(tfl_tensor *t)
+{
+    return t && tfl__tensor_alive(t, "tfl_keep") ? tfl_tensor_retain(t) : NULL;
 }
 
 /* ---- creation ------------------------------------------------------------------------------ */

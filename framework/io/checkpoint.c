@@ -4,9 +4,9 @@
  * Inf while it writes), tfl_ckpt_restore (every mismatch found before any variable changes),
  * tfl_ckpt_diff and tfl_ckpt_export.
  */
-#include "io/safetensors.h"
+#include "safetensors.h"
 
-#include "io/crc32c.h"
+#include "crc32c.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,9 +20,7 @@
 static tfl_status device_src(void *user, int64_t item, int64_t offset, void *buf, size_t n)
 {
     (void)item;
-    const tfl_tensor *t = user;
-    tfl__device *dev = tfl__tensor_device(t);
-    return tfl__dev_copy_host(dev, buf, (const char *)tfl__data(t) + offset, n, 1);
+    return tfl__tensor_read_bytes(user, offset, buf, n);
 }
 
 static bool name_ok(tfl_ctx *ctx, const char *what, const char *name, int64_t i)
@@ -99,29 +97,29 @@ static tfl_status prepare_item(tfl_ctx *ctx, const tfl_tensor *t, const char *na
                                unsigned flags, tfl__st_item *it)
 {
     TFL_CHECK(ctx, t, TFL_INVALID_ARGUMENT, SAVE ": tensor %lld is NULL", (long long)i);
-    if (!tfl__tensor_alive(t, SAVE)) return TFL_MISUSE;
-    TFL_CHECK(ctx, t->ctx == ctx, TFL_MISUSE,
+    if (!tfl__tensor_check_alive(t, SAVE)) return TFL_MISUSE;
+    TFL_CHECK(ctx, tfl_tensor_ctx(t) == ctx, TFL_MISUSE,
               SAVE ": tensor %lld ('%s') belongs to another "
                    "context",
               (long long)i, name ? name : "?");
     if (!tfl__check_readable(ctx, SAVE, t)) return TFL_FAILED_PRECONDITION;
-    tfl_dtype dt = (tfl_dtype)t->dtype;
+    tfl_dtype dt = tfl_tensor_dtype(t);
     memset(it, 0, sizeof *it);
     it->name = name;
     it->dt = tfl__st_dtype_of(dt);
-    it->rank = t->rank;
-    memcpy(it->shape, t->shape, sizeof t->shape);
+    it->rank = tfl_tensor_rank(t);
+    if (it->rank > 0) memcpy(it->shape, tfl_tensor_shape(t), (size_t)it->rank * sizeof *it->shape);
     if (dt == TFL_DTYPE_COMPLEX128) {
         it->complex128 = true;
         it->shape[it->rank++] = 2;
     }
-    it->bytes = t->numel * (int64_t)tfl_dtype_size(dt);
+    it->bytes = tfl_tensor_numel(t) * (int64_t)tfl_dtype_size(dt);
     if (!tfl_tensor_is_contiguous(t)) { /* a strided view: one contiguous copy */
-        t = tfl__tensor_copy_to(ctx, t, tfl__tensor_device(t));
+        t = tfl__tensor_contiguous(ctx, t);
         if (!t) return tfl_ctx_status(ctx);
     }
-    if (tfl__dev_is_host(tfl__tensor_device(t))) {
-        it->ptr = tfl__data(t);
+    if (tfl__tensor_on_host(t)) {
+        it->ptr = tfl__tensor_host_data(t);
     } else {
         it->src = device_src;
         it->user = (void *)(uintptr_t)t;
@@ -138,10 +136,10 @@ static tfl_status save_in_frame(tfl_ctx *ctx, const char *path, int64_t n, const
     for (int64_t i = 0; i < n; i++) {
         const tfl_tensor *t = tensors[i];
         const char *name = names ? names[i] : NULL;
-        if (!name && t && t->refs > 0 && (t->flags & TFL_TENSOR_FLAG_VARIABLE)) name = t->var->name;
-        TFL_CHECK(ctx, name || !t || t->refs == 0 || (t->flags & TFL_TENSOR_FLAG_VARIABLE),
-                  TFL_INVALID_ARGUMENT, SAVE ": tensor %lld has no name and is not a variable",
-                  (long long)i);
+        bool live = t && tfl__tensor_is_live(t);
+        if (!name && live && tfl_tensor_is_variable(t)) name = tfl_variable_name(t);
+        TFL_CHECK(ctx, name || !live || tfl_tensor_is_variable(t), TFL_INVALID_ARGUMENT,
+                  SAVE ": tensor %lld has no name and is not a variable", (long long)i);
         if (t && !name_ok(ctx, SAVE, name, i)) return TFL_INVALID_ARGUMENT;
         nm[i] = (named){name ? name : "", i};
     }
@@ -150,8 +148,8 @@ static tfl_status save_in_frame(tfl_ctx *ctx, const char *path, int64_t n, const
     for (int64_t i = 0; i < n && st == TFL_OK; i++)
         st = prepare_item(ctx, tensors[i],
                           names && names[i] ? names[i]
-                          : tensors[i] && tensors[i]->refs > 0 && tensors[i]->var
-                              ? tensors[i]->var->name
+                          : tensors[i] && tfl__tensor_is_live(tensors[i])
+                              ? tfl_variable_name(tensors[i])
                               : NULL,
                           i, o->flags, &items[i]);
     if (st != TFL_OK) return st;
@@ -243,13 +241,12 @@ static tfl_tensor *read_raw(tfl_ckpt *ck, int64_t i)
 {
     tfl_ckpt_tensor_info info;
     tfl_ckpt_tensor_info_at(ck, i, &info);
-    tfl_tensor *t =
-        tfl__tensor_alloc(ck->ctx, tfl__cpu(ck->ctx), info.dtype, info.rank, info.shape);
-    if (t && tfl_ckpt_read(ck, i, tfl__data(t), (size_t)info.bytes) != TFL_OK) {
+    tfl_tensor *t = tfl__tensor_new_host(ck->ctx, info.dtype, info.rank, info.shape);
+    if (t && tfl_ckpt_read(ck, i, tfl__tensor_host_data(t), (size_t)info.bytes) != TFL_OK) {
         tfl_tensor_release(t);
         return NULL;
     }
-    const uint8_t *b = t && info.dtype == TFL_DTYPE_BOOL ? tfl__data(t) : NULL;
+    const uint8_t *b = t && info.dtype == TFL_DTYPE_BOOL ? tfl__tensor_host_data(t) : NULL;
     for (int64_t k = 0; b && k < info.bytes; k++)
         if (b[k] > 1) {
             tfl__set_error(ck->ctx, TFL_DATA_LOSS,
@@ -268,12 +265,12 @@ static tfl_status check_vars(tfl_ctx *ctx, int64_t n, tfl_tensor *const *vars, n
     for (int64_t i = 0; i < n; i++) {
         tfl_tensor *v = vars[i];
         TFL_CHECK(ctx, v, TFL_INVALID_ARGUMENT, "%s: variable %lld is NULL", who, (long long)i);
-        if (!tfl__tensor_alive(v, who)) return TFL_MISUSE;
-        TFL_CHECK(ctx, v->ctx == ctx, TFL_MISUSE, "%s: variable %lld belongs to another context",
-                  who, (long long)i);
-        TFL_CHECK(ctx, v->flags & TFL_TENSOR_FLAG_VARIABLE, TFL_INVALID_ARGUMENT,
+        if (!tfl__tensor_check_alive(v, who)) return TFL_MISUSE;
+        TFL_CHECK(ctx, tfl_tensor_ctx(v) == ctx, TFL_MISUSE,
+                  "%s: variable %lld belongs to another context", who, (long long)i);
+        TFL_CHECK(ctx, tfl_tensor_is_variable(v), TFL_INVALID_ARGUMENT,
                   "%s: entry %lld is a tensor, not a variable", who, (long long)i);
-        nm[i] = (named){v->var->name, i};
+        nm[i] = (named){tfl_variable_name(v), i};
     }
     return check_unique(ctx, who, "variable", nm, n);
 }
@@ -306,36 +303,38 @@ tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *const *var
     msgbuf miss = {{0}, 0, 0}, mis = {{0}, 0, 0}, unex = {{0}, 0, 0};
     for (int64_t i = 0; i < n && st == TFL_OK; i++) {
         tfl_tensor *v = vars[i];
-        const char *name = v->var->name;
+        const char *name = tfl_variable_name(v);
+        tfl_dtype vdt = tfl_tensor_dtype(v);
+        int vrank = tfl_tensor_rank(v);
+        const int64_t *vshape = tfl_tensor_shape(v);
         match[i] = tfl_ckpt_find(ck, name);
         if (match[i] < 0) continue;
         used[match[i]] = true;
         tfl_ckpt_tensor_info info;
         tfl_ckpt_tensor_info_at(ck, match[i], &info);
-        if (info.dtype != (tfl_dtype)v->dtype ||
-            !tfl__same_shape(info.rank, info.shape, v->rank, v->shape)) {
+        if (info.dtype != vdt || !tfl__same_shape(info.rank, info.shape, vrank, vshape)) {
             char a[128], b[128];
             rep.mismatched++;
             tfl__log(ctx, TFL_LOG_ERROR,
                      "Checkpoint '%s': '%s' is %s %s in the checkpoint and "
                      "%s %s in the variable",
                      ck->path, name, info.file_dtype,
-                     tfl__shape_str(info.rank, info.shape, a, sizeof a),
-                     tfl_dtype_name((tfl_dtype)v->dtype),
-                     tfl__shape_str(v->rank, v->shape, b, sizeof b));
+                     tfl__shape_str(info.rank, info.shape, a, sizeof a), tfl_dtype_name(vdt),
+                     tfl__shape_str(vrank, vshape, b, sizeof b));
             if (mis.items++ < 3)
                 msg_add(&mis, "%s'%s' (checkpoint %s %s, variable %s %s)",
                         mis.items > 1 ? ", " : "", name,
                         info.dtype ? tfl_dtype_name(info.dtype) : info.file_dtype, a,
-                        tfl_dtype_name((tfl_dtype)v->dtype), b);
+                        tfl_dtype_name(vdt), b);
             match[i] = -1;
         } else {
             rep.matched++;
         }
     }
     for (int64_t i = 0; i < n && st == TFL_OK; i++) {
-        if (match[i] >= 0 || tfl_ckpt_find(ck, vars[i]->var->name) >= 0) continue;
-        const char *name = vars[i]->var->name, *near = did_you_mean(ck, used, name);
+        const char *name = tfl_variable_name(vars[i]);
+        if (match[i] >= 0 || tfl_ckpt_find(ck, name) >= 0) continue;
+        const char *near = did_you_mean(ck, used, name);
         rep.missing++;
         tfl__log(ctx, o->allow_missing ? TFL_LOG_WARNING : TFL_LOG_ERROR,
                  "Checkpoint '%s': no "
@@ -377,7 +376,7 @@ tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *const *var
     for (int64_t i = 0; i < n && st == TFL_OK; i++)
         if (match[i] >= 0 && !(vals[i] = read_raw(ck, match[i]))) st = tfl_ctx_status(ctx);
     for (int64_t i = 0; i < n && st == TFL_OK; i++)
-        if (vals[i] && !(vars[i]->flags & TFL_TENSOR_FLAG_UNINIT)) st = tfl__variable_own(vars[i]);
+        if (vals[i] && tfl_variable_is_initialized(vars[i])) st = tfl__variable_own(vars[i]);
     for (int64_t i = 0; i < n && st == TFL_OK; i++)
         if (vals[i] && (st = tfl_variable_assign(vars[i], vals[i])) == TFL_OK) rep.restored++;
     for (int64_t i = 0; vals && i < n; i++)

@@ -8,7 +8,7 @@
  * TensorFlow); a manager that finds no index lists every checkpoint file again, those too,
  * and its sweeps may then delete them.
  */
-#include "io/safetensors.h"
+#include "safetensors.h"
 
 #include <dirent.h>
 #include <tapeflow/files.h>

@@ -3,9 +3,9 @@
  * tfl_ckpt_diff (two files compared tensor by tensor, streamed in 1 MiB pieces) and
  * tfl_ckpt_export (a new checkpoint from some tensors of another: weights only).
  */
-#include "io/safetensors.h"
+#include "safetensors.h"
 
-#include "io/crc32c.h"
+#include "crc32c.h"
 
 #include <math.h>
 #include <stdio.h>

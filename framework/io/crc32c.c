@@ -3,7 +3,7 @@
  * RFC 3720 and TensorFlow's crc32c. Debian has no C library for it; the x86-64 crc32
  * instruction computes exactly this polynomial, and a byte table covers other CPUs.
  */
-#include "io/crc32c.h"
+#include "crc32c.h"
 
 #include <string.h>
 

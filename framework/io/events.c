@@ -14,9 +14,9 @@
  *   TensorProto: dtype 1 (DT_STRING = 7), tensor_shape 2 (empty: a scalar), string_val 8
  *   SessionLog: status 1 (START = 1)
  */
-#include "internal.h"
-#include "io/crc32c.h"
-#include "io/pb.h"
+#include "io_internal.h"
+#include "crc32c.h"
+#include "pb.h"
 
 #include <tapeflow/summary.h>
 

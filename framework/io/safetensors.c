@@ -3,9 +3,9 @@
  * header checked before anything is trusted) and the streaming writer behind tfl_ckpt_save
  * (tfl__st_write). The format and the checks are described in <tapeflow/checkpoint.h>.
  */
-#include "io/safetensors.h"
+#include "safetensors.h"
 
-#include "io/crc32c.h"
+#include "crc32c.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -632,11 +632,11 @@ tfl_tensor *tfl_ckpt_read_tensor(tfl_ckpt *ck, const char *name)
     TFL_CHECK_RET(ctx, info.dtype != TFL_DTYPE_INVALID, NULL, TFL_UNIMPLEMENTED,
                   "Checkpoint '%s': tensor '%s': dtype %s has no tapeflow dtype", ck->path, name,
                   info.file_dtype);
-    tfl_tensor *t = tfl__tensor_alloc(ctx, tfl__cpu(ctx), info.dtype, info.rank, info.shape);
+    tfl_tensor *t = tfl__tensor_new_host(ctx, info.dtype, info.rank, info.shape);
     if (!t) return NULL;
-    tfl_status st = tfl_ckpt_read(ck, i, tfl__data(t), (size_t)info.bytes);
+    tfl_status st = tfl_ckpt_read(ck, i, tfl__tensor_host_data(t), (size_t)info.bytes);
     if (st == TFL_OK && info.dtype == TFL_DTYPE_BOOL) {
-        const uint8_t *b = tfl__data(t);
+        const uint8_t *b = tfl__tensor_host_data(t);
         for (int64_t k = 0; k < info.bytes && st == TFL_OK; k++)
             if (b[k] > 1)
                 st = FAIL(ck, "Checkpoint '%s': tensor '%s': bool element %lld is %u, not 0 or 1",

@@ -6,7 +6,7 @@
 #ifndef TFL_IO_SAFETENSORS_H
 #define TFL_IO_SAFETENSORS_H
 
-#include "internal.h"
+#include "io_internal.h"
 
 #include <tapeflow/checkpoint.h>
 

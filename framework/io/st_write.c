@@ -7,9 +7,9 @@
  * copied; the fsync still comes before the rename and waits for every byte.
  */
 #define _GNU_SOURCE /* sync_file_range */
-#include "io/safetensors.h"
+#include "safetensors.h"
 
-#include "io/crc32c.h"
+#include "crc32c.h"
 
 #include <tapeflow/files.h>
 

@@ -5,7 +5,11 @@
 #     the module's INTERFACE target (tfl_framework_private, ...), by their path from the
 #     module's folder;
 #   - an include of a header of a module above the file's own (private "x_internal.h" or
-#     public <tapeflow/x.h>), and of the umbrella <tapeflow/tapeflow.h>, which includes all.
+#     public <tapeflow/x.h>), and of the umbrella <tapeflow/tapeflow.h>, which includes all;
+#   - across the boundary of a framework sub-module (framework/io): a file of the framework
+#     outside it that includes one of its headers (the core never depends on it), and a file
+#     of it that includes a private header of the framework other than its own and
+#     core_api/core_api.h, the core's declared API (internal.h, ops/op.h, ...).
 # The build enforces the same (a module gets only the include folders of those below it);
 # this names the offending line when someone adds an include folder by hand.
 set -euo pipefail
@@ -23,6 +27,27 @@ owner() {
     if [ "$quoted" = 1 ] && [ -f "$src/$m/$h" ]; then echo "$m"; return; fi
     if [ "$quoted" = 0 ] && [ -f "$src/$m/include/$h" ]; then echo "$m"; return; fi
   done
+}
+# The framework's sub-modules, and the one core header they may include.
+submodules=()
+for d in framework/io; do [ -d "$src/$d" ] && submodules+=("$d"); done
+core_api=framework/core_api/core_api.h
+# resolve HEADER DIR: the file a quoted include names, relative to $src (the including file's
+# folder first, then framework/ and framework/core_api/, the include folders of the library's
+# targets), or nothing.
+resolve() {
+  local h="$1" dir="$2" c
+  for c in "$dir/$h" "$src/framework/$h" "$src/framework/core_api/$h"; do
+    [ -f "$c" ] && { c=$(cd "$(dirname "$c")" && pwd -P)/$(basename "$c"); echo "${c#"$srcp"/}"; return; }
+  done
+  return 0
+}
+srcp=$(cd "$src" && pwd -P)
+# submodule_of PATH: the sub-module folder PATH lies in, or nothing.
+submodule_of() {
+  local d
+  for d in "${submodules[@]}"; do [[ "$1" == "$d"/* ]] && { echo "$d"; return; }; done
+  return 0
 }
 bad=0 checked=0
 for m in "${modules[@]}"; do
@@ -46,6 +71,20 @@ for m in "${modules[@]}"; do
       if [ "$h" = tapeflow/tapeflow.h ]; then
         echo "$rel:$n: the umbrella header is for applications, not the library: $h"; bad=1
         continue
+      fi
+      if [ "$m" = framework ] && [ "$q" = 1 ] && [ "${#submodules[@]}" -gt 0 ]; then
+        r=$(resolve "$h" "$(dirname "$f")")
+        sf=$(submodule_of "$rel") sr=$(submodule_of "$r")
+        if [ -n "$r" ] && [ -n "$sr" ] && [ "$sr" != "$sf" ]; then
+          echo "$rel:$n: includes $h of ${sr#framework/}/, a framework sub-module: the core and" \
+               "the other sub-modules never depend on it"
+          bad=1; continue
+        fi
+        if [ -n "$r" ] && [ -n "$sf" ] && [ "$sr" != "$sf" ] && [ "$r" != "$core_api" ]; then
+          echo "$rel:$n: ${sf#framework/}/ includes $h, a private header of the framework's" \
+               "core: it may use only ${core_api#framework/} and the public headers"
+          bad=1; continue
+        fi
       fi
       o=$(owner "$h" "$q" "$(dirname "$f")")
       [ -n "$o" ] || continue

@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
 # selftest.sh CHECKER: check_layering.sh catches what it is for: a tree with a "../" include,
-# an upward private include and an upward public include fails, naming each line; the same
-# tree without them passes.
+# an upward private include, an upward public include, a core file including a header of the
+# sub-module framework/io and an io file including internal.h fails, naming each line; the
+# same tree without them (io including its own header and core_api.h) passes.
 set -euo pipefail
 checker="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/framework/ops" "$tmp/framework/include/tapeflow" "$tmp/tape/include/tapeflow"
+mkdir -p "$tmp/framework/ops" "$tmp/framework/include/tapeflow" "$tmp/tape/include/tapeflow" \
+  "$tmp/framework/io" "$tmp/framework/core_api"
 printf '#include "internal.h"\n' > "$tmp/framework/ops/op.h"
 printf '/* internal */\n' > "$tmp/framework/internal.h"
 printf '/* tape */\n' > "$tmp/tape/include/tapeflow/tape.h"
 printf '#include "ops/op.h"\n#include <tapeflow/tape.h>\n' > "$tmp/tape/tape_internal.h"
+printf '/* core api */\n' > "$tmp/framework/core_api/core_api.h"
+printf '#include "core_api/core_api.h"\n' >> "$tmp/framework/internal.h"
+printf '#include "core_api.h"\n' > "$tmp/framework/io/io_internal.h"
+printf '#include "io_internal.h"\n' > "$tmp/framework/io/writer.c"
 bash "$checker" "$tmp" >/dev/null || { echo "a clean tree was rejected"; exit 1; }
 printf '#include "../internal.h"\n' > "$tmp/framework/ops/a.c"
 printf '#include "../tape/tape_internal.h"\n#include "tape_internal.h"\n#include <tapeflow/tape.h>\n' \
   > "$tmp/framework/b.c"
+printf '#include "internal.h"\n#include "io/io_internal.h"\n' > "$tmp/framework/c.c"
+printf '#include "io_internal.h"\n#include "internal.h"\n#include "ops/op.h"\n' \
+  > "$tmp/framework/io/d.c"
 if out=$(bash "$checker" "$tmp"); then echo "a bad tree passed"; exit 1; fi
 for want in 'framework/ops/a.c:1: relative include' 'framework/b.c:1: relative include' \
             'framework/b.c:2: framework includes tape_internal.h of tape' \
-            'framework/b.c:3: framework includes tapeflow/tape.h of tape'; do
+            'framework/b.c:3: framework includes tapeflow/tape.h of tape' \
+            'framework/c.c:2: includes io/io_internal.h of io/, a framework sub-module' \
+            'framework/io/d.c:2: io/ includes internal.h, a private header' \
+            'framework/io/d.c:3: io/ includes ops/op.h, a private header'; do
   grep -qF "$want" <<<"$out" || { echo "missing: $want"; echo "$out"; exit 1; }
 done
-echo "ok: check_layering.sh rejects climbing and upward includes"
+for clean in 'framework/c.c:1:' 'framework/io/d.c:1:' 'framework/io/writer.c'; do
+  if grep -qF "$clean" <<<"$out"; then echo "a good include was rejected: $clean"; echo "$out"; exit 1; fi
+done
+echo "ok: check_layering.sh rejects climbing and upward includes, and includes across io/'s boundary"

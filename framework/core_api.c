@@ -1,0 +1,42 @@
+/*
+ * framework/core_api.c: the functions of core_api/core_api.h that stand for what the core's
+ * files do with the records directly (liveness, data pointers, copies to the host), for the
+ * sub-modules that see no record (framework/io).
+ */
+#include "internal.h"
+
+bool tfl__tensor_is_live(const tfl_tensor *t)
+{
+    return t->refs > 0;
+}
+
+bool tfl__tensor_check_alive(const tfl_tensor *t, const char *what)
+{
+    return tfl__tensor_alive(t, what);
+}
+
+bool tfl__tensor_on_host(const tfl_tensor *t)
+{
+    return tfl__dev_is_host(tfl__tensor_device(t));
+}
+
+void *tfl__tensor_host_data(const tfl_tensor *t)
+{
+    return tfl__tensor_on_host(t) ? tfl__data(t) : NULL;
+}
+
+tfl_status tfl__tensor_read_bytes(const tfl_tensor *t, int64_t offset, void *dst, size_t n)
+{
+    return tfl__dev_copy_host(tfl__tensor_device(t), dst, (const char *)tfl__data(t) + offset, n,
+                              1);
+}
+
+tfl_tensor *tfl__tensor_contiguous(tfl_ctx *ctx, const tfl_tensor *t)
+{
+    return tfl__tensor_copy_to(ctx, t, tfl__tensor_device(t));
+}
+
+tfl_tensor *tfl__tensor_new_host(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
+{
+    return tfl__tensor_alloc(ctx, tfl__cpu(ctx), dtype, rank, shape);
+}
