@@ -72,7 +72,7 @@ static tfl_layer_spec spec_of(const rsec *l, tfl_initializer inits[2])
     if ((v = GETV(l, "input_dim"))) s.input_dim = v->i;
     if ((v = GETV(l, "sequence_length"))) s.sequence_length = v->i;
     if ((v = GETV(l, "num_heads"))) s.num_heads = (int)v->i;
-    if ((v = GETV(l, "key_dim"))) s.key_dim = v->i;
+    if ((v = GETV(l, "key_dim")) && v->set) s.key_dim = v->i;
     if ((v = GETV(l, "dropout"))) s.rate = v->f;
     if ((v = GETV(l, "use_causal_mask"))) s.causal = v->i != 0;
     if ((v = GETV(l, "activation"))) s.activation = (tfl_activation)v->i;

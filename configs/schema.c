@@ -102,8 +102,9 @@ static const key_def layer_keys[] = {
     {"bias_initializer", VT_SEC, WEIGHTED, 0, "zeros", 0, 0, 0, &init_sec, 0, 0,
      "the biases' initializer"},
     {"num_heads", VT_INT, B(L_MHA), REQ | RNG, NULL, 1, 1e6, 0, 0, 0, 0, "attention heads"},
-    {"key_dim", VT_INT, B(L_MHA), REQ | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
-     "each head's query, key and value size"},
+    {"key_dim", VT_INT, B(L_MHA), NUL | RNG, NULL, 1, 1e9, 0, 0, 0, 0,
+     "each head's query, key and value size; null: the input's features / num_heads, which "
+     "must divide them"},
     {"dropout", VT_FLOAT, B(L_MHA), RNG | K_MAX_EXCL, "0", 0, 1, 0, 0, 0, 0,
      "dropout on the attention weights while training"},
     {"use_causal_mask", VT_BOOL, B(L_MHA), 0, "false", 0, 0, 0, 0, 0, 0,

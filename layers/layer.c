@@ -217,9 +217,10 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
         if (s->epsilon == 0) s->epsilon = 1e-3;
         break;
     case TFL_LAYER_MULTI_HEAD_ATTENTION:
-        TFL_CHECK_RET(ctx, s->num_heads >= 1 && s->key_dim >= 1, false, TFL_INVALID_ARGUMENT,
-                      "%s: MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got %d and "
-                      "%lld", who, s->num_heads, (long long)s->key_dim);
+        TFL_CHECK_RET(ctx, s->num_heads >= 1 && s->key_dim >= 0, false, TFL_INVALID_ARGUMENT,
+                      "%s: MultiHeadAttention needs num_heads >= 1 and key_dim >= 1 (0: the "
+                      "features / num_heads), got %d and %lld", who, s->num_heads,
+                      (long long)s->key_dim);
         TFL_CHECK_RET(ctx, s->rate >= 0 && s->rate < 1, false, TFL_INVALID_ARGUMENT,
                       "%s: MultiHeadAttention's dropout rate must be in [0, 1), got %g", who,
                       s->rate);

@@ -24,7 +24,8 @@ tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f)
     tfl_initializer glorot = tfl_init_glorot_uniform(0), zeros = tfl_init_zeros();
     const tfl_initializer *kinit = s->kernel_init ? s->kernel_init : &glorot;
     const tfl_initializer *binit = s->bias_init ? s->bias_init : &zeros;
-    const int64_t h = s->num_heads, k = s->key_dim;
+    const int64_t h = s->num_heads;
+    const int64_t k = l->key_dim = s->key_dim ? s->key_dim : f / h; /* divides: layer_call.c */
     static const char *const names[3] = {"query", "key", "value"};
     char what[64];
     for (int p = 0; p < 3; p++) {
@@ -54,7 +55,7 @@ static tfl_tensor *bias_of(tfl_layer *l, int v)
 /* x2 (b s, f) projected by projection v into heads: (b, h, s, k) */
 static tfl_tensor *heads(tfl_layer *l, const tfl_tensor *x2, int v, int64_t b, int64_t s)
 {
-    const int64_t h = l->spec.num_heads, k = l->spec.key_dim;
+    const int64_t h = l->spec.num_heads, k = l->key_dim;
     const int64_t f = tfl_tensor_shape(x2)[1];
     tfl_tensor *w = tfl_reshape(CTX, kernel_of(l, v), 2, (int64_t[]){f, h * k});
     tfl_tensor *y = w ? tfl_matmul(CTX, x2, w, 0) : NULL;
@@ -83,7 +84,7 @@ tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool train
     const tfl_layer_spec *sp = &l->spec;
     const int64_t *shape = tfl_tensor_shape(x);
     const int64_t b = shape[0], s = shape[1], f = shape[2];
-    const int64_t h = sp->num_heads, k = sp->key_dim;
+    const int64_t h = sp->num_heads, k = l->key_dim;
     tfl_tensor *x2 = tfl_reshape(CTX, x, 2, (int64_t[]){b * s, f});
     if (!x2) return NULL;
     tfl_tensor *q = heads(l, x2, V_Q, b, s), *kk = heads(l, x2, V_K, b, s);

@@ -135,6 +135,10 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
                       "%s: MultiHeadAttention expects an input of rank 3 (batch, sequence, "
                       "features), got shape %s", NAME, tfl__shape_str(rank, shape, sb, sizeof sb));
         if (!check_feature(l, rank, shape, 3, "batch, sequence, features")) return -1;
+        TFL_CHECK_RET(CTX, s->key_dim || shape[2] % s->num_heads == 0, -1, TFL_INVALID_ARGUMENT,
+                      "%s: num_heads %d does not divide the input's %lld features (each head "
+                      "takes features / num_heads); give key_dim", NAME, s->num_heads,
+                      (long long)shape[2]);
         memcpy(out, shape, sizeof(int64_t) * 3);
         return 3;
     case TFL_LAYER_POSITION_EMBEDDING:

@@ -29,6 +29,8 @@ struct tfl_layer {
     tfl_tensor *vars[TFL__LAYER_VARS]; /* by the kind's order (see layer.c) */
     int n_vars;
     uint64_t calls;                /* Dropout: calls in training mode (mixed into the seed) */
+    int64_t key_dim;               /* MultiHeadAttention: spec.key_dim, or features / heads
+                                      when it is 0 (set with the variables) */
 };
 
 /* The model's input among a layer's inputs (tfl_model_input): a handle that is not a layer

@@ -114,6 +114,26 @@ static void test_shapes_and_errors(void **state)
     expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "multi_head_attention: expected the input's "
                       "last dimension 6 (the layer was built for it), got 5");
     tfl_layer_free(l);
+    /* key_dim 0: features / num_heads, which must divide them */
+    l = tfl_layer_new(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_MULTI_HEAD_ATTENTION,
+                                             .num_heads = 4});
+    assert_non_null(l);
+    assert_int_equal(tfl_layer_build(l, 3, (int64_t[]){-1, 5, 6}), TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "multi_head_attention: num_heads 4 does not "
+                      "divide the input's 6 features (each head takes features / num_heads); "
+                      "give key_dim");
+    assert_int_equal(tfl_layer_build(l, 3, (int64_t[]){-1, 5, 8}), TFL_OK);
+    tfl_tensor *v[8];
+    assert_int_equal(tfl_layer_variables(l, TFL_VARS_ALL, v, 8), 8);
+    assert_int_equal(tfl_tensor_shape(v[0])[2], 2); /* query/kernel (8, 4, 2) */
+    assert_int_equal(tfl_tensor_shape(v[6])[1], 2); /* attention_output/kernel (4, 2, 8) */
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *x = tfl_ones(ctx, TFL_DTYPE_FLOAT32, 3, (int64_t[]){2, 5, 8});
+    tfl_tensor *y = tfl_layer_call(l, x, false);
+    assert_non_null(y);
+    assert_int_equal(tfl_tensor_shape(y)[2], 8);
+    tfl_frame_pop(ctx);
+    tfl_layer_free(l);
 }
 
 int main(void)

@@ -139,7 +139,8 @@ typedef struct tfl_layer_spec {
     const tfl_initializer *bias_init;   /* NULL: zeros */
     int64_t sequence_length;       /* PositionEmbedding: the longest sequence (its table's rows) */
     int num_heads;                 /* MultiHeadAttention: heads, required */
-    int64_t key_dim;               /* MultiHeadAttention: each head's query/key/value size */
+    int64_t key_dim;               /* MultiHeadAttention: each head's query/key/value size;
+                                      0: features / num_heads (which must divide) */
     bool causal;                   /* MultiHeadAttention: position i attends to positions <= i */
     int axis;                      /* Concatenate: the axis joined (negative: from the end);
                                       0 means -1 (the batch axis cannot be joined) */
