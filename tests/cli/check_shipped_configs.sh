@@ -54,7 +54,7 @@ if [ -f "$fort" ]; then
     --run-dir ct2 && has out.txt "trained 2 epochs, 24 steps"
   run 0 train "$SRC/configs/char_transformer.yaml" "${tiny[@]}" --run-dir ct11 &&
   run 0 train "$SRC/configs/char_transformer.yaml" "${tiny[@]}" --set training.epochs=2 \
-    --run-dir ct11 && has err.txt "resuming from ct11/checkpoints/ckpt-00000012.safetensors"
+    --run-dir ct11 && has out.txt "resuming from ct11/checkpoints/ckpt-00000012.safetensors"
   # diff(1)'s status: 1, the two differ in the history's seconds alone
   run 1 diff ct2/checkpoints/ckpt-00000024.safetensors ct11/checkpoints/ckpt-00000024.safetensors &&
     has out.txt "1 tensor differs" && has out.txt "_tapeflow/history"
