@@ -5,7 +5,7 @@
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
- * inputs that are not names. */
+ * inputs that are not names; a concatenation whose size passes INT64_MAX is a diagnostic. */
 #include "config_helpers.h"
 
 #include <math.h>
@@ -199,6 +199,32 @@ static void test_graph_errors(void **state)
                       7, 51, "concatenate.axis: axis 0 is the batch axis, which is never joined");
 }
 
+/* Concatenations whose output size along the axis passes INT64_MAX: a diagnostic at the layer
+ * (the sum overflowed: undefined behaviour in shape inference). */
+static void test_graph_concatenate_size_overflow(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char text[8192];
+    size_t o = (size_t)snprintf(text, sizeof text,
+                                "data:\n  train: {format: csv, path: xor.csv, header: true, "
+                                "label_column: -1}\nmodel:\n  input_shape: [1000000000]\n"
+                                "  layers:\n");
+    for (int c = 0; c < 7; c++) { /* c0 = 32 inputs, c1 = 32 c0, ...: 1e9 * 32^7 > INT64_MAX */
+        o += (size_t)snprintf(text + o, sizeof text - o, "    - concatenate: {name: c%d, inputs: [",
+                              c);
+        for (int i = 0; i < 32; i++)
+            o += (size_t)snprintf(text + o, sizeof text - o, c ? "%sc%d" : "%sinput",
+                                  i ? ", " : "", c - 1);
+        o += (size_t)snprintf(text + o, sizeof text - o, "]}\n");
+    }
+    snprintf(text + o, sizeof text - o, "    - dense: {units: 2}\n"
+                                        "loss: sparse_categorical_crossentropy\n");
+    /* c6 starts from c5's 1e9 * 32^6 = 1,073,741,824,000,000,000: the 9th input passes 2^63 - 1 */
+    expect_diag(ctx, text, 12, 7,
+                "model.layers[6].concatenate: c6: Concatenate's sizes along axis -1 add up to "
+                "more than INT64_MAX (at input 8, of shape (-1, 1073741824000000000))");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +232,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_concatenate_size_overflow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
