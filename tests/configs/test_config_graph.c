@@ -5,7 +5,8 @@
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
- * inputs that are not names; a concatenation whose size passes INT64_MAX is a diagnostic. */
+ * inputs that are not names; long and escaped names print whole, and a concatenation whose
+ * size passes INT64_MAX is a diagnostic. */
 #include "config_helpers.h"
 
 #include <math.h>
@@ -199,6 +200,63 @@ static void test_graph_errors(void **state)
                       7, 51, "concatenate.axis: axis 0 is the batch axis, which is never joined");
 }
 
+/* Names that the resolved text must spell whole: a 127-byte name of control bytes (each escaped
+ * to 4 bytes) and a merge of 32 inputs of 127-byte names, 4,128 bytes and more on one line.
+ * The printed inputs were cut at 300 bytes a name and 4,096 a line, so the resolved text named
+ * layers that do not exist. */
+static void test_graph_long_names_print_whole(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char ctrl[127 * 4 + 1], name[128], inputs[32 * 130], text[8192];
+    for (int i = 0; i < 127; i++) memcpy(ctrl + 4 * i, "\\x01", 4);
+    ctrl[127 * 4] = '\0';
+    memset(name, 'n', 127);
+    name[127] = '\0';
+    size_t o = 0;
+    for (int i = 0; i < 32; i++)
+        o += (size_t)snprintf(inputs + o, sizeof inputs - o, "%s%s", i ? ", " : "", name);
+    snprintf(text, sizeof text,
+             "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+             "model:\n  input_shape: [2]\n  layers:\n"
+             "    - dense: {units: 2, name: \"%s\"}\n"
+             "    - dense: {units: 2, name: %s, inputs: \"%s\"}\n"
+             "    - add: {name: sum, inputs: [%s]}\n"
+             "loss: sparse_categorical_crossentropy\n",
+             ctrl, name, ctrl, inputs);
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, text, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    const char *f = tfl_config_format(cfg);
+    assert_non_null(f);
+    char line[8192];
+    snprintf(line, sizeof line, "        name: \"%s\"\n        inputs: [\"%s\"]\n", name, ctrl);
+    assert_non_null(strstr(f, line));
+    snprintf(line, sizeof line, "        inputs: [%s]\n", inputs);
+    assert_non_null(strstr(f, line));
+    /* tfl_config_get gives the whole list too (4,128 bytes) */
+    char got[8192];
+    snprintf(line, sizeof line, "[%s]", inputs);
+    assert_int_equal(tfl_config_get(cfg, "model.layers[2].add.inputs", got, sizeof got),
+                     (int)strlen(line));
+    assert_string_equal(got, line);
+    /* the resolved text loads back as the same graph and prints the same */
+    char *copy = strdup(f);
+    tfl_config *again = parse_text(ctx, copy, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(again));
+    assert_int_equal(st, TFL_OK);
+    assert_string_equal(tfl_config_format(again), copy);
+    tfl_model *m = tfl_config_build_model(again);
+    assert_non_null(m);
+    tfl_layer *in[32];
+    assert_int_equal(tfl_model_layer_inputs(m, 2, in, 32), 32);
+    for (int i = 0; i < 32; i++) assert_ptr_equal(in[i], tfl_model_layer(m, 1));
+    tfl_model_free(m);
+    free(copy);
+    tfl_config_free(again);
+    tfl_config_free(cfg);
+}
+
 /* Concatenations whose output size along the axis passes INT64_MAX: a diagnostic at the layer
  * (the sum overflowed: undefined behaviour in shape inference). */
 static void test_graph_concatenate_size_overflow(void **state)
@@ -232,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_long_names_print_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_concatenate_size_overflow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
