@@ -5,8 +5,8 @@
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
- * inputs that are not names; long and escaped names print whole, and a concatenation whose
- * size passes INT64_MAX is a diagnostic. */
+ * inputs that are not names; long and escaped names print whole, concatenate's axis reaches
+ * the layer, and a concatenation whose size passes INT64_MAX is a diagnostic. */
 #include "config_helpers.h"
 
 #include <math.h>
@@ -257,6 +257,54 @@ static void test_graph_long_names_print_whole(void **state)
     tfl_config_free(cfg);
 }
 
+/* concatenate's axis reaches the layer: axis 1 of two (1, 2) examples is (2, 2), where the
+ * last axis would give (1, 4); an axis past the inputs' rank is a diagnostic at the layer. The
+ * built layer used to get no axis, so that every concatenation joined the last axis. */
+static void test_graph_concatenate_axis_reaches_the_layer(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    const char *text = "data:\n  train: {format: csv, path: xor.csv, header: true, "
+                       "label_column: -1}\nmodel:\n  input_shape: [2]\n  layers:\n"
+                       "    - reshape: {name: r, target_shape: [1, 2]}\n"
+                       "    - concatenate: {name: cat, inputs: [r, r], axis: 1}\n"
+                       "    - flatten\n"
+                       "    - dense: {units: 2}\n"
+                       "loss: sparse_categorical_crossentropy\n";
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, text, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    const char *sum = tfl_model_summary(m);
+    assert_non_null(sum);
+    assert_non_null(strstr(sum, "cat (Concatenate)"));
+    assert_non_null(strstr(sum, "(None, 2, 2)"));
+    assert_null(strstr(sum, "(None, 1, 4)"));
+    /* the values: x = [[1, 2]] gives [[1, 2], [1, 2]], flattened */
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){1, 2},
+                                   (float[]){1, 2});
+    assert_non_null(x);
+    tfl_tensor *y = tfl_layer_call_n(tfl_model_layer(m, 1), 2,
+                                     (const tfl_tensor *[]){tfl_reshape(ctx, x, 3,
+                                                                        (int64_t[]){1, 1, 2}),
+                                                            tfl_reshape(ctx, x, 3,
+                                                                        (int64_t[]){1, 1, 2})},
+                                     false);
+    assert_non_null(y);
+    assert_int_equal(tfl_tensor_rank(y), 3);
+    assert_int_equal(tfl_tensor_shape(y)[1], 2);
+    assert_int_equal(tfl_tensor_shape(y)[2], 2);
+    tfl_frame_pop(ctx);
+    tfl_model_free(m);
+    tfl_config_free(cfg);
+    expect_graph_diag(ctx, (const char *[]){"concatenate: {inputs: [input, input], axis: 3}",
+                                            "dense: {units: 2}", NULL},
+                      6, 7, "Concatenate's axis 3 is not an axis of its inputs (-1, 2) past the "
+                            "batch axis");
+}
+
 /* Concatenations whose output size along the axis passes INT64_MAX: a diagnostic at the layer
  * (the sum overflowed: undefined behaviour in shape inference). */
 static void test_graph_concatenate_size_overflow(void **state)
@@ -291,6 +339,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_long_names_print_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_concatenate_axis_reaches_the_layer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_graph_concatenate_size_overflow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
