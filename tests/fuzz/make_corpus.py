@@ -210,8 +210,10 @@ def main():
 
 SET_MARK = b"\n#%set\n"  # fuzz_config.c: the lines after it are overrides
 FASHION = b"/usr/share/datasets/fashion-mnist/"  # fuzz_config's base dir has data/ files
-# reproducers committed as libFuzzer wrote them (kept when the corpus is written again)
-FOUND = {"crash_uniform_equal_bounds", "diff-empty-input", "diff-empty-key"}
+# reproducers and a few valid graphs that fuzz_config made, committed as libFuzzer wrote them
+# (kept when the corpus is written again)
+FOUND = {"crash_uniform_equal_bounds", "diff-empty-input", "diff-empty-key",
+         "found_resnet_layer_in_comment", "found_transformer_block_without_norm"}
 
 
 def config_corpus():
@@ -319,6 +321,8 @@ def graph_corpus():
                                 b"concatenate: {inputs: [r, r], axis: 1}",
                                 b"flatten",
                                 b"dense: {units: 2}"])
+    # found by fuzz_config from this seed: it was valid, the built layer got no axis (every
+    # concatenation joined the last axis)
     graph("concatenate_axis_out_of_rank", [b"concatenate: {inputs: [input, input], axis: 3}",
                                            b"dense: {units: 2}"])
     graph("concatenate_axis0", [b"concatenate: {inputs: [input, input], axis: 0}",
@@ -376,6 +380,21 @@ def graph_corpus():
     graph("made_names", [b"dense: {units: 4}", b"dense: {name: dense_1, units: 4}",
                          b"dense: {units: 4, inputs: dense}", b"add: {inputs: [dense_2, dense_1]}",
                          b"dense: {units: 2}"])
+    # found while the graph seeds were written: the resolved text cut a list of names at 300
+    # bytes a name and 4,096 a line (and a string at 4,096), so it named layers that do not
+    # exist; concatenated sizes past INT64_MAX overflowed in shape inference
+    ctrl, long = b'"' + b"\\x01" * 127 + b'"', b"n" * 127
+    graph("crash_long_names", [b"dense: {units: 4, name: " + ctrl + b"}",
+                               b"dense: {units: 4, name: " + long + b", inputs: " + ctrl + b"}",
+                               b"add: {inputs: [" + b", ".join([long] * 32) + b"]}",
+                               b"dense: {units: 2}"])
+    cat = [b"concatenate: {name: c0, inputs: [" + b", ".join([b"input"] * 32) + b"]}"]
+    cat += [b"concatenate: {name: c%d, inputs: [%s]}" % (c, b", ".join([b"c%d" % (c - 1)] * 32))
+            for c in range(1, 7)]
+    graph("crash_concatenate_overflow", cat + [b"dense: {units: 2}"], shape=b"[1000000000]")
+    gpt = open(os.path.join(TOP, "configs", "char_transformer.yaml"), "rb").read()
+    write("config", "crash_long_text_path", gpt.replace(
+        b"/usr/share/games/fortunes/?*.u8", b'"/' + b"p" * 3000 + b"\\x01" * 400 + b'"'))
     xor_layers = [b"dense: {units: 16, activation: tanh}", b"dense: {units: 4}",
                   b"dense: {units: 2}"]
     graph("set_add_inputs", xor_layers,
