@@ -110,7 +110,8 @@ static const char *fmt_scalar_sized(tfl_ctx *ctx, const key_def *k, const rval *
     size_t room = 64;
     if (v->set && (k->type == VT_STR || k->type == VT_PATH)) room += 4 * strlen(v->s);
     if (v->set && k->type == VT_NAMES)
-        for (int i = 0; i < v->n; i++) room += 4 * strlen(v->names[i]) + 8;
+        for (int i = 0; i < v->n; i++)
+            room += 4 * strlen(v->names[i]) + 8;
     *heap = NULL;
     if (room <= n_small) {
         tfl__fmt_scalar(k, v, small, n_small);
