@@ -92,6 +92,7 @@ static tfl_layer_spec spec_of(const rsec *l, tfl_initializer inits[2])
         for (int i = 0; i < v->n; i++)
             s.target_shape[i] = v->ints[i];
     }
+    if ((v = GETV(l, "axis"))) s.axis = (int)v->i; /* concatenate's */
     if ((v = GETV(l, "rate"))) s.rate = v->f;
     if ((v = GETV(l, "seed"))) s.seed = (uint64_t)v->i;
     if ((v = GETV(l, "momentum"))) s.momentum = v->f;

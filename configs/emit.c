@@ -78,14 +78,19 @@ void tfl__fmt_scalar(const key_def *k, const rval *v, char *buf, size_t size)
     case VT_NAMES: {
         size_t o = (size_t)snprintf(buf, size, "[");
         for (int i = 0; i < v->n && o < size; i++) {
-            char q[300];
-            bool plain = v->names[i][strspn(v->names[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNO"
-                                                        "PQRSTUVWXYZ0123456789_-.")] == '\0' &&
-                         (isalpha((unsigned char)v->names[i][0]) || v->names[i][0] == '_') &&
-                         strcasecmp(v->names[i], "null") != 0;
-            if (plain) snprintf(q, sizeof q, "%s", v->names[i]);
-            else fmt_string(v->names[i], q, sizeof q);
-            o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", q);
+            const char *nm = v->names[i];
+            bool plain = nm[strspn(nm, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789_-.")] == '\0' &&
+                         (isalpha((unsigned char)nm[0]) || nm[0] == '_') &&
+                         strcasecmp(nm, "null") != 0;
+            if (i) o += (size_t)snprintf(buf + o, size - o, ", ");
+            if (o >= size) break;
+            if (plain) {
+                o += (size_t)snprintf(buf + o, size - o, "%s", nm);
+            } else {
+                fmt_string(nm, buf + o, size - o); /* room for it: fmt_scalar_sized */
+                o += strlen(buf + o);
+            }
         }
         if (o < size) snprintf(buf + o, size - o, "]");
         return;
@@ -94,6 +99,28 @@ void tfl__fmt_scalar(const key_def *k, const rval *v, char *buf, size_t size)
         snprintf(buf, size, "null");
         return;
     }
+}
+
+/* tfl__fmt_scalar's text of v, in small or, when it may not fit there, in a host block put in
+ * *heap (the caller frees it; NULL without memory): a string escapes each byte to at most 4
+ * bytes, and a list of names adds each name's quotes and separator. */
+static const char *fmt_scalar_sized(tfl_ctx *ctx, const key_def *k, const rval *v, char *small,
+                                    size_t n_small, char **heap)
+{
+    size_t room = 64;
+    if (v->set && (k->type == VT_STR || k->type == VT_PATH)) room += 4 * strlen(v->s);
+    if (v->set && k->type == VT_NAMES)
+        for (int i = 0; i < v->n; i++)
+            room += 4 * strlen(v->names[i]) + 8;
+    *heap = NULL;
+    if (room <= n_small) {
+        tfl__fmt_scalar(k, v, small, n_small);
+        return small;
+    }
+    *heap = tfl__host_alloc(ctx, room, 1);
+    if (!*heap) return NULL;
+    tfl__fmt_scalar(k, v, *heap, room);
+    return *heap;
 }
 
 static bool reads(const key_def *k, int kind)
@@ -145,9 +172,14 @@ static void emit_key(tfl__buf *b, const key_def *k, const rval *v, int indent)
         }
         return;
     }
-    char text[4096];
-    tfl__fmt_scalar(k, v, text, sizeof text);
+    char small[4096], *heap;
+    const char *text = fmt_scalar_sized(b->ctx, k, v, small, sizeof small, &heap);
+    if (!text) {
+        b->failed = true;
+        return;
+    }
     tfl__buf_printf(b, "%*s%s: %s\n", indent, "", k->name, text);
+    tfl__host_free(b->ctx, heap);
 }
 
 static void emit_body(tfl__buf *b, const rsec *s, int indent)
@@ -239,9 +271,12 @@ int tfl_config_get(const tfl_config *cfg, const char *path, char *buf, size_t si
             return snprintf(buf, size, "%s", v->sec->def->kinds->names[v->sec->kind]);
         return -1;
     }
-    char text[4096];
-    tfl__fmt_scalar(k, v, text, sizeof text);
-    return snprintf(buf, size, "%s", text);
+    char small[4096], *heap;
+    const char *text = fmt_scalar_sized(cfg->ctx, k, v, small, sizeof small, &heap);
+    if (!text) return -1;
+    int n = snprintf(buf, size, "%s", text);
+    tfl__host_free(cfg->ctx, heap);
+    return n;
 }
 
 /* ---- the schema as Markdown ------------------------------------------------------------------ */

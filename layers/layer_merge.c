@@ -40,7 +40,15 @@ int tfl__merge_shape(tfl_layer *l, int n, const int *ranks, const int64_t *const
                       cat ? " but along its axis" : "", i,
                       tfl__shape_str(ranks[i], shapes[i], sa, sizeof sa),
                       tfl__shape_str(r, shapes[0], sb, sizeof sb));
-        if (cat) out[axis] = out[axis] < 0 || shapes[i][axis] < 0 ? -1 : out[axis] + shapes[i][axis];
+        if (!cat) continue;
+        if (out[axis] < 0 || shapes[i][axis] < 0) {
+            out[axis] = -1;
+            continue;
+        }
+        TFL_CHECK_RET(l->ctx, !tfl__add_overflow_i64(out[axis], shapes[i][axis], &out[axis]), -1,
+                      TFL_INVALID_ARGUMENT, "%s: Concatenate's sizes along axis %d add up to "
+                      "more than INT64_MAX (at input %d, of shape %s)", l->name, l->spec.axis, i,
+                      tfl__shape_str(ranks[i], shapes[i], sa, sizeof sa));
     }
     return r;
 }

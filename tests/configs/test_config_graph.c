@@ -5,7 +5,8 @@
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
- * inputs that are not names. */
+ * inputs that are not names; long and escaped names print whole, concatenate's axis reaches
+ * the layer, and a concatenation whose size passes INT64_MAX is a diagnostic. */
 #include "config_helpers.h"
 
 #include <math.h>
@@ -199,6 +200,137 @@ static void test_graph_errors(void **state)
                       7, 51, "concatenate.axis: axis 0 is the batch axis, which is never joined");
 }
 
+/* Names that the resolved text must spell whole: a 127-byte name of control bytes (each escaped
+ * to 4 bytes) and a merge of 32 inputs of 127-byte names, 4,128 bytes and more on one line.
+ * The printed inputs were cut at 300 bytes a name and 4,096 a line, so the resolved text named
+ * layers that do not exist. */
+static void test_graph_long_names_print_whole(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char ctrl[127 * 4 + 1], name[128], inputs[32 * 130], text[8192];
+    for (int i = 0; i < 127; i++) memcpy(ctrl + 4 * i, "\\x01", 4);
+    ctrl[127 * 4] = '\0';
+    memset(name, 'n', 127);
+    name[127] = '\0';
+    size_t o = 0;
+    for (int i = 0; i < 32; i++)
+        o += (size_t)snprintf(inputs + o, sizeof inputs - o, "%s%s", i ? ", " : "", name);
+    snprintf(text, sizeof text,
+             "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
+             "model:\n  input_shape: [2]\n  layers:\n"
+             "    - dense: {units: 2, name: \"%s\"}\n"
+             "    - dense: {units: 2, name: %s, inputs: \"%s\"}\n"
+             "    - add: {name: sum, inputs: [%s]}\n"
+             "loss: sparse_categorical_crossentropy\n",
+             ctrl, name, ctrl, inputs);
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, text, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    const char *f = tfl_config_format(cfg);
+    assert_non_null(f);
+    char line[8192];
+    snprintf(line, sizeof line, "        name: \"%s\"\n        inputs: [\"%s\"]\n", name, ctrl);
+    assert_non_null(strstr(f, line));
+    snprintf(line, sizeof line, "        inputs: [%s]\n", inputs);
+    assert_non_null(strstr(f, line));
+    /* tfl_config_get gives the whole list too (4,128 bytes) */
+    char got[8192];
+    snprintf(line, sizeof line, "[%s]", inputs);
+    assert_int_equal(tfl_config_get(cfg, "model.layers[2].add.inputs", got, sizeof got),
+                     (int)strlen(line));
+    assert_string_equal(got, line);
+    /* the resolved text loads back as the same graph and prints the same */
+    char *copy = strdup(f);
+    tfl_config *again = parse_text(ctx, copy, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(again));
+    assert_int_equal(st, TFL_OK);
+    assert_string_equal(tfl_config_format(again), copy);
+    tfl_model *m = tfl_config_build_model(again);
+    assert_non_null(m);
+    tfl_layer *in[32];
+    assert_int_equal(tfl_model_layer_inputs(m, 2, in, 32), 32);
+    for (int i = 0; i < 32; i++) assert_ptr_equal(in[i], tfl_model_layer(m, 1));
+    tfl_model_free(m);
+    free(copy);
+    tfl_config_free(again);
+    tfl_config_free(cfg);
+}
+
+/* concatenate's axis reaches the layer: axis 1 of two (1, 2) examples is (2, 2), where the
+ * last axis would give (1, 4); an axis past the inputs' rank is a diagnostic at the layer. The
+ * built layer used to get no axis, so that every concatenation joined the last axis. */
+static void test_graph_concatenate_axis_reaches_the_layer(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    const char *text = "data:\n  train: {format: csv, path: xor.csv, header: true, "
+                       "label_column: -1}\nmodel:\n  input_shape: [2]\n  layers:\n"
+                       "    - reshape: {name: r, target_shape: [1, 2]}\n"
+                       "    - concatenate: {name: cat, inputs: [r, r], axis: 1}\n"
+                       "    - flatten\n"
+                       "    - dense: {units: 2}\n"
+                       "loss: sparse_categorical_crossentropy\n";
+    tfl_status st;
+    tfl_config *cfg = parse_text(ctx, text, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
+    assert_int_equal(st, TFL_OK);
+    tfl_model *m = tfl_config_build_model(cfg);
+    assert_non_null(m);
+    const char *sum = tfl_model_summary(m);
+    assert_non_null(sum);
+    assert_non_null(strstr(sum, "cat (Concatenate)"));
+    assert_non_null(strstr(sum, "(None, 2, 2)"));
+    assert_null(strstr(sum, "(None, 1, 4)"));
+    /* the values: x = [[1, 2]] gives [[1, 2], [1, 2]], flattened */
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *x = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){1, 2},
+                                   (float[]){1, 2});
+    assert_non_null(x);
+    tfl_tensor *y = tfl_layer_call_n(tfl_model_layer(m, 1), 2,
+                                     (const tfl_tensor *[]){tfl_reshape(ctx, x, 3,
+                                                                        (int64_t[]){1, 1, 2}),
+                                                            tfl_reshape(ctx, x, 3,
+                                                                        (int64_t[]){1, 1, 2})},
+                                     false);
+    assert_non_null(y);
+    assert_int_equal(tfl_tensor_rank(y), 3);
+    assert_int_equal(tfl_tensor_shape(y)[1], 2);
+    assert_int_equal(tfl_tensor_shape(y)[2], 2);
+    tfl_frame_pop(ctx);
+    tfl_model_free(m);
+    tfl_config_free(cfg);
+    expect_graph_diag(ctx, (const char *[]){"concatenate: {inputs: [input, input], axis: 3}",
+                                            "dense: {units: 2}", NULL},
+                      6, 7, "Concatenate's axis 3 is not an axis of its inputs (-1, 2) past the "
+                            "batch axis");
+}
+
+/* Concatenations whose output size along the axis passes INT64_MAX: a diagnostic at the layer
+ * (the sum overflowed: undefined behaviour in shape inference). */
+static void test_graph_concatenate_size_overflow(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char text[8192];
+    size_t o = (size_t)snprintf(text, sizeof text,
+                                "data:\n  train: {format: csv, path: xor.csv, header: true, "
+                                "label_column: -1}\nmodel:\n  input_shape: [1000000000]\n"
+                                "  layers:\n");
+    for (int c = 0; c < 7; c++) { /* c0 = 32 inputs, c1 = 32 c0, ...: 1e9 * 32^7 > INT64_MAX */
+        o += (size_t)snprintf(text + o, sizeof text - o, "    - concatenate: {name: c%d, inputs: [",
+                              c);
+        for (int i = 0; i < 32; i++)
+            o += (size_t)snprintf(text + o, sizeof text - o, c ? "%sc%d" : "%sinput",
+                                  i ? ", " : "", c - 1);
+        o += (size_t)snprintf(text + o, sizeof text - o, "]}\n");
+    }
+    snprintf(text + o, sizeof text - o, "    - dense: {units: 2}\n"
+                                        "loss: sparse_categorical_crossentropy\n");
+    /* c6 starts from c5's 1e9 * 32^6 = 1,073,741,824,000,000,000: the 9th input passes 2^63 - 1 */
+    expect_diag(ctx, text, 12, 7,
+                "model.layers[6].concatenate: c6: Concatenate's sizes along axis -1 add up to "
+                "more than INT64_MAX (at input 8, of shape (-1, 1073741824000000000))");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +338,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_long_names_print_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_concatenate_axis_reaches_the_layer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_graph_concatenate_size_overflow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

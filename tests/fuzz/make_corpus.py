@@ -210,13 +210,18 @@ def main():
 
 SET_MARK = b"\n#%set\n"  # fuzz_config.c: the lines after it are overrides
 FASHION = b"/usr/share/datasets/fashion-mnist/"  # fuzz_config's base dir has data/ files
+# reproducers and a few valid graphs that fuzz_config made, committed as libFuzzer wrote them
+# (kept when the corpus is written again)
+FOUND = {"crash_uniform_equal_bounds", "diff-empty-input", "diff-empty-key",
+         "found_resnet_layer_in_comment", "found_transformer_block_without_norm"}
 
 
 def config_corpus():
     d = os.path.join(HERE, "corpus", "config")
     if os.path.isdir(d):
         for f in os.listdir(d):
-            os.remove(os.path.join(d, f))
+            if f not in FOUND:
+                os.remove(os.path.join(d, f))
     for src in sorted(glob.glob(os.path.join(TOP, "configs", "*.yaml"))):
         text = open(src, "rb").read()
         name = os.path.basename(src)[:-5]
@@ -280,6 +285,127 @@ loss: binary_crossentropy
 metrics: []
 optimizer: {kind: rmsprop, rho: 0.8, centered: true, global_clipnorm: .5}
 """)
+    graph_corpus()
+
+
+def graph_corpus():
+    """Layer graphs: inputs by name, merges, and the graph's diagnostics (configs/graph.c)."""
+    head = (b"data:\n  train: {format: csv, path: data/xor.csv, header: true}\n"
+            b"model:\n  input_shape: [4]\n  layers:\n")
+    tail = b"loss: sparse_categorical_crossentropy\noptimizer: {kind: adam}\n"
+
+    def graph(name, layers, sets=None, shape=None):
+        text = head if shape is None else head.replace(b"[4]", shape)
+        text += b"".join(b"    - " + l + b"\n" for l in layers) + tail
+        if sets:
+            text += SET_MARK + b"\n".join(sets) + b"\n"
+        write("config", "graph_" + name, text)
+
+    graph("residual", [b"dense: {name: d1, units: 4, activation: relu}",
+                       b"dense: {name: d2, units: 4}",
+                       b"add: {name: res, inputs: [d2, input]}",
+                       b"dense: {name: d3, units: 4, activation: relu}",
+                       b"dense: {name: d4, units: 4}",
+                       b"add: {name: res2, inputs: [d4, res]}",
+                       b"dense: {units: 2}"])
+    graph("residual_conv", [b"conv2d: {name: c1, filters: 3, kernel_size: 3, padding: same}",
+                            b"batch_normalization: {name: bn}",
+                            b"add: {name: sum, inputs: [bn, input]}",
+                            b"global_average_pooling2d",
+                            b"dense: {units: 2}"], shape=b"[4, 4, 3]")
+    graph("concatenate_axis", [b"dense: {name: a, units: 3, inputs: input}",
+                               b"dense: {name: b, units: 5, inputs: input}",
+                               b"concatenate: {name: cat, inputs: [a, b, input], axis: -1}",
+                               b"dense: {units: 2}"])
+    graph("concatenate_axis1", [b"reshape: {name: r, target_shape: [2, 2]}",
+                                b"concatenate: {inputs: [r, r], axis: 1}",
+                                b"flatten",
+                                b"dense: {units: 2}"])
+    # found by fuzz_config from this seed: it was valid, the built layer got no axis (every
+    # concatenation joined the last axis)
+    graph("concatenate_axis_out_of_rank", [b"concatenate: {inputs: [input, input], axis: 3}",
+                                           b"dense: {units: 2}"])
+    graph("concatenate_axis0", [b"concatenate: {inputs: [input, input], axis: 0}",
+                                b"dense: {units: 2}"])
+    graph("multiply", [b"dense: {name: gate, units: 4, activation: sigmoid}",
+                       b"multiply: {inputs: [gate, input]}",
+                       b"dense: {units: 2}"])
+    graph("add_shapes_differ", [b"dense: {name: a, units: 3}",
+                                b"add: {inputs: [a, input]}",
+                                b"dense: {units: 2}"])
+    graph("cycle", [b"dense: {name: a, units: 4, inputs: c}",
+                    b"dense: {name: b, units: 4}",
+                    b"add: {name: c, inputs: [b, input]}",
+                    b"dense: {units: 2}"])
+    graph("self_input", [b"dense: {name: a, units: 4, inputs: a}", b"dense: {units: 2}"])
+    graph("forward_reference", [b"dense: {name: a, units: 4, inputs: b}",
+                                b"dense: {name: b, units: 4, inputs: input}",
+                                b"dense: {units: 2}"])
+    graph("unknown_name", [b"dense: {name: first, units: 4}",
+                           b"add: {inputs: [frist, input]}",
+                           b"dense: {units: 2}"])
+    graph("merge_one_input", [b"dense: {name: a, units: 4}", b"add: {inputs: [a]}",
+                              b"dense: {units: 2}"])
+    graph("merge_default_input", [b"dense: {name: a, units: 4}", b"multiply",
+                                  b"dense: {units: 2}"])
+    graph("dense_two_inputs", [b"dense: {name: a, units: 4}",
+                               b"dense: {units: 2, inputs: [a, input]}"])
+    graph("unused_layer", [b"dense: {name: a, units: 4}",
+                           b"dense: {name: unused, units: 4, inputs: input}",
+                           b"dense: {units: 2, inputs: a}"])
+    graph("inputs_scalar", [b"dense: {name: a, units: 4, inputs: input}",
+                            b"dense: {units: 2, inputs: a}"])
+    graph("inputs_list", [b"dense: {name: a, units: 4, inputs: [input]}",
+                          b"dense: {units: 2, inputs: [a]}"])
+    graph("inputs_mapping", [b"dense: {name: a, units: 4, inputs: {a: input}}",
+                             b"dense: {units: 2}"])
+    graph("inputs_null", [b"dense: {units: 4, inputs: null}",
+                          b"dense: {units: 2, inputs: }"])
+    graph("inputs_empty_list", [b"dense: {units: 4, inputs: []}", b"dense: {units: 2}"])
+    graph("inputs_33", [b"dense: {name: a, units: 4}",
+                        b"add: {inputs: [" + b", ".join([b"a"] * 33) + b"]}",
+                        b"dense: {units: 2}"])
+    graph("inputs_32", [b"dense: {name: a, units: 4}",
+                        b"add: {inputs: [" + b", ".join([b"a"] * 31) + b", input]}",
+                        b"dense: {units: 2}"])
+    graph("inputs_odd_names", [b"dense: {name: 'null', units: 4}",
+                               b"dense: {name: \"x y,[z]\", units: 4, inputs: input}",
+                               b"dense: {name: '2', units: 4, inputs: input}",
+                               b"add: {inputs: ['null', \"x y,[z]\", '2']}",
+                               b"dense: {units: 2}"])
+    graph("inputs_not_names", [b"dense: {units: 4, inputs: [[a], ~, '', {b: c}]}",
+                               b"dense: {units: 2}"])
+    graph("layer_named_input", [b"dense: {name: input, units: 4}",
+                                b"dense: {units: 2, inputs: input}"])
+    graph("made_names", [b"dense: {units: 4}", b"dense: {name: dense_1, units: 4}",
+                         b"dense: {units: 4, inputs: dense}", b"add: {inputs: [dense_2, dense_1]}",
+                         b"dense: {units: 2}"])
+    # found while the graph seeds were written: the resolved text cut a list of names at 300
+    # bytes a name and 4,096 a line (and a string at 4,096), so it named layers that do not
+    # exist; concatenated sizes past INT64_MAX overflowed in shape inference
+    ctrl, long = b'"' + b"\\x01" * 127 + b'"', b"n" * 127
+    graph("crash_long_names", [b"dense: {units: 4, name: " + ctrl + b"}",
+                               b"dense: {units: 4, name: " + long + b", inputs: " + ctrl + b"}",
+                               b"add: {inputs: [" + b", ".join([long] * 32) + b"]}",
+                               b"dense: {units: 2}"])
+    cat = [b"concatenate: {name: c0, inputs: [" + b", ".join([b"input"] * 32) + b"]}"]
+    cat += [b"concatenate: {name: c%d, inputs: [%s]}" % (c, b", ".join([b"c%d" % (c - 1)] * 32))
+            for c in range(1, 7)]
+    graph("crash_concatenate_overflow", cat + [b"dense: {units: 2}"], shape=b"[1000000000]")
+    gpt = open(os.path.join(TOP, "configs", "char_transformer.yaml"), "rb").read()
+    write("config", "crash_long_text_path", gpt.replace(
+        b"/usr/share/games/fortunes/?*.u8", b'"/' + b"p" * 3000 + b"\\x01" * 400 + b'"'))
+    xor_layers = [b"dense: {units: 16, activation: tanh}", b"dense: {units: 4}",
+                  b"dense: {units: 2}"]
+    graph("set_add_inputs", xor_layers,
+          [b"model.layers[3]={add: {inputs: [dense, dense_1]}}",
+           b"model.layers[4]={dense: {units: 2}}",
+           b"model.layers[2].dense.name=head"])
+    graph("set_add_inputs_path", xor_layers + [b"add: {inputs: [dense_1, dense_2]}"],
+          [b"model.layers[3].add.inputs=[dense_2, input]", b"model.layers[1].dense.units=2"])
+    graph("set_inputs_bad", xor_layers,
+          [b"model.layers[1].dense.inputs=[nowhere]", b"model.layers[2].dense.inputs={}",
+           b"model.layers[0].dense.inputs=", b"model.layers[2].dense.inputs=dense_2"])
 
 
 def config_dict():
@@ -294,7 +420,8 @@ def config_dict():
               "*a", "%YAML 1.2", "%TAG", ".inf", "-.inf", ".nan", "1e-3", "3.e-4", "1_000", "0x10",
               "-1", "0", "1", "2147483648", "9223372036854775807", "1e309", "\t", "\xef\xbb\xbf",
               "\\u0000", "auto", "CPU:0", "GPU:0", "data/xor.csv", "../", "#%set\n", "=",
-              "[0]", "layers[0].", "dense.", "optimizer.", "training."]
+              "[0]", "layers[0].", "dense.", "optimizer.", "training.", "inputs: ", "inputs: [",
+              "input", "add: {inputs: [", ".inputs=", "- add", "- concatenate", "name: "]
     with open(os.path.join(HERE, "config.dict"), "w") as f:
         f.write("# fuzz_config's dictionary (written by make_corpus.py from configs/schema.c)\n")
         for t in tokens:

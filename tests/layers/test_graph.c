@@ -3,7 +3,8 @@
  * called by hand, the merges' values and gradients against their formulas, shapes, the summary's
  * Connected to column, a stack that stays a stack, fit on a graph, and every error (a count the
  * kind does not take, an input of another model, an unused layer, a freed input, shapes and
- * dtypes that do not merge, the input handle given where a layer is expected). */
+ * dtypes that do not merge, the input handle given where a layer is expected, concatenated
+ * sizes past INT64_MAX). */
 #include "test_fixture.h"
 
 #include <math.h>
@@ -319,6 +320,23 @@ static void test_errors(void **state)
     tfl_layer *cat = tfl_layer_new(ctx, SPEC(.kind = TFL_LAYER_CONCATENATE, .axis = 2));
     assert_null(tfl_layer_call_n(cat, 2, (const tfl_tensor *[]){x, x}, false));
     expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "Concatenate's axis 2 is not an axis of its inputs");
+    /* sizes along the axis that add up past INT64_MAX (the sum overflowed) */
+    tfl_layer *cat_last = tfl_layer_new(ctx, SPEC(.kind = TFL_LAYER_CONCATENATE, .axis = -1));
+    const int64_t half[2] = {-1, INT64_MAX / 2 + 1}, one[2] = {-1, 1};
+    int64_t out[2];
+    assert_int_equal(tfl_layer_output_shape_n(cat_last, 3, (const int[]){2, 2, 2},
+                                              (const int64_t *const[]){one, half, half}, out),
+                     -1);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
+                      "concatenate_1: Concatenate's sizes along axis -1 add up to more than "
+                      "INT64_MAX (at input 2, of shape (-1, 4611686018427387904))");
+    assert_int_equal(tfl_layer_output_shape_n(cat_last, 2, (const int[]){2, 2},
+                                              (const int64_t *const[]){half, half}, out), -1);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "add up to more than INT64_MAX (at input 1");
+    assert_int_equal(tfl_layer_output_shape_n(cat_last, 2, (const int[]){2, 2},
+                                              (const int64_t *const[]){one, half}, out), 2);
+    assert_int_equal(out[1], INT64_MAX / 2 + 2);
+    tfl_layer_free(cat_last);
     assert_null(tfl_layer_new(ctx, SPEC(.kind = TFL_LAYER_ADD, .axis = 1)));
     expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "Add has no option 'axis'");
     /* an unused layer: a and its sibling both branch from the input, only one goes on */
