@@ -202,7 +202,8 @@ static void test_attention(void **state)
                 "data:\n  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"
                 "model:\n  input_shape: [2]\n  layers:\n    - reshape: {target_shape: [2, 1]}\n"
                 "    - multi_head_attention: {num_heads: 2}\nloss: mean_squared_error\n",
-                7, 7, "missing required key 'key_dim'");
+                7, 7, "num_heads 2 does not divide the input's 1 features (each head takes "
+                      "features / num_heads); give key_dim (input shape (-1, 2, 1))");
 }
 
 /* position_embedding in a config: a (2, 1) sequence gets a (4, 1) table's first rows, trains */

@@ -205,8 +205,9 @@ static void test_spec_errors(void **state)
     } cases[] = {
         {{.kind = 0}, "unknown layer kind 0"},
         {{.kind = TFL_LAYER_KIND_END}, "unknown layer kind 18"},
-        {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2},
-         "MultiHeadAttention needs num_heads >= 1 and key_dim >= 1, got 2 and 0"},
+        {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = -1},
+         "MultiHeadAttention needs num_heads >= 1 and key_dim >= 1 (0: the features / "
+         "num_heads), got 2 and -1"},
         {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 4, .rate = 1},
          "MultiHeadAttention's dropout rate must be in [0, 1), got 1"},
         {{.kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 2, .key_dim = 4, .units = 3},
