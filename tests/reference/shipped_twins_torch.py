@@ -28,7 +28,8 @@ script then
 Run from the repository root, after building (cmake --build build):
     python3 tests/reference/shipped_twins_torch.py [--build build] [--models resnet,transformer]
     [--out PATH] [--from DIR]
---from DIR reuses a directory the test program wrote (TFL_TWIN_OUT=DIR) instead of running it.
+--from DIR reuses a directory the test program wrote (TFL_TWIN_OUT=DIR) instead of running it;
+--models resnet remakes one model's entry (the others' entries in --out stay).
 Needs torch, safetensors, PyYAML and NumPy. About 10 minutes on 2 cores: tapeflow's run of both
 models, then each twin in float32 and in float64.
 """
@@ -383,6 +384,9 @@ def main():
         args.src = tmp.name
         run_tapeflow(args.build, args.src)
     models, steps = {}, None
+    if os.path.exists(args.out):  # the models not run keep their entries
+        with open(args.out) as fh:
+            models = json.load(fh)["models"]
     for key in args.models.split(","):
         with open(os.path.join(args.src, key + ".json")) as fh:
             tf = json.load(fh)
