@@ -170,7 +170,9 @@ bool tfl__model_shapes(tfl_model *m, int rank, const int64_t *shape, int **ranks
 tfl_tensor *tfl__graph_call(tfl_model *m, const tfl_tensor *x, bool training)
 {
     tfl_ctx *ctx = m->ctx;
-    const tfl_tensor **outs = tfl__calloc(ctx, sizeof *outs * (size_t)m->n_layers);
+    const tfl_tensor *small[64]; /* a step of a model this size allocates nothing here */
+    const tfl_tensor **outs = m->n_layers <= 64 ? small
+                              : tfl__calloc(ctx, sizeof *outs * (size_t)m->n_layers);
     if (!outs) return NULL;
     const tfl_tensor *y = NULL;
     for (int i = 0; i < m->n_layers; i++) {
@@ -181,7 +183,7 @@ tfl_tensor *tfl__graph_call(tfl_model *m, const tfl_tensor *x, bool training)
         y = outs[i] = tfl_layer_call_n(m->layers[i], n, xs, training);
         if (!y) break;
     }
-    tfl__host_free(ctx, outs);
+    if (outs != small) tfl__host_free(ctx, outs);
     return (tfl_tensor *)y;
 }
 

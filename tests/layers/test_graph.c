@@ -276,6 +276,26 @@ static void test_fit_on_a_graph(void **state)
     tfl_dataset_free(ds);
 }
 
+/* A graph of more than 64 layers (the forward pass keeps its outputs on the heap then): 70
+ * identity activations, then add(last, input) = 2x. */
+static void test_long_graph(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_model *m = tfl_model_new(ctx, "long");
+    for (int i = 0; i < 70; i++)
+        assert_non_null(tfl_model_add(m, SPEC(.kind = TFL_LAYER_ACTIVATION)));
+    assert_non_null(tfl_model_add_from(m, SPEC(.kind = TFL_LAYER_ADD), 2,
+                                       (tfl_layer *[]){last(m), tfl_model_input(m)}));
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *x = input_x(ctx);
+    float got[12], want[12];
+    read_f32(tfl_model_call(m, x, false), got, 12);
+    read_f32(x, want, 12);
+    for (int i = 0; i < 12; i++) assert_float_equal(got[i], 2 * want[i], 0);
+    tfl_frame_pop(ctx);
+    tfl_model_free(m);
+}
+
 static void test_errors(void **state)
 {
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
@@ -378,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_merge_values_and_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_on_a_graph, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
