@@ -92,7 +92,7 @@ tfl_layer *tfl_model_add_from(tfl_model *m, const tfl_layer_spec *spec, int n,
     if (!resolve_inputs(m, "tfl_model_add_from", n, inputs, &nd)) return NULL;
     tfl_layer *l = tfl_layer_new(m->ctx, spec);
     if (!l) return NULL;
-    if (tfl_model_add_layer_from(m, l, n, inputs) != TFL_OK) {
+    if (tfl__model_add_node(m, l, &nd) != TFL_OK) { /* the inputs are resolved above */
         tfl_layer_free(l);
         return NULL;
     }
@@ -152,9 +152,7 @@ bool tfl__model_shapes(tfl_model *m, int rank, const int64_t *shape, int **ranks
             ss[q] = in[q] == TFL__FROM_INPUT ? shape : shapes[in[q]];
         }
         tfl_layer *l = m->layers[i];
-        ranks[i] = tfl__layer_is_merge(l->spec.kind) ? tfl_layer_output_shape_n(l, k, rs, ss, shapes[i])
-                   : k == 1 ? tfl__layer_shape(l, rs[0], ss[0], shapes[i])
-                            : tfl_layer_output_shape_n(l, k, rs, ss, shapes[i]);
+        ranks[i] = tfl_layer_output_shape_n(l, k, rs, ss, shapes[i]);
         if (ranks[i] < 0) {
             tfl__host_free(ctx, ranks);
             tfl__host_free(ctx, shapes);
