@@ -325,21 +325,15 @@ bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x)
     return true;
 }
 
-/* (x - mean) / sqrt(variance + epsilon) * gamma + beta over the last axis, composed of
- * ordinary ops: the tape differentiates it and every device runs it. */
+/* (x - mean) / sqrt(variance + epsilon) * gamma + beta over the last axis: one fused op
+ * (LayerNorm), with a fused gradient */
 static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
 {
     const tfl_layer_spec *s = &l->spec;
     int k = 0;
     tfl_tensor *gamma = s->no_scale ? NULL : l->vars[k++];
     tfl_tensor *beta = s->no_center ? NULL : l->vars[k++];
-    tfl_tensor *mean, *var;
-    if (tfl_moments(CTX, x, 1, (int[]){-1}, true, &mean, &var) != TFL_OK) return NULL;
-    tfl_tensor *eps = tfl_scalar_f32(CTX, (float)s->epsilon);
-    tfl_tensor *y = tfl_div(CTX, tfl_sub(CTX, x, mean), tfl_sqrt(CTX, tfl_add(CTX, var, eps)));
-    if (gamma) y = tfl_mul(CTX, y, gamma);
-    if (beta) y = tfl_add(CTX, y, beta);
-    return y;
+    return tfl_layer_norm(CTX, x, gamma, beta, s->epsilon);
 }
 
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)

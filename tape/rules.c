@@ -62,6 +62,12 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),
     R(DROPOUT, dropout, A(dropout), 0),
+    /* x needs x and gamma; gamma x; beta nothing */
+    R(LAYER_NORM, layer_norm, A(layer_norm), IN(0) | IN(1), IN(0), 0),
+    /* LayerNormGrad (dy, x, gamma): dy needs x and gamma; x all three and the output;
+       gamma dy and x */
+    R(LAYER_NORM_GRAD, layer_norm_grad, A(layer_norm), IN(1) | IN(2),
+      IN(0) | IN(1) | IN(2) | OUT, IN(0) | IN(1)),
     R(CONV2D, conv2d, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_INPUT, conv2d_backprop_input, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_FILTER, conv2d_backprop_filter, A(window), IN(1), IN(0)),

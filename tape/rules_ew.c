@@ -14,6 +14,8 @@
 #define CTX g->ctx
 #define DY g->dy
 #define X(i) g->in[i].saved
+#define SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define INV_SQRT_2PI 0.39894228040143267794  /* 1/sqrt(2 pi) */
 
 #define EW_GRAD_(id, fn, attrs)                                                                    \
     TFL_RULE(fn)                                                                                   \
@@ -63,6 +65,31 @@ TFL_D2(elu)
     tfl_tensor *zero = tfl__scalar_like(g, x, 0);
     tfl_tensor *neg = tfl_mul(CTX, tfl__scalar_like(g, x, g->attrs->scalar.value), tfl_exp(CTX, x));
     return tfl_where(CTX, tfl_less(CTX, x, zero), neg, zero);
+}
+
+/* gelu' exact = Phi + x phi: phi (2 - x^2). tanh form, gelu' = (1 + t) / 2 + x s u' / 2 with
+ * s = 1 - t^2, u' = c (1 + 3 k x^2), t' = s u': s u' + x s (u'' - 2 t u'^2) / 2, u'' = 6 c k x */
+TFL_D2(gelu)
+{
+    const double c = SQRT2_PI, k = 0.044715;
+    tfl_tensor *x2 = tfl_mul(CTX, x, x);
+    if (g->attrs->scalar.value == 0.0) {
+        tfl_tensor *phi = tfl_mul(CTX, tfl__scalar_like(g, x, INV_SQRT_2PI),
+                                  tfl_exp(CTX, tfl_mul(CTX, x2, tfl__scalar_like(g, x, -0.5))));
+        return tfl_mul(CTX, phi, tfl_sub(CTX, tfl__scalar_like(g, x, 2), x2));
+    }
+    tfl_tensor *one = tfl__scalar_like(g, x, 1);
+    tfl_tensor *u = tfl_mul(CTX, tfl__scalar_like(g, x, c),
+                            tfl_add(CTX, x, tfl_mul(CTX, tfl__scalar_like(g, x, k), tfl_mul(CTX, x2, x))));
+    tfl_tensor *t = tfl_tanh(CTX, u);
+    tfl_tensor *s = tfl_sub(CTX, one, tfl_mul(CTX, t, t));
+    tfl_tensor *du = tfl_mul(CTX, tfl__scalar_like(g, x, c),
+                             tfl_add(CTX, one, tfl_mul(CTX, tfl__scalar_like(g, x, 3 * k), x2)));
+    tfl_tensor *ddu = tfl_mul(CTX, tfl__scalar_like(g, x, 6 * c * k), x);
+    tfl_tensor *in = tfl_sub(CTX, ddu, tfl_mul(CTX, tfl_mul(CTX, tfl__scalar_like(g, x, 2), t),
+                                               tfl_mul(CTX, du, du)));
+    tfl_tensor *half_x_s = tfl_mul(CTX, tfl_mul(CTX, tfl__scalar_like(g, x, 0.5), x), s);
+    return tfl_add(CTX, tfl_mul(CTX, s, du), tfl_mul(CTX, half_x_s, in));
 }
 
 /* hard_sigmoid is piecewise linear: f'' = 0 (a scalar; the rule broadcasts it) */

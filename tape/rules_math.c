@@ -7,7 +7,6 @@
  */
 #include "tape_internal.h"
 
-#define SQRT1_2 0.70710678118654752440   /* 1 / sqrt(2) */
 #define TWO_SQRTPI 1.12837916709551257390 /* 2 / sqrt(pi) */
 
 #define CTX g->ctx
@@ -121,35 +120,6 @@ TFL_RULE(sigmoid)
 TFL_RULE(tanh)
 {
     g->dx[0] = tfl_mul(CTX, DY, tfl_sub(CTX, tfl__scalar_like(g, Y, 1), tfl_mul(CTX, Y, Y)));
-}
-
-/* exact: d/dx x Phi(x) = Phi(x) + x phi(x); tanh form: with u = c (x + k x^3), t = tanh u,
- * d/dx x (1 + t) / 2 = (1 + t) / 2 + x (1 - t^2) c (1 + 3 k x^2) / 2 */
-TFL_RULE(gelu)
-{
-    const tfl_tensor *x = X(0);
-    tfl_tensor *half = tfl__scalar_like(g, x, 0.5), *one = tfl__scalar_like(g, x, 1), *d;
-    if (g->attrs->scalar.value == 0.0) {
-        tfl_tensor *cdf = tfl_mul(CTX, half, tfl_add(CTX, one, tfl_erf(CTX, tfl_mul(CTX, x,
-                                  tfl__scalar_like(g, x, SQRT1_2)))));
-        tfl_tensor *pdf = tfl_mul(CTX, tfl__scalar_like(g, x, 0.5 * TWO_SQRTPI * SQRT1_2),
-                                  tfl_exp(CTX, tfl_mul(CTX, tfl_mul(CTX, x, x),
-                                                       tfl__scalar_like(g, x, -0.5))));
-        d = tfl_add(CTX, cdf, tfl_mul(CTX, x, pdf));
-    } else {
-        const double c = 0.79788456080286535588, k = 0.044715; /* sqrt(2/pi) */
-        tfl_tensor *x2 = tfl_mul(CTX, x, x);
-        tfl_tensor *u = tfl_mul(CTX, tfl__scalar_like(g, x, c),
-                                tfl_add(CTX, x, tfl_mul(CTX, tfl__scalar_like(g, x, k),
-                                                        tfl_mul(CTX, x2, x))));
-        tfl_tensor *t = tfl_tanh(CTX, u);
-        tfl_tensor *du = tfl_mul(CTX, tfl__scalar_like(g, x, c),
-                                 tfl_add(CTX, one, tfl_mul(CTX, tfl__scalar_like(g, x, 3 * k), x2)));
-        tfl_tensor *sech2 = tfl_sub(CTX, one, tfl_mul(CTX, t, t));
-        d = tfl_add(CTX, tfl_mul(CTX, half, tfl_add(CTX, one, t)),
-                    tfl_mul(CTX, half, tfl_mul(CTX, x, tfl_mul(CTX, sech2, du))));
-    }
-    g->dx[0] = tfl_mul(CTX, DY, d);
 }
 
 /* y = softmax x: dx = y (dy - sum(dy y)) along the axis */

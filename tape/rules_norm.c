@@ -1,6 +1,7 @@
 /*
- * tape/rules_norm.c: backward rules of BatchNorm and Dropout, written with ordinary ops so
- * they are differentiable again. BatchNorm's parameters are (C) along x's last axis: their
+ * tape/rules_norm.c: backward rules of BatchNorm, LayerNorm, LayerNormGrad and Dropout,
+ * written with ordinary ops (LayerNorm's with its fused gradient op, which has a rule of its
+ * own) so they are differentiable again. BatchNorm's parameters are (C) along x's last axis: their
  * gradients sum over every other axis. Dropout's rule drops dy with the forward's rate and
  * resolved key, so the mask is the forward's (the op is linear and self-adjoint).
  */
@@ -48,6 +49,59 @@ TFL_RULE(batch_norm)
         if (g->need[4]) g->dx[4] = tfl_mul(CTX, t, inv);
     }
     if (g->need[3]) g->dx[3] = sum_to_channels(g, DY);
+}
+
+/*
+ * y = xhat gamma + beta, xhat = (x - mean) rstd over the last axis:
+ *   dx = LayerNormGrad(dy, x, gamma);  dgamma = sum(dy xhat);  dbeta = sum(dy)
+ */
+TFL_RULE(layer_norm)
+{
+    const double eps = g->attrs->layer_norm.epsilon;
+    if (g->need[0]) g->dx[0] = tfl__layer_norm_grad(CTX, DY, X(0), X(1), eps);
+    if (g->need[1]) {
+        tfl_tensor *xhat = tfl_layer_norm(CTX, X(0), NULL, NULL, eps);
+        g->dx[1] = sum_to_channels(g, tfl_mul(CTX, DY, xhat));
+    }
+    if (g->need[2]) g->dx[2] = sum_to_channels(g, DY);
+}
+
+/* t summed over the last axis, kept as size 1 */
+static tfl_tensor *row_sum(const tfl__grad_call *g, const tfl_tensor *t)
+{
+    return tfl_reduce_sum(CTX, t, 1, (int[]){-1}, true);
+}
+
+/*
+ * out = LayerNormGrad(dy, x, gamma) = J (gamma dy), where J = d xhat / d x is symmetric,
+ * J w = rstd (w - mean(w) - xhat mean(w xhat)) per row of n. For the cotangent v (DY here),
+ * with u = J v = LayerNormGrad(v, x, 1):
+ *   d dy = gamma u;  d gamma = sum(dy u);
+ *   d x = -(rstd / n) (xhat sum(v out) + sum(v xhat) out) - rstd mean(gamma dy xhat) u
+ * (the sums and the mean over the row; d rstd / d x = -rstd^2 xhat / n).
+ */
+TFL_RULE(layer_norm_grad)
+{
+    const double eps = g->attrs->layer_norm.epsilon;
+    const tfl_tensor *dy = X(0), *x = X(1), *gamma = X(2), *v = DY;
+    tfl_tensor *u = tfl__layer_norm_grad(CTX, v, x, NULL, eps);
+    if (g->need[0]) g->dx[0] = tfl_mul(CTX, u, gamma);
+    if (g->need[2]) g->dx[2] = sum_to_channels(g, tfl_mul(CTX, dy, u));
+    if (!g->need[1]) return;
+    const int rank = g->in[1].rank;
+    const double n = (double)g->in[1].shape[rank - 1];
+    tfl_tensor *mean, *var;
+    if (tfl_moments(CTX, x, 1, (int[]){-1}, true, &mean, &var) != TFL_OK) return;
+    tfl_tensor *rstd = tfl_div(CTX, tfl__scalar_like(g, var, 1.0),
+                               tfl_sqrt(CTX, tfl_add(CTX, var, tfl__scalar_like(g, var, eps))));
+    tfl_tensor *xhat = tfl_layer_norm(CTX, x, NULL, NULL, eps);
+    tfl_tensor *s1 = row_sum(g, tfl_mul(CTX, v, g->out));
+    tfl_tensor *s2 = row_sum(g, tfl_mul(CTX, v, xhat));
+    tfl_tensor *b = row_sum(g, tfl_mul(CTX, tfl_mul(CTX, dy, gamma), xhat));
+    tfl_tensor *t = tfl_add(CTX, tfl_mul(CTX, xhat, s1), tfl_mul(CTX, s2, g->out));
+    /* dx = -(rstd / n) (t + b u): the mean of gamma dy xhat is b / n */
+    tfl_tensor *k = tfl_mul(CTX, rstd, tfl__scalar_like(g, rstd, -1.0 / n));
+    g->dx[1] = tfl_mul(CTX, k, tfl_add(CTX, t, tfl_mul(CTX, b, u)));
 }
 
 /* y = x mask / (1 - rate): dx = dy mask / (1 - rate), the same op on dy */

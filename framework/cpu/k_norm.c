@@ -8,6 +8,12 @@
  * loop over channels plain and vectorizable. Subtracting the mean before scaling keeps x
  * close to a large mean exact (TensorFlow's x * a + (offset - mean * a) cancels there).
  *
+ * LayerNorm and LayerNormGrad: x (..., C) is read as (rows, C), gamma and beta as (C). Per
+ * row, mean and variance (biased, two passes) are summed in double for every dtype, in eight
+ * interleaved partial sums combined in a fixed order (they vectorize, and the result never
+ * depends on threads), and rstd = 1 / sqrt(variance + epsilon) is rounded once to the dtype;
+ * the elementwise pass runs in the dtype. OpenMP over rows for big tensors.
+ *
  * Dropout: element i's uniform is the top 24 bits of word i%4 of the Philox block of i/4,
  * ctr = (lo(i/4), hi(i/4), 0, "DROP"), for every dtype: each block is independent, so the
  * mask never depends on threads or chunking, and float32 and float64 drop the same elements.
@@ -91,6 +97,112 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
 done:
     tfl_tensor_release(a);
     for (int i = 0; i < 5; i++) tfl_tensor_release(tmp[i]);
+    return st;
+}
+
+/* ---- LayerNorm and LayerNormGrad ------------------------------------------------------------ */
+
+#define LN_LANES 8
+
+/* sum of f(j) over j in [0, n): LN_LANES partial sums in double, combined pairwise */
+#define LN_SUM(result, n, expr)                                                                  \
+    do {                                                                                         \
+        double acc_[LN_LANES] = {0};                                                             \
+        int64_t j = 0;                                                                           \
+        for (; j + LN_LANES <= (n); j += LN_LANES)                                               \
+            for (int l_ = 0; l_ < LN_LANES; l_++) {                                              \
+                const int64_t jj_ = j + l_;                                                      \
+                acc_[l_] += (double)(expr(jj_));                                                 \
+            }                                                                                    \
+        for (int l_ = 0; j < (n); j++, l_++) acc_[l_] += (double)(expr(j));                      \
+        for (int w_ = LN_LANES / 2; w_ >= 1; w_ /= 2)                                            \
+            for (int l_ = 0; l_ < w_; l_++) acc_[l_] += acc_[l_ + w_];                           \
+        (result) = acc_[0];                                                                      \
+    } while (0)
+
+
+#define LN_X(j) x[j]
+#define LN_SQ(j) ((double)x[j] - m) * ((double)x[j] - m)
+#define LN_G(j) ((double)dy[j] * (double)ga[j])
+#define LN_GX(j) ((double)dy[j] * (double)ga[j] * ((double)x[j] - m))
+
+#define LN_KERNELS(T)                                                                            \
+    /* the row's mean and rstd = 1 / sqrt(variance + eps), n >= 1 */                            \
+    static void ln_stats_##T(const T *restrict x, int64_t n, double eps, double *mean,          \
+                             double *rstd)                                                       \
+    {                                                                                            \
+        double s, q;                                                                             \
+        LN_SUM(s, n, LN_X);                                                                      \
+        const double m = s / (double)n;                                                          \
+        LN_SUM(q, n, LN_SQ);                                                                     \
+        *mean = m;                                                                               \
+        *rstd = 1.0 / sqrt(q / (double)n + eps);                                                 \
+    }                                                                                            \
+    /* y = (x - mean) rstd gamma + beta, row by row */                                           \
+    static void ln_fwd_##T(const T *x, const T *ga, const T *be, T *y, int64_t rows, int64_t n, \
+                           double eps, int threads)                                              \
+    {                                                                                            \
+        _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
+        for (int64_t r = 0; r < rows; r++) {                                                     \
+            const T *restrict xr = x + r * n;                                                    \
+            T *restrict yr = y + r * n;                                                          \
+            double m, rs;                                                                        \
+            ln_stats_##T(xr, n, eps, &m, &rs);                                                   \
+            const T mt = (T)m, rt = (T)rs;                                                       \
+            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mt) * rt * ga[j] + be[j];          \
+        }                                                                                        \
+    }                                                                                            \
+    /* dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, row by row:                    \
+     * rstd (g - mean(g)) - (x - mean) b with b = mean(g (x - mean)) rstd^3 */                  \
+    static void ln_bwd_##T(const T *dy_, const T *x_, const T *ga, T *dx, int64_t rows,         \
+                           int64_t n, double eps, int threads)                                   \
+    {                                                                                            \
+        _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
+        for (int64_t r = 0; r < rows; r++) {                                                     \
+            const T *restrict dy = dy_ + r * n, *restrict x = x_ + r * n;                        \
+            T *restrict dxr = dx + r * n;                                                        \
+            double m, rs, sg, sgx;                                                               \
+            ln_stats_##T(x, n, eps, &m, &rs);                                                    \
+            LN_SUM(sg, n, LN_G);                                                                 \
+            LN_SUM(sgx, n, LN_GX);                                                               \
+            const T mt = (T)m, rt = (T)rs, a = (T)(sg / (double)n),                              \
+                    b = (T)(sgx / (double)n * rs * rs * rs);                                     \
+            for (int64_t j = 0; j < n; j++)                                                      \
+                dxr[j] = rt * (dy[j] * ga[j] - a) - (x[j] - mt) * b;                             \
+        }                                                                                        \
+    }
+LN_KERNELS(float)
+LN_KERNELS(double)
+
+/* in: LayerNorm (x, gamma, beta), LayerNormGrad (dy, x, gamma) */
+static tfl_status k_layer_norm(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    tfl_tensor *tmp[3] = {NULL};
+    const tfl_tensor *in[3];
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < 3 && st == TFL_OK; i++) {
+        in[i] = tfl__cpu_contiguous(ctx, k->in[i], &tmp[i]);
+        if (!in[i]) st = ctx->err_code;
+    }
+    if (st == TFL_OK) {
+        const tfl_tensor *x = k->op == TFL_OP_LAYER_NORM ? in[0] : in[1];
+        const int64_t n = x->shape[x->rank - 1], rows = n ? x->numel / n : 0;
+        const double eps = ((const tfl__layer_norm_attrs *)k->attrs)->epsilon;
+        const int threads = threads_for(k, x->numel);
+        const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+        void *out = tfl__data(k->out);
+        const void *a = tfl__data(in[0]), *b = tfl__data(in[1]), *c = tfl__data(in[2]);
+        if (k->op == TFL_OP_LAYER_NORM && f32)
+            ln_fwd_float(a, b, c, out, rows, n, eps, threads);
+        else if (k->op == TFL_OP_LAYER_NORM)
+            ln_fwd_double(a, b, c, out, rows, n, eps, threads);
+        else if (f32)
+            ln_bwd_float(a, b, c, out, rows, n, eps, threads);
+        else
+            ln_bwd_double(a, b, c, out, rows, n, eps, threads);
+    }
+    for (int i = 0; i < 3; i++) tfl_tensor_release(tmp[i]);
     return st;
 }
 
@@ -214,4 +326,6 @@ static tfl_status k_dropout(const tfl__kcall *k)
 const tfl__kernel tfl__cpu_norm_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_FLOAT, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_FLOAT, NULL},
+    [TFL_OP_LAYER_NORM] = {k_layer_norm, M_FLOAT, NULL},
+    [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_FLOAT, NULL},
 };

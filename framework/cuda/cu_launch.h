@@ -62,6 +62,11 @@ int tflcu_arg(int op, int dtype, const void *x, int64_t *out, int64_t outer, int
 /* Softmax / LogSoftmax (log_out) along the middle axis of contiguous (outer, n, inner) */
 int tflcu_softmax(int dtype, int log_out, const void *x, void *y, int64_t outer, int64_t n,
                   int64_t inner, void *stream);
+/* LayerNorm (grad 0: a x, b gamma, c beta) or LayerNormGrad (grad 1: a dy, b x, c gamma) over
+ * contiguous (rows, n): one warp per row, the row's sums in double in a fixed order, as the CPU
+ * (framework/cpu/k_norm.c) */
+int tflcu_layer_norm(int dtype, int grad, const void *a, const void *b, const void *c, void *out,
+                     int64_t rows, int64_t n, double eps, void *stream);
 /* SoftmaxCrossEntropyWithLogits rows: out[r] over contiguous x, z (outer, n, inner) */
 int tflcu_xent(int dtype, const void *x, const void *z, void *out, int64_t outer, int64_t n,
                int64_t inner, void *stream);

@@ -1,6 +1,6 @@
 /*
  * framework/cuda/cuda_ops.c: the GPU kernels of the elementwise ops, Cast and Identity, the
- * reductions, softmax, the fused losses, Dropout and MatMul (cuBLAS). Each is a tfl__kernel
+ * reductions, softmax, the fused losses, BatchNorm, LayerNorm, Dropout and MatMul (cuBLAS). Each is a tfl__kernel
  * function like the CPU's (framework/cpu/k_*.c): it reads the call record, describes the
  * operands (shapes, strides, pointers) and enqueues on the device's stream; nothing here
  * waits for the GPU except the index checks of the losses, which read one word back.
@@ -273,6 +273,32 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
     return st;
 }
 
+/* LayerNorm (x, gamma, beta) and LayerNormGrad (dy, x, gamma): one warp per row (k_reduce.cu) */
+static tfl_status k_layer_norm(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[3] = {NULL};
+    const tfl_tensor *in[3];
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < 3 && st == TFL_OK; i++) {
+        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
+        if (!in[i]) st = k->ctx->err_code;
+    }
+    if (st == TFL_OK) {
+        const bool grad = k->op == TFL_OP_LAYER_NORM_GRAD;
+        const tfl_tensor *x = grad ? in[1] : in[0];
+        const int64_t n = x->shape[x->rank - 1], rows = n ? x->numel / n : 0;
+        st = tfl__cuda_check(k->dev,
+                             tflcu_layer_norm(x->dtype, grad, tfl__data(in[0]), tfl__data(in[1]),
+                                              tfl__data(in[2]), tfl__data(k->out), rows, n,
+                                              ((const tfl__layer_norm_attrs *)k->attrs)->epsilon,
+                                              tfl__cuda_stream(k->dev)),
+                             tfl__op_name(k->op));
+    }
+    for (int i = 0; i < 3; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 /* ---- MatMul: cuBLAS, batched ----------------------------------------------------------------- */
 
 /*
@@ -441,6 +467,8 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
+    [TFL_OP_LAYER_NORM] = {k_layer_norm, M_F, NULL},
+    [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_F, NULL},
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F, NULL},

@@ -1,7 +1,8 @@
 /*
  * framework/cuda/k_reduce.cu: Sum/Mean/Max/Min over any axes (one block per output element,
  * threads striding over the reduced elements, then a shared-memory tree), ArgMax/ArgMin,
- * Softmax/LogSoftmax and the two softmax cross-entropies (one thread per row). Accumulators
+ * Softmax/LogSoftmax and the two softmax cross-entropies (one thread per row), LayerNorm and
+ * LayerNormGrad (one warp per row). Accumulators
  * follow the CPU (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums
  * wrap, Max/Min propagate NaN, ArgMax/ArgMin take the first extreme.
  */
@@ -177,6 +178,56 @@ __global__ void softmax_kernel(const T *x, T *y, int64_t outer, int64_t n, int64
     }
 }
 
+/* v summed over the warp's 32 lanes in a fixed order (a tree down to lane 0), then given to
+ * every lane: the same value in all lanes, the same on every run */
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    return __shfl_sync(0xffffffffu, v, 0);
+}
+
+/* LayerNorm (grad false: a x, b gamma, c beta) or LayerNormGrad (a dy, b x, c gamma), rows of
+ * n; every lane of a warp takes the same rows, so the shuffles see the whole warp */
+template <typename T>
+__global__ void layer_norm_kernel(bool grad, const T *a, const T *b, const T *c, T *out,
+                                  int64_t rows, int64_t n, double eps)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const T *x = (grad ? b : a) + r * n;
+        T *o = out + r * n;
+        double s = 0, q = 0;
+        for (int64_t j = lane; j < n; j += 32)
+            s += (double)x[j];
+        const double m = warp_sum(s) / (double)n;
+        for (int64_t j = lane; j < n; j += 32) {
+            const double d = (double)x[j] - m;
+            q += d * d;
+        }
+        const double rs = 1.0 / sqrt(warp_sum(q) / (double)n + eps);
+        const T mt = (T)m, rt = (T)rs;
+        if (!grad) {
+            for (int64_t j = lane; j < n; j += 32)
+                o[j] = (x[j] - mt) * rt * b[j] + c[j];
+            continue;
+        }
+        const T *dy = a + r * n;
+        double sg = 0, sgx = 0;
+        for (int64_t j = lane; j < n; j += 32) {
+            const double gj = (double)dy[j] * (double)c[j];
+            sg += gj;
+            sgx += gj * ((double)x[j] - m);
+        }
+        sg = warp_sum(sg);
+        sgx = warp_sum(sgx);
+        const T at = (T)(sg / (double)n), bt = (T)(sgx / (double)n * rs * rs * rs);
+        for (int64_t j = lane; j < n; j += 32)
+            o[j] = rt * (dy[j] * c[j] - at) - (x[j] - mt) * bt;
+    }
+}
+
 template <typename T>
 __global__ void xent_kernel(const T *x, const T *z, T *out, int64_t outer, int64_t n, int64_t inner)
 {
@@ -274,6 +325,25 @@ extern "C" int tflcu_arg(int op, int dt, const void *x, int64_t *out, int64_t ou
     default:
         return -1;
     }
+    return tflcu_status();
+}
+
+extern "C" int tflcu_layer_norm(int dt, int grad, const void *a, const void *b, const void *c,
+                                void *out, int64_t rows, int64_t n, double eps, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows == 0 || n == 0) return 0;
+    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    if (dt == TFL_DTYPE_FLOAT32)
+        layer_norm_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(grad != 0, (const float *)a,
+                                                           (const float *)b, (const float *)c,
+                                                           (float *)out, rows, n, eps);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        layer_norm_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(grad != 0, (const double *)a,
+                                                           (const double *)b, (const double *)c,
+                                                           (double *)out, rows, n, eps);
+    else
+        return -1;
     return tflcu_status();
 }
 

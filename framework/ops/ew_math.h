@@ -27,6 +27,7 @@
 
 #define TFL_EW_SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
 #define TFL_EW_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define TFL_EW_INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
 
 /* one line per function keeps each forward beside its derivative */
 /* clang-format off */
@@ -123,6 +124,19 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
             return (T)0.5 * x *                                                                    \
                    ((T)1 + F(tanh)((T)TFL_EW_SQRT2_PI * (x + (T)0.044715 * x * x * x)));           \
         return (T)0.5 * x * ((T)1 + F(erf)(x * (T)TFL_EW_SQRT1_2));                                \
+    }                                                                                              \
+    /* exact: Phi(x) + x phi(x); tanh form, u = c (x + k x^3), t = tanh u:                         \
+     * (1 + t) / 2 + x (1 - t^2) c (1 + 3 k x^2) / 2 */                                            \
+    TFL_EW T tfl_ew_gelu_d_##S(T x, double a)                                                      \
+    {                                                                                              \
+        if (a != 0.0) {                                                                            \
+            const T x2 = x * x;                                                                    \
+            const T t = F(tanh)((T)TFL_EW_SQRT2_PI * (x + (T)0.044715 * x2 * x));                  \
+            const T du = (T)TFL_EW_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x2);                     \
+            return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du;                         \
+        }                                                                                          \
+        return (T)0.5 * ((T)1 + F(erf)(x * (T)TFL_EW_SQRT1_2)) +                                   \
+               x * (T)TFL_EW_INV_SQRT_2PI * F(exp)((T)-0.5 * x * x);                               \
     }                                                                                              \
     /* sigmoid cross-entropy of logit x and label y: max(x, 0) - x y + log(1 + e^-|x|) */          \
     TFL_EW T tfl_ew_sigmoid_xent_##S(T x, T y)                                                     \

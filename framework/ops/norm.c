@@ -11,9 +11,10 @@
 /* ---- batch normalization ------------------------------------------------------------------ */
 
 /* p (named `what`) has x's dtype and shape (C,), C = x's last dimension */
-static bool check_param(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *p, const char *what)
+static bool check_param(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *p,
+                        const char *what)
 {
-    const char *name = tfl__op_defs[TFL_OP_BATCH_NORM].name;
+    const char *name = tfl__op_defs[op].name;
     TFL_CHECK_RET(ctx, p->refs > 0, false, TFL_MISUSE,
                   "%s: %s is a tensor already released (use after release)", name, what);
     TFL_CHECK_RET(ctx, p->ctx == ctx, false, TFL_MISUSE, "%s: %s belongs to another context",
@@ -48,9 +49,9 @@ tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
                   "%s: x must have rank >= 1 (channels on the last axis), got shape ()", name);
     TFL_CHECK_RET(ctx, epsilon > 0, NULL, TFL_INVALID_ARGUMENT, "%s: epsilon must be > 0, got %g",
                   name, epsilon);
-    if (!check_param(ctx, x, mean, "mean") || !check_param(ctx, x, variance, "variance") ||
-        (offset && !check_param(ctx, x, offset, "offset")) ||
-        (scale && !check_param(ctx, x, scale, "scale")))
+    if (!check_param(ctx, op, x, mean, "mean") || !check_param(ctx, op, x, variance, "variance") ||
+        (offset && !check_param(ctx, op, x, offset, "offset")) ||
+        (scale && !check_param(ctx, op, x, scale, "scale")))
         return NULL;
     const tfl_dtype dt = (tfl_dtype)x->dtype;
     const tfl__batch_norm_attrs attrs = {epsilon};
@@ -69,6 +70,75 @@ tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
     tfl_keep(y);
     tfl_frame_pop(ctx);
     return y ? tfl__frame_adopt(ctx, y) : NULL;
+}
+
+/* ---- layer normalization ------------------------------------------------------------------ */
+
+/*
+ * The op on (a, b, c) with b or c NULL replaced by a constant of `fill_b` / `fill_c` of shape
+ * (C): a missing gamma is ones, a missing beta zeros (a tape gives them no gradient). The
+ * constants live in a frame of their own so that only the result reaches the caller's frame.
+ */
+static tfl_tensor *run_with_params(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
+                                   const tfl_tensor *b, double fill_b, const tfl_tensor *c,
+                                   double fill_c, const void *attrs)
+{
+    const tfl_tensor *x = op == TFL_OP_LAYER_NORM ? a : b;
+    const tfl_dtype dt = (tfl_dtype)x->dtype;
+    if (b && c) {
+        const tfl_tensor *in[3] = {a, b, c};
+        return tfl__op_run(ctx, op, dt, 3, in, dt, x->rank, x->shape, attrs);
+    }
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    const int64_t ch = x->shape[x->rank - 1];
+    const tfl_tensor *in[3] = {a, b ? b : tfl_fill(ctx, dt, 1, &ch, fill_b),
+                               c ? c : tfl_fill(ctx, dt, 1, &ch, fill_c)};
+    tfl_tensor *y = in[1] && in[2] ? tfl__op_run(ctx, op, dt, 3, in, dt, x->rank, x->shape, attrs)
+                                   : NULL;
+    tfl_keep(y);
+    tfl_frame_pop(ctx);
+    return y ? tfl__frame_adopt(ctx, y) : NULL;
+}
+
+static bool check_layer_norm(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, double epsilon)
+{
+    const char *name = tfl__op_defs[op].name;
+    if (!tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype)) return false;
+    TFL_CHECK_RET(ctx, x->rank >= 1, false, TFL_INVALID_ARGUMENT,
+                  "%s: x must have rank >= 1 (features on the last axis), got shape ()", name);
+    TFL_CHECK_RET(ctx, epsilon > 0, false, TFL_INVALID_ARGUMENT,
+                  "%s: epsilon must be > 0, got %g", name, epsilon);
+    return true;
+}
+
+tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *gamma,
+                           const tfl_tensor *beta, double epsilon)
+{
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_LAYER_NORM;
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !check_layer_norm(ctx, op, x, epsilon) ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
+        (beta && !check_param(ctx, op, x, beta, "beta")))
+        return NULL;
+    const tfl__layer_norm_attrs attrs = {epsilon};
+    return run_with_params(ctx, op, x, gamma, 1.0, beta, 0.0, &attrs);
+}
+
+tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                 const tfl_tensor *gamma, double epsilon)
+{
+    const tfl__op_id op = TFL_OP_LAYER_NORM_GRAD;
+    const tfl_tensor *req[2] = {dy, x};
+    if (!tfl__check_inputs(ctx, op, 2, req) || !check_layer_norm(ctx, op, x, epsilon) ||
+        !tfl__check_same_dtype(ctx, op, x, dy) || (gamma && !check_param(ctx, op, x, gamma, "gamma")))
+        return NULL;
+    char sx[128], sd[128];
+    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, x->rank, x->shape), NULL,
+                  TFL_INVALID_ARGUMENT, "%s: dy must have x's shape %s, got %s",
+                  tfl__op_defs[op].name, tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
+                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
+    const tfl__layer_norm_attrs attrs = {epsilon};
+    return run_with_params(ctx, op, dy, x, 0.0, gamma, 1.0, &attrs);
 }
 
 /* ---- moments ------------------------------------------------------------------------------ */

@@ -58,6 +58,10 @@ typedef struct tfl__segment_attrs {
 typedef struct tfl__batch_norm_attrs {
     double epsilon;                /* added to the variance; > 0 */
 } tfl__batch_norm_attrs;
+/* LayerNorm and LayerNormGrad (ops/norm.c) */
+typedef struct tfl__layer_norm_attrs {
+    double epsilon;                /* added to each row's variance; > 0 */
+} tfl__layer_norm_attrs;
 typedef struct tfl__dropout_attrs {
     double rate;                   /* probability of dropping an element, in (0, 1) */
     uint64_t key;                  /* the resolved Philox key (lo: key[0], hi: key[1]) */
@@ -109,6 +113,15 @@ tfl_tensor *tfl__elementwise_grad(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor 
  * backward rule, which drops dy with the forward's mask. rate in (0, 1); x floating.
  */
 tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t key);
+/**
+ * LayerNormGrad, for the backward rules: dx of y = layer_norm(x, gamma, beta, epsilon) for
+ * the cotangent dy, over x's last axis (beta plays no part). gamma NULL means ones. Per row,
+ * with xhat = (x - mean) rstd, rstd = 1 / sqrt(variance + epsilon) and g = dy gamma:
+ *   dx = rstd (g - mean(g) - xhat mean(g xhat))
+ * dy and x share one dtype and shape; NULL with the error kept, as every op.
+ */
+tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                 const tfl_tensor *gamma, double epsilon);
 /* ---- the gradient ops of pooling (ops/conv.c), for the backward rules in tape/ ---------- */
 
 /** TensorFlow's MaxPoolGrad: dy (the pooled shape) added at each window's argmax (the first

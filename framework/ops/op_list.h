@@ -61,7 +61,7 @@
     E(ctx, LEAKY_RELU, "LeakyRelu", leaky_relu, UA, SAME, FLOAT, F, API, (IN(0)))              \
     E(ctx, SIGMOID, "Sigmoid", sigmoid, U, SAME, FLOAT, F, API, (OUT))                         \
     E(ctx, TANH, "Tanh", tanh, U, SAME, FLOAT, F, API, (OUT))                                  \
-    E(ctx, GELU, "Gelu", gelu, UA, SAME, FLOAT, F, OWN, (IN(0)))                               \
+    E(ctx, GELU, "Gelu", gelu, DA, SAME, FLOAT, F, OWN, ())                                    \
     E(ctx, SOFTPLUS, "Softplus", softplus, D, SAME, FLOAT, F, API, ())                         \
     E(ctx, SILU, "Silu", silu, D, SAME, FLOAT, F, API, ())                                     \
     E(ctx, ELU, "Elu", elu, DA, SAME, FLOAT, F, API, ())                                       \
@@ -150,7 +150,9 @@
     X(MAX_POOL_GRAD, "MaxPoolGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)               \
     X(MAX_POOL_GRAD_GRAD, "MaxPoolGradGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)      \
     X(AVG_POOL, "AvgPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                        \
-    X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
+    X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)               \
+    X(LAYER_NORM, "LayerNorm", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                    \
+    X(LAYER_NORM_GRAD, "LayerNormGrad", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

@@ -229,6 +229,15 @@ static tfl_tensor *b_batch_norm_inference(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_batch_norm(c, in[0], in[1], in[2], NULL, in[3], 1e-5);
 }
+/* LayerNorm over the last axis (its gradient, LayerNormGrad, in the harness's backward) */
+static tfl_tensor *b_layer_norm(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_layer_norm(c, in[0], in[1], in[2], 1e-5);
+}
+static tfl_tensor *b_layer_norm_plain(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_layer_norm(c, in[0], NULL, NULL, 1e-3);
+}
 static tfl_tensor *b_dropout(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_dropout(c, in[0], 0.3, 1234);
@@ -451,6 +460,11 @@ const bc_case bc_cases[] = {
      2,
      {IN(F32, 2, 3, 4), PROB(F32, 2, 3, 4)},
      b_sigmoid_cross_entropy},
+    {"LayerNorm/f32", 3, {IN(F32, 3, 4, 3, 40), IN(F32, 1, 40), IN(F32, 1, 40)}, b_layer_norm},
+    {"LayerNorm/f64", 3, {IN(F64, 2, 7, 5), IN(F64, 1, 5), IN(F64, 1, 5)}, b_layer_norm},
+    {"LayerNorm/f32/strided_no_params", 1, {INV(F32, 2, 6, 33)}, b_layer_norm_plain},
+    {"LayerNorm/f32/rows_of_1000", 3, {IN(F32, 2, 3, 1000), IN(F32, 1, 1000), IN(F32, 1, 1000)},
+     b_layer_norm},
     {"BatchNorm/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3)}, b_batch_norm},
     {"BatchNorm/f64", 3, {IN(F64, 2, 5, 4), IN(F64, 1, 4), INP(F64, 1, 4)}, b_batch_norm},
     {"BatchNorm/f32/nhwc",

@@ -52,6 +52,10 @@ static tfl_tensor *act_vjp(tfl_ctx *ctx, act_fn f, tfl_tensor *a, const tfl_tens
     tfl_tape_free(tape);
     return g;
 }
+static tfl_tensor *gelu_erf(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_gelu(ctx, x, false); }
+static tfl_tensor *gelu_tanh(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_gelu(ctx, x, true); }
+B(b_gelu_grad) { return act_vjp(ctx, gelu_erf, x[0], x[1]); }
+B(b_gelu_tanh_grad) { return act_vjp(ctx, gelu_tanh, x[0], x[1]); }
 B(b_softplus) { return tfl_softplus(ctx, x[0]); }
 B(b_softplus_grad) { return act_vjp(ctx, tfl_softplus, x[0], x[1]); }
 B(b_silu) { return tfl_silu(ctx, x[0]); }
@@ -138,15 +142,20 @@ B(b_bn_training) /* mean and variance from the batch itself (training mode) */
     if (tfl_moments(ctx, x[0], nax, axes, false, &m, &v) != TFL_OK) return NULL;
     return tfl_batch_norm(ctx, x[0], m, v, x[1], x[2], 1e-3);
 }
-/* LayerNormalization's forward (layers/layer_call.c) over the last axis, in the input's dtype:
- * (x - mean) / sqrt(variance + epsilon) * gamma + beta with keepdims moments */
-B(b_layer_norm)
+/* layer normalization over the last axis (the LayerNormalization layer's op), with gamma and
+ * beta or neither; LayerNormGrad is the vjp of LayerNorm at x, gamma against x[2] */
+B(b_layer_norm) { return tfl_layer_norm(ctx, x[0], x[1], x[2], 1e-3); }
+B(b_layer_norm_plain) { return tfl_layer_norm(ctx, x[0], NULL, NULL, 0.05); }
+B(b_layer_norm_grad)
 {
-    tfl_tensor *m = NULL, *v = NULL;
-    if (tfl_moments(ctx, x[0], 1, (int[]){-1}, true, &m, &v) != TFL_OK) return NULL;
-    tfl_tensor *eps = tfl_cast(ctx, tfl_scalar_f32(ctx, 1e-3f), tfl_tensor_dtype(x[0]));
-    tfl_tensor *y = tfl_div(ctx, tfl_sub(ctx, x[0], m), tfl_sqrt(ctx, tfl_add(ctx, v, eps)));
-    return tfl_add(ctx, tfl_mul(ctx, y, x[1]), x[2]);
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x[0]), TFL_OK);
+    tfl_tensor *g = NULL;
+    assert_int_equal(tfl_tape_vjp(tape, tfl_layer_norm(ctx, x[0], x[1], NULL, 1e-3), x[2], 1,
+                                  (const tfl_tensor *const *)&x[0], &g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return g;
 }
 /* dropout with a fixed seed: a fixed mask, so finite differences see a linear map */
 B(b_dropout) { return tfl_dropout(ctx, x[0], 0.4, 1234); }
@@ -273,6 +282,8 @@ static const gc_case cases[] = {
     C1("Tanh", "matrix", b_tanh, SH(2, 3), ANY, GC_F64),
     C1("Gelu", "erf", b_gelu, SH(2, 3), ANY, GC_F64),
     C1("Gelu", "tanh", b_gelu_tanh, SH(2, 3), ANY, GC_F64),
+    C2("GeluGrad", "erf", b_gelu_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
+    C2("GeluGrad", "tanh", b_gelu_tanh_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Softplus", "matrix", b_softplus, SH(2, 3), ANY, GC_F64),
     C2("SoftplusGrad", "same", b_softplus_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Silu", "matrix", b_silu, SH(2, 3), ANY, GC_F64),
@@ -344,10 +355,16 @@ static const gc_case cases[] = {
      GC_F64, false},
     {"BatchNorm", "training_rank4", b_bn_training, 3, {SH(2, 2, 3, 2), SH(2), SH(2)},
      {ANY, ANY, ANY}, GC_F64, false},
-    {"AddV2", "layer_norm_rank2", b_layer_norm, 3, {SH(4, 5), SH(5), SH(5)}, {ANY, ANY, ANY},
-     GC_F64, false},
-    {"AddV2", "layer_norm_rank3", b_layer_norm, 3, {SH(2, 3, 4), SH(4), SH(4)}, {ANY, ANY, ANY},
-     GC_F64, false},
+    {"LayerNorm", "rank2", b_layer_norm, 3, {SH(4, 5), SH(5), SH(5)}, {ANY, ANY, ANY}, GC_F64,
+     false},
+    {"LayerNorm", "rank3", b_layer_norm, 3, {SH(2, 3, 4), SH(4), SH(4)}, {ANY, ANY, ANY}, GC_F64,
+     false},
+    C1("LayerNorm", "no_gamma_beta_rank2", b_layer_norm_plain, SH(3, 4), ANY, GC_F64),
+    C1("LayerNorm", "no_gamma_beta_rank1", b_layer_norm_plain, SH(6), ANY, GC_F64),
+    {"LayerNormGrad", "rank2", b_layer_norm_grad, 3, {SH(3, 4), SH(4), SH(3, 4)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    {"LayerNormGrad", "rank3", b_layer_norm_grad, 3, {SH(2, 2, 5), SH(5), SH(2, 2, 5)},
+     {ANY, ANY, ANY}, GC_F64, false},
     C1("Dropout", "fixed_seed", b_dropout, SH(5, 7), ANY, GC_F64),
     C1("Dropout", "rate0_identity", b_dropout_rate0, SH(2, 3), ANY, GC_F64),
     C2("Conv2D", "valid", b_conv_valid, SH(1, 4, 4, 2), SH(2, 2, 2, 3), ANY, ANY, GC_F64),

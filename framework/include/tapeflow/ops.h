@@ -193,6 +193,30 @@ TFL_API tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_
                                    const tfl_tensor *scale, double epsilon);
 
 /**
+ * Layer normalization over x's LAST axis (Keras's LayerNormalization(axis=-1), PyTorch's
+ * layer_norm over the last dimension): per row of C = x's last dimension,
+ *   y = (x - mean) / sqrt(variance + epsilon) * gamma + beta
+ * with the row's mean and biased variance. gamma and beta have shape (C); gamma NULL means
+ * 1, beta NULL means 0. epsilon > 0 (Keras's default is 1e-3, PyTorch's 1e-5). x rank >= 1.
+ * Differentiable in x, gamma and beta, and again (second order).
+ *
+ * One fused op, LayerNorm: the statistics are summed in double on the CPU (also for
+ * float32), in the dtype on the GPU; float16/bfloat16 run in float32. Its gradient is one
+ * fused op too, LayerNormGrad (with g = dy gamma, xhat the normalised x, rstd =
+ * 1 / sqrt(variance + epsilon), means over the row):
+ *   dx = rstd (g - mean(g) - xhat mean(g xhat));  dgamma = sum(dy xhat);  dbeta = sum(dy)
+ * the parameters' sums over every axis but the last.
+ * Errors: INVALID_ARGUMENT "LayerNorm: gamma must have shape (3,) (the last dimension of x,
+ * whose shape is (2, 3)), got (4,)" (beta likewise), "LayerNorm: epsilon must be > 0, got 0"
+ * (NaN too), "LayerNorm: dtypes differ: x is float32, gamma is float64 (...)", "LayerNorm:
+ * dtype int32 is not supported; expected one of float16, bfloat16, float32, float64",
+ * "LayerNorm: x must have rank >= 1 (features on the last axis), got shape ()"; a NULL x keeps
+ * the first error ("LayerNorm: input 0 is NULL").
+ */
+TFL_API tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *gamma,
+                                   const tfl_tensor *beta, double epsilon);
+
+/**
  * tf.nn.moments: mean and (biased, divide by count) variance over `axes`; both frame-owned.
  * Composition of ordinary ops (so differentiable); returns TFL_OK or the error.
  *
