@@ -17,45 +17,62 @@ typedef double complex c128;
 
 /* ---- loop templates -------------------------------------------------------------------------- */
 
-/* o = EXPR(x, y) over n elements; T input type, TO output type; A as UN_LOOP's. */
-#define BIN_LOOP(name, T, TO, EXPR)                                                         \
-    static void name(int64_t n, char **p, const int64_t *s, const void *aux)                \
-    {                                                                                       \
-        const double A = aux ? ((const tfl__scalar_attrs *)aux)->value : 0.0;               \
-        (void)A;                                                                            \
-        TO *restrict o = (TO *)p[0];                                                        \
-        const T *a = (const T *)p[1], *b = (const T *)p[2];                                 \
-        if (s[0] == sizeof(TO) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                \
-            for (int64_t i = 0; i < n; i++) { T x = a[i], y = b[i]; o[i] = (EXPR); }        \
-        } else if (s[0] == sizeof(TO) && s[1] == sizeof(T) && s[2] == 0) {                  \
-            const T y = b[0];                                                               \
-            for (int64_t i = 0; i < n; i++) { T x = a[i]; o[i] = (EXPR); }                  \
-        } else if (s[0] == sizeof(TO) && s[1] == 0 && s[2] == sizeof(T)) {                  \
-            const T x = a[0];                                                               \
-            for (int64_t i = 0; i < n; i++) { T y = b[i]; o[i] = (EXPR); }                  \
-        } else {                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);     \
-                *(TO *)(p[0] + i * s[0]) = (EXPR);                                          \
-            }                                                                               \
+/* The body of a loop: o = EXPR(x, y) over n elements; T input type, TO output type. */
+#define BIN_BODY(T, TO, EXPR)                                                               \
+    TO *restrict o = (TO *)p[0];                                                            \
+    const T *a = (const T *)p[1], *b = (const T *)p[2];                                     \
+    if (s[0] == sizeof(TO) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                    \
+        for (int64_t i = 0; i < n; i++) { T x = a[i], y = b[i]; o[i] = (EXPR); }            \
+    } else if (s[0] == sizeof(TO) && s[1] == sizeof(T) && s[2] == 0) {                      \
+        const T y = b[0];                                                                   \
+        for (int64_t i = 0; i < n; i++) { T x = a[i]; o[i] = (EXPR); }                      \
+    } else if (s[0] == sizeof(TO) && s[1] == 0 && s[2] == sizeof(T)) {                      \
+        const T x = a[0];                                                                   \
+        for (int64_t i = 0; i < n; i++) { T y = b[i]; o[i] = (EXPR); }                      \
+    } else {                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);         \
+            *(TO *)(p[0] + i * s[0]) = (EXPR);                                              \
         }                                                                                   \
     }
 
-/* o = EXPR(x) over n elements; A is the op's scalar attribute (alpha, approximate). */
-#define UN_LOOP(name, T, TO, EXPR)                                                          \
+/* The body of a loop: o = EXPR(x) over n elements. */
+#define UN_BODY(T, TO, EXPR)                                                                \
+    TO *restrict o = (TO *)p[0];                                                            \
+    const T *a = (const T *)p[1];                                                           \
+    if (s[0] == sizeof(TO) && s[1] == sizeof(T)) {                                          \
+        for (int64_t i = 0; i < n; i++) { T x = a[i]; o[i] = (EXPR); }                      \
+    } else {                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T x = *(const T *)(p[1] + i * s[1]);                                            \
+            *(TO *)(p[0] + i * s[0]) = (EXPR);                                              \
+        }                                                                                   \
+    }
+
+/* A loop of an op without attribute (BODY is BIN_BODY or UN_BODY). */
+#define LOOP(name, BODY, T, TO, EXPR)                                                       \
     static void name(int64_t n, char **p, const int64_t *s, const void *aux)                \
     {                                                                                       \
-        const double A = aux ? ((const tfl__scalar_attrs *)aux)->value : 0.0;               \
-        (void)A;                                                                            \
-        TO *restrict o = (TO *)p[0];                                                        \
-        const T *a = (const T *)p[1];                                                       \
-        if (s[0] == sizeof(TO) && s[1] == sizeof(T)) {                                      \
-            for (int64_t i = 0; i < n; i++) { T x = a[i]; o[i] = (EXPR); }                  \
+        (void)aux;                                                                          \
+        BODY(T, TO, EXPR)                                                                   \
+    }
+
+/*
+ * A loop of an op with the scalar attribute A (alpha, approximate): EXPR is compiled once with
+ * A = 0 as a constant, so that gelu's exact form loses the tanh branch (a libm call) and
+ * vectorizes, and once with A as given; in AVX2 and AVX-512 copies beside the baseline's
+ * (TFL_WIDE_LOOPS: the same IEEE operations, so the same results, on wider vectors).
+ */
+#define LOOP_A(name, BODY, T, TO, EXPR)                                                     \
+    TFL_WIDE_LOOPS static void name(int64_t n, char **p, const int64_t *s, const void *aux)                \
+    {                                                                                       \
+        const double attr = aux ? ((const tfl__scalar_attrs *)aux)->value : 0.0;            \
+        if (attr == 0.0) {                                                                  \
+            const double A = 0.0;                                                           \
+            BODY(T, TO, EXPR)                                                               \
         } else {                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T x = *(const T *)(p[1] + i * s[1]);                                        \
-                *(TO *)(p[0] + i * s[0]) = (EXPR);                                          \
-            }                                                                               \
+            const double A = attr;                                                          \
+            BODY(T, TO, EXPR)                                                               \
         }                                                                                   \
     }
 
@@ -93,15 +110,19 @@ typedef double complex c128;
 #define SET_CPLX(L, p, q) L(p, q, COMPLEX64, c64) L(p, q, COMPLEX128, c128)
 
 /* the loops of one dtype: <fn>_<sfx>_loop (and <fn>_grad_<sfx>_loop for D, DA) */
-#define L_U(fn, out, DT, S) UN_LOOP(fn##_##S##_loop, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x))
-#define L_UA(fn, out, DT, S) UN_LOOP(fn##_##S##_loop, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x, A))
-#define L_B(fn, out, DT, S) BIN_LOOP(fn##_##S##_loop, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x, y))
+#define L_U(fn, out, DT, S)                                                                       \
+    LOOP(fn##_##S##_loop, UN_BODY, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x))
+#define L_UA(fn, out, DT, S)                                                                      \
+    LOOP_A(fn##_##S##_loop, UN_BODY, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x, A))
+#define L_B(fn, out, DT, S)                                                                       \
+    LOOP(fn##_##S##_loop, BIN_BODY, T_##S, OUT_##out(S), tfl_ew_##fn##_##S(x, y))
 /* the gradient op: dy * f'(x), with x the incoming gradient and y the op's input */
 #define L_D(fn, out, DT, S)                                                                       \
-    L_U(fn, out, DT, S) BIN_LOOP(fn##_grad_##S##_loop, T_##S, T_##S, x * tfl_ew_##fn##_d_##S(y))
+    L_U(fn, out, DT, S)                                                                           \
+    LOOP(fn##_grad_##S##_loop, BIN_BODY, T_##S, T_##S, x * tfl_ew_##fn##_d_##S(y))
 #define L_DA(fn, out, DT, S)                                                                      \
     L_UA(fn, out, DT, S)                                                                          \
-    BIN_LOOP(fn##_grad_##S##_loop, T_##S, T_##S, x * tfl_ew_##fn##_d_##S(y, A))
+    LOOP_A(fn##_grad_##S##_loop, BIN_BODY, T_##S, T_##S, x * tfl_ew_##fn##_d_##S(y, A))
 #define LOOPS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) SET_##cpu(L_##kind, fn, out)
 TFL_EW_LIST(LOOPS_, ~)
 

@@ -155,6 +155,73 @@ LOOP_GEMM(gemm_c128, double complex, double complex)
  * loop: measured crossover near 25x25x25; a 4x4 float32 product takes ~0.17 us as a loop. */
 #define SMALL_GEMM_MACS 16384
 
+/* One product of a batched MatMul: c (m x n, row-major) = op(a) op(b). */
+typedef struct gemm_call {
+    bool ta, tb;
+    int64_t m, n, kk;
+    mat A, B;
+    cntx_t *real, *cplx;
+    const rntm_t *rntm;
+} gemm_call;
+
+static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char *pc)
+{
+    const bool ta = g->ta, tb = g->tb;
+    const int64_t m = g->m, n = g->n, kk = g->kk;
+    const mat A = g->A, B = g->B;
+    cntx_t *real = g->real, *cplx = g->cplx;
+    rntm_t local = *g->rntm, *rntm = &local; /* each thread its own (BLIS may write it) */
+    trans_t tra = ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    trans_t trb = tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
+        if (dt == TFL_DTYPE_FLOAT32)
+            gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
+        else if (dt == TFL_DTYPE_FLOAT64)
+            gemm_f64(ta, tb, m, n, kk, (const double *)pa, A, (const double *)pb, B, (double *)pc, n);
+        else if (dt == TFL_DTYPE_COMPLEX64)
+            gemm_c64(ta, tb, m, n, kk, (const float complex *)pa, A, (const float complex *)pb,
+                     B, (float complex *)pc, n);
+        else
+            gemm_c128(ta, tb, m, n, kk, (const double complex *)pa, A,
+                      (const double complex *)pb, B, (double complex *)pc, n);
+        return;
+    }
+    switch (dt) {
+    case TFL_DTYPE_FLOAT32: {
+        float one = 1.0f, zero = 0.0f;
+        bli_sgemm_ex(tra, trb, m, n, kk, &one, (float *)pa, A.rs, A.cs, (float *)pb, B.rs,
+                     B.cs, &zero, (float *)pc, n, 1, real, rntm);
+        break;
+    }
+    case TFL_DTYPE_FLOAT64: {
+        double one = 1.0, zero = 0.0;
+        bli_dgemm_ex(tra, trb, m, n, kk, &one, (double *)pa, A.rs, A.cs, (double *)pb, B.rs,
+                     B.cs, &zero, (double *)pc, n, 1, real, rntm);
+        break;
+    }
+    case TFL_DTYPE_COMPLEX64: {
+        scomplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
+        bli_cgemm_ex(tra, trb, m, n, kk, &one, (scomplex *)pa, A.rs, A.cs, (scomplex *)pb,
+                     B.rs, B.cs, &zero, (scomplex *)pc, n, 1, cplx, rntm);
+        break;
+    }
+    case TFL_DTYPE_COMPLEX128: {
+        dcomplex one = {1.0, 0.0}, zero = {0.0, 0.0};
+        bli_zgemm_ex(tra, trb, m, n, kk, &one, (dcomplex *)pa, A.rs, A.cs, (dcomplex *)pb,
+                     B.rs, B.cs, &zero, (dcomplex *)pc, n, 1, cplx, rntm);
+        break;
+    }
+    case TFL_DTYPE_INT32:
+        gemm_i32(ta, tb, m, n, kk, (const int32_t *)pa, A, (const int32_t *)pb, B,
+                 (int32_t *)pc, n);
+        break;
+    default:
+        gemm_i64(ta, tb, m, n, kk, (const int64_t *)pa, A, (const int64_t *)pb, B,
+                 (int64_t *)pc, n);
+        break;
+    }
+}
+
 static tfl_status k_matmul(const tfl__kcall *k)
 {
     const tfl_tensor *a = k->in[0], *b = k->in[1];
@@ -181,11 +248,18 @@ static tfl_status k_matmul(const tfl__kcall *k)
     mat A = stored(a), B = stored(b);
     gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
     cntx_t *real = gs && gs->own ? &gs->real : NULL, *cplx = gs && gs->own ? &gs->cplx : NULL;
+    /* A product big enough runs on the context's threads inside BLIS; a batch of smaller ones
+     * (attention's heads) runs its products side by side, each on one thread. Either way each
+     * output matrix is one fixed computation, so the result never depends on the threads. */
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    double flops = 2.0 * (double)m * (double)n * (double)kk;
-    bli_rntm_set_num_threads(flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1, &rntm);
-    trans_t tra = ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
-    trans_t trb = tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    const double flops = 2.0 * (double)m * (double)n * (double)kk, big = 2.0 * 64 * 64 * 64;
+    const int threads = k->ctx->num_threads;
+    bli_rntm_set_num_threads(flops >= big ? threads : 1, &rntm);
+    const int batch_threads =
+        flops < big && nbatch > 1 && flops * (double)nbatch >= big ? threads : 1;
+    const gemm_call g = {ta, tb, m, n, kk, A, B, real, cplx, &rntm};
+    const tfl_dtype dt = (tfl_dtype)c->dtype;
+#pragma omp parallel for num_threads(batch_threads) if (batch_threads > 1)
     for (int64_t bi = 0; bi < nbatch; bi++) {
         int64_t oa = 0, ob = 0, rest = bi;
         for (int d = batch_rank - 1; d >= 0; d--) {
@@ -197,54 +271,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
         char *pa = (char *)tfl__data(a) + oa * (int64_t)es;
         char *pb = (char *)tfl__data(b) + ob * (int64_t)es;
         char *pc = (char *)tfl__data(c) + bi * m * n * (int64_t)es;
-        tfl_dtype dt = (tfl_dtype)c->dtype;
-        if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
-            if (dt == TFL_DTYPE_FLOAT32)
-                gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
-            else if (dt == TFL_DTYPE_FLOAT64)
-                gemm_f64(ta, tb, m, n, kk, (const double *)pa, A, (const double *)pb, B, (double *)pc, n);
-            else if (dt == TFL_DTYPE_COMPLEX64)
-                gemm_c64(ta, tb, m, n, kk, (const float complex *)pa, A, (const float complex *)pb,
-                         B, (float complex *)pc, n);
-            else
-                gemm_c128(ta, tb, m, n, kk, (const double complex *)pa, A,
-                          (const double complex *)pb, B, (double complex *)pc, n);
-            continue;
-        }
-        switch (dt) {
-        case TFL_DTYPE_FLOAT32: {
-            float one = 1.0f, zero = 0.0f;
-            bli_sgemm_ex(tra, trb, m, n, kk, &one, (float *)pa, A.rs, A.cs, (float *)pb, B.rs,
-                         B.cs, &zero, (float *)pc, n, 1, real, &rntm);
-            break;
-        }
-        case TFL_DTYPE_FLOAT64: {
-            double one = 1.0, zero = 0.0;
-            bli_dgemm_ex(tra, trb, m, n, kk, &one, (double *)pa, A.rs, A.cs, (double *)pb, B.rs,
-                         B.cs, &zero, (double *)pc, n, 1, real, &rntm);
-            break;
-        }
-        case TFL_DTYPE_COMPLEX64: {
-            scomplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
-            bli_cgemm_ex(tra, trb, m, n, kk, &one, (scomplex *)pa, A.rs, A.cs, (scomplex *)pb,
-                         B.rs, B.cs, &zero, (scomplex *)pc, n, 1, cplx, &rntm);
-            break;
-        }
-        case TFL_DTYPE_COMPLEX128: {
-            dcomplex one = {1.0, 0.0}, zero = {0.0, 0.0};
-            bli_zgemm_ex(tra, trb, m, n, kk, &one, (dcomplex *)pa, A.rs, A.cs, (dcomplex *)pb,
-                         B.rs, B.cs, &zero, (dcomplex *)pc, n, 1, cplx, &rntm);
-            break;
-        }
-        case TFL_DTYPE_INT32:
-            gemm_i32(ta, tb, m, n, kk, (const int32_t *)pa, A, (const int32_t *)pb, B,
-                     (int32_t *)pc, n);
-            break;
-        default:
-            gemm_i64(ta, tb, m, n, kk, (const int64_t *)pa, A, (const int64_t *)pb, B,
-                     (int64_t *)pc, n);
-            break;
-        }
+        gemm_one(&g, dt, pa, pb, pc);
     }
     return TFL_OK;
 }

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define TFL_EW __host__ __device__ __forceinline__
@@ -81,6 +82,48 @@ TFL_EW uint8_t tfl_ew_logical_not_b(uint8_t x) { return (uint8_t)!x; }
 TFL_EW_INTS(int32_t, uint32_t, i32)
 TFL_EW_INTS(int64_t, uint64_t, i64)
 
+/* ---- GELU's erf and exp in float32 ---- */
+/*
+ * Straight-line arithmetic (no libm call, no branch), so the CPU's GELU loops vectorize and the
+ * GPU runs the same formula. float64 keeps libm's erf and exp.
+ *
+ * erf(x) = x P(x^2) / Q(x^2) for |x| < 4, a rational fit of erf(x)/x on x^2 in [0, 16]
+ * (tests/reference/fit_erf.py: 2.5e-8 relative before rounding, within 6 ulp of erf in float32
+ * arithmetic, so within 3.6e-7 absolute); +-1 from 4 on, where erf rounds to +-1 in float32,
+ * and never past +-1. NaN stays NaN.
+ */
+TFL_EW float tfl_ew_gelu_erf_f32(float x)
+{
+    const float c = x < -4.0f ? -4.0f : x > 4.0f ? 4.0f : x, s = c * c;
+    const float p = ((((1.98652902e-06f * s + 2.84514454e-04f) * s + 3.88242436e-03f) * s +
+                      5.30988798e-02f) * s + 1.93528001e-01f) * s + 1.12837914f;
+    const float q = ((((3.74148120e-05f * s + 1.18528890e-03f) * s + 1.52054609e-02f) * s +
+                      1.15342390e-01f) * s + 5.04842289e-01f) * s + 1.0f;
+    const float r = c * p / q; /* may pass +-1 by a few ulps near 4: clamped */
+    return x >= 4.0f || r > 1.0f ? 1.0f : x <= -4.0f || r < -1.0f ? -1.0f : r;
+}
+/*
+ * e^t for t <= 0: 2^n e^r, n = t log2(e) rounded to nearest (by adding and subtracting
+ * 1.5 2^23), r = t - n ln2 in two parts (|r| <= ln2 / 2), e^r by its Taylor polynomial of
+ * degree 7 (truncation below 5e-9 relative), 2^n made from its exponent bits. 0 below -87,
+ * where e^t is under float32's smallest normal.
+ */
+TFL_EW float tfl_ew_gelu_exp_f32(float t)
+{
+    const float tc = t < -87.0f ? -87.0f : t;
+    const float n = (tc * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const float r = (tc - n * 0.693145752f) - n * 1.42860677e-06f;
+    const float e = ((((((1.98412698e-04f * r + 1.38888889e-03f) * r + 8.33333333e-03f) * r +
+                        4.16666667e-02f) * r + 1.66666667e-01f) * r + 0.5f) * r + 1.0f) * r +
+                    1.0f;
+    const int32_t bits = ((int32_t)n + 127) * 8388608; /* (n + 127) << 23, n in [-126, 0] */
+    float two_n;
+    memcpy(&two_n, &bits, sizeof two_n);
+    return t < -87.0f ? 0.0f : e * two_n;
+}
+TFL_EW double tfl_ew_gelu_erf_f64(double x) { return erf(x); }
+TFL_EW double tfl_ew_gelu_exp_f64(double t) { return exp(t); }
+
 /* ---- float32 and float64 from one body: F(f) names the dtype's libm function ---- */
 
 #define TFL_EW_F32(name) name##f
@@ -123,7 +166,7 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
         if (a != 0.0)                                                                              \
             return (T)0.5 * x *                                                                    \
                    ((T)1 + F(tanh)((T)TFL_EW_SQRT2_PI * (x + (T)0.044715 * x * x * x)));           \
-        return (T)0.5 * x * ((T)1 + F(erf)(x * (T)TFL_EW_SQRT1_2));                                \
+        return (T)0.5 * x * ((T)1 + tfl_ew_gelu_erf_##S(x * (T)TFL_EW_SQRT1_2));                   \
     }                                                                                              \
     /* exact: Phi(x) + x phi(x); tanh form, u = c (x + k x^3), t = tanh u:                         \
      * (1 + t) / 2 + x (1 - t^2) c (1 + 3 k x^2) / 2 */                                            \
@@ -135,8 +178,8 @@ TFL_EW_INTS(int64_t, uint64_t, i64)
             const T du = (T)TFL_EW_SQRT2_PI * ((T)1 + (T)(3 * 0.044715) * x2);                     \
             return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du;                         \
         }                                                                                          \
-        return (T)0.5 * ((T)1 + F(erf)(x * (T)TFL_EW_SQRT1_2)) +                                   \
-               x * (T)TFL_EW_INV_SQRT_2PI * F(exp)((T)-0.5 * x * x);                               \
+        return (T)0.5 * ((T)1 + tfl_ew_gelu_erf_##S(x * (T)TFL_EW_SQRT1_2)) +                      \
+               x * (T)TFL_EW_INV_SQRT_2PI * tfl_ew_gelu_exp_##S((T)-0.5 * x * x);                  \
     }                                                                                              \
     /* sigmoid cross-entropy of logit x and label y: max(x, 0) - x y + log(1 + e^-|x|) */          \
     TFL_EW T tfl_ew_sigmoid_xent_##S(T x, T y)                                                     \

@@ -174,6 +174,54 @@ static void test_gelu_exact(void **state)
     th_end(ctx);
 }
 
+/* gelu' in double: Phi(x) + x phi(x) */
+static double ref_gelu_d(double x)
+{
+    return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) * 0.39894228040143267794; /* 1 / sqrt(2 pi) */
+}
+
+/* float32 gelu (its erf and exp are tapeflow's own, vectorised: framework/ops/ew_math.h) and
+ * its gradient GeluGrad, over 24001 points of [-12, 12] against double references: within
+ * 4e-7 of max(1, |y|) (a few float32 ulps), plus 0.5 |x| 3.6e-7 where the left tail's
+ * 1 + erf(x / sqrt 2) cancels (erf's absolute error, also libm's order there); NaN stays NaN, +-inf give inf and NaN as the
+ * formula does (0.5 x (1 + erf(x / sqrt 2)) at -inf is -inf * 0) */
+#define TOL_GELU(x, y) (4e-7 * fmax(1, fabs(y)) + ((x) < 0 ? 1.8e-7 * fabs(x) : 0))
+static void test_gelu_f32_dense(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    enum { N = 24001 };
+    static double xs[N], want[N], want_d[N];
+    static float got[N], got_d[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = -12.0 + 24.0 * i / (N - 1);
+        const double x = (double)(float)xs[i];
+        want[i] = ref_gelu(x);
+        want_d[i] = ref_gelu_d(x);
+    }
+    tfl_tensor *x = th_tensor_(ctx, TH_F32, 1, (int64_t[]){N}, xs, N, false, __FILE__, __LINE__);
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x), TFL_OK);
+    tfl_tensor *y = tfl_gelu(ctx, x, false), *dx = NULL;
+    const tfl_tensor *src = x;
+    assert_int_equal(tfl_tape_gradient(tape, y, 1, &src, &dx, 0), TFL_OK);
+    tfl_tape_free(tape);
+    assert_int_equal(tfl_tensor_to_host(y, got, sizeof got), TFL_OK);
+    assert_int_equal(tfl_tensor_to_host(dx, got_d, sizeof got_d), TFL_OK);
+    for (int i = 0; i < N; i++) {
+        if (fabs(got[i] - want[i]) > TOL_GELU(xs[i], want[i]))
+            fail_msg("gelu(%.9g) = %.9g, want %.9g", xs[i], got[i], want[i]);
+        if (fabs(got_d[i] - want_d[i]) > TOL_GELU(xs[i], want_d[i]))
+            fail_msg("gelu'(%.9g) = %.9g, want %.9g", xs[i], got_d[i], want_d[i]);
+    }
+    tfl_tensor *s = tfl_gelu(ctx, TH_T(ctx, TH_F32, (3), (NAN, INFINITY, -INFINITY)), false);
+    float sv[3];
+    assert_int_equal(tfl_tensor_to_host(s, sv, sizeof sv), TFL_OK);
+    assert_true(isnan(sv[0]));
+    assert_true(isinf(sv[1]) && sv[1] > 0);
+    assert_true(isnan(sv[2]));
+    th_end(ctx);
+}
+
 static void test_gelu_tanh(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -455,6 +503,7 @@ int main(void)
         TH_TEST(test_tanh),
         TH_TEST(test_gelu_exact),
         TH_TEST(test_gelu_tanh),
+        TH_TEST(test_gelu_f32_dense),
         TH_TEST(test_softmax_hand_values),
         TH_TEST(test_softmax_axes),
         TH_TEST(test_softmax_large_inputs_stable),

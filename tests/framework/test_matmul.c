@@ -395,6 +395,34 @@ static void test_matmul_batched_views_vs_naive(void **state)
     th_end(ctx);
 }
 
+/* A batch of products each too small for BLIS's threads (attention's heads: 16 of 40x24 by
+ * 24x40) runs its products side by side on 2 threads: the same bits as on 1 thread, and the
+ * naive result. */
+static void test_matmul_batch_threads(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    enum { BT = 16, M = 40, K = 24, N = 40 };
+    static double av[BT * M * K], bv[BT * K * N];
+    static float got[2][BT * M * N];
+    for (int i = 0; i < BT * M * K; i++) av[i] = sin(0.37 * i);
+    for (int i = 0; i < BT * K * N; i++) bv[i] = cos(0.11 * i);
+    tfl_tensor *a = TH_TENSOR_N(ctx, TH_F32, 3, TH_SHAPE(BT, M, K), av, BT * M * K);
+    tfl_tensor *b = TH_TENSOR_N(ctx, TH_F32, 3, TH_SHAPE(BT, K, N), bv, BT * K * N);
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+        tfl_tensor *c = tfl_matmul(ctx, a, b, 0);
+        assert_non_null(c);
+        assert_int_equal(tfl_tensor_to_host(c, got[t], sizeof got[t]), TFL_OK);
+    }
+    assert_memory_equal(got[0], got[1], sizeof got[0]);
+    ref_out r = ref_matmul(3, TH_SHAPE(BT, M, K), av, NULL, 3, TH_SHAPE(BT, K, N), bv, NULL, 0);
+    for (size_t i = 0; i < (size_t)r.n; i++)
+        if (fabs(got[1][i] - r.re[i]) > 1e-4 * fmax(1, fabs(r.re[i])))
+            fail_msg("element %zu: %.9g, want %.9g", i, got[1][i], r.re[i]);
+    ref_free(&r);
+    th_end(ctx);
+}
+
 /* int64 products accumulate exactly beyond 2^53. */
 static void test_matmul_int64_exact(void **state)
 {
@@ -484,6 +512,7 @@ int main(void)
         TH_TEST(test_matmul_of_views),
         TH_TEST(test_matmul_large_vs_naive),
         TH_TEST(test_matmul_batched_views_vs_naive),
+        TH_TEST(test_matmul_batch_threads),
         TH_TEST(test_matmul_int64_exact),
         TH_TEST(test_matmul_errors),
         TH_TEST(test_matmul_without_frame),
