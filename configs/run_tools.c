@@ -22,12 +22,12 @@ static void add(char *buf, size_t size, size_t *at, const char *fmt, ...)
     if (n > 0) *at += (size_t)n;
 }
 
-/* The folder that holds the run directory ("." for a bare name), for TensorBoard's --logdir. */
-static void parent_of(const char *dir, char *out, size_t size)
+/* TensorBoard's --logdir for a run: the folder that holds the run directory (runs/ of
+ * runs/xor), so that runs side by side compare; the run directory itself for a bare name. */
+static void logdir_of(const char *dir, char *out, size_t size)
 {
     const char *s = strrchr(dir, '/');
-    if (!s) snprintf(out, size, ".");
-    else if (s == dir) snprintf(out, size, "/");
+    if (!s || s == dir) snprintf(out, size, "%s", dir);
     else snprintf(out, size, "%.*s", (int)(s - dir), dir);
 }
 
@@ -59,7 +59,7 @@ int64_t tfl_run_summary(const tfl_run_result *res, char *buf, size_t size)
     }
     if (res->event_file[0]) {
         char parent[sizeof res->run_dir];
-        parent_of(res->run_dir, parent, sizeof parent);
+        logdir_of(res->run_dir, parent, sizeof parent);
         add(buf, size, &at, "event file: %s (tensorboard --logdir %s)\n", res->event_file,
             parent);
     }

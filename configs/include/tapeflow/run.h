@@ -216,8 +216,9 @@ TFL_API void tfl_run_close(tfl_run *run);
  * there was nothing to train; "test_loss L - test_accuracy A" when the test data was
  * measured; "trained <n> epochs, <steps> steps in <s> s; final loss L, accuracy A, val_loss
  * V, val_accuracy W; run directory <dir>" (the figures the run has, and "(non-finite steps
- * skipped)" when some were); "event file: <path> (tensorboard --logdir <the run directory's
- * folder>)" and "curves: <path>" when they were written. Each line ends in a newline. Like
+ * skipped)" when some were); "event file: <path> (tensorboard --logdir <dir>)", dir the folder
+ * holding the run directory (runs of runs/xor) or, for a bare name, the run directory, and
+ * "curves: <path>", when they were written. Each line ends in a newline. Like
  * snprintf: at most size bytes into buf (NULL with size 0: nothing), NUL-terminated when
  * size > 0; returns the length of the whole text (32 KiB always suffice), -1 for NULL.
  */
