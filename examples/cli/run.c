@@ -203,35 +203,13 @@ int cli_predict(const cli_args *a)
     return job_end(&j, code);
 }
 
-/* A number option of generate into *d or *n (unchanged when absent); false (said) when it is
- * not a number >= 0 (an integer when n). */
-static bool number(const cli_args *a, int o, const char *name, double *d, long long *n)
-{
-    const char *v = a->opt[o];
-    if (!v) return true;
-    char *end = NULL;
-    errno = 0; /* set on overflow */
-    long long i = n ? strtoll(v, &end, 10) : 0;
-    double x = n ? (double)i : strtod(v, &end);
-    bool ok = end != v && !*end && errno == 0 && x >= 0 && isfinite(x);
-    if (ok && n) *n = i;
-    else if (ok) *d = x;
-    if (ok) return true;
-    fprintf(stderr, "tapeflow generate: %s needs %s, got '%s'\n", name,
-            n ? "an integer >= 0" : "a number >= 0", v);
-    return false;
-}
-
 int cli_generate(const cli_args *a)
 {
-    double temperature = 1;
-    long long tokens = 200, top_k = 0, seed = 0;
-    if (!number(a, OPT_TOKENS, "--tokens", NULL, &tokens) ||
-        !number(a, OPT_TEMPERATURE, "--temperature", &temperature, NULL) ||
-        !number(a, OPT_TOP_K, "--top-k", NULL, &top_k) || !number(a, OPT_SEED, "--seed", NULL, &seed))
-        return CLI_USAGE;
-    tfl_generate_opts o = {.tokens = tokens, .temperature = temperature, .top_k = top_k,
-                           .seed = (uint64_t)seed};
+    const char *const *v = a->opt; /* the numbers checked by the parser */
+    tfl_generate_opts o = {.tokens = v[OPT_TOKENS] ? strtoll(v[OPT_TOKENS], NULL, 10) : 200,
+                           .temperature = v[OPT_TEMPERATURE] ? strtod(v[OPT_TEMPERATURE], NULL) : 1,
+                           .top_k = v[OPT_TOP_K] ? strtoll(v[OPT_TOP_K], NULL, 10) : 0,
+                           .seed = v[OPT_SEED] ? strtoull(v[OPT_SEED], NULL, 10) : 0};
     job j = {0};
     int code = open_job(&j, a, true);
     if (code == CLI_OK && tfl_run_text_context(j.run, NULL) != TFL_OK) /* before the checkpoint */

@@ -6,7 +6,10 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the options and the commands ------------------------------------------------------------- */
@@ -15,6 +18,7 @@ typedef struct option {
     const char *name, *alias, *arg; /* arg NULL: a flag */
     int slot;                       /* where its value goes (cli_args.opt) */
     const char *help;
+    char number; /* 'i': an integer >= 0, 'n': a number >= 0; 0: any text */
 } option;
 
 static const option options[OPT_N] = {
@@ -23,35 +27,28 @@ static const option options[OPT_N] = {
                  "--set\x01optimizer.learning_rate=3e-4, --set\x01model.layers[1].dense.units=64"},
     [OPT_RUN_DIR] = {"--run-dir", NULL, "DIR", OPT_RUN_DIR,
                      "the run directory (default runs/<config name>)"},
-    [OPT_INPUT] = {"--input", NULL, "FILE", OPT_INPUT,
-                   "the examples (an IDX images file, or a CSV file)"},
-    [OPT_OUTPUT] = {"--output", NULL, "FILE", OPT_OUTPUT,
-                    "where the CSV goes (default: standard output)"},
+    [OPT_INPUT] = {"--input", NULL, "FILE", OPT_INPUT, "the examples (IDX images, or CSV)"},
+    [OPT_OUTPUT] = {"--output", NULL, "FILE", OPT_OUTPUT, "where the CSV goes (default: stdout)"},
     [OPT_CKPT] = {"--checkpoint", NULL, "FILE", OPT_CKPT,
                   "this checkpoint instead (an error when it is damaged)"},
     [OPT_QUIET] = {"--quiet", NULL, NULL, OPT_QUIET, "no progress output"},
     [OPT_ALLOW] = {"--allow-config-change", NULL, NULL, OPT_ALLOW,
                    "resume although keys that change the training changed"},
     [OPT_PROMPT] = {"--prompt", NULL, "TEXT", OPT_PROMPT, "the text the model continues"},
-    [OPT_TOKENS] = {"--tokens", NULL, "N", OPT_TOKENS, "how many tokens (default 200)"},
-    [OPT_TEMPERATURE] = {"--temperature", NULL, "T", OPT_TEMPERATURE,
-                         "each token drawn from softmax(logits / T) (default 1; 0: always the "
-                         "most likely)"},
-    [OPT_TOP_K] = {"--top-k", NULL, "K", OPT_TOP_K,
-                   "over the K most likely tokens (default 0: all)"},
-    [OPT_SEED] = {"--seed", NULL, "S", OPT_SEED,
-                  "the sampling seed (default 0): the same seed prints the same text"},
+    [OPT_TOKENS] = {"--tokens", NULL, "N", OPT_TOKENS, "how many tokens (default 200)", 'i'},
+    [OPT_TEMPERATURE] = {"--temperature", NULL, "T", OPT_TEMPERATURE, "each drawn from "
+                         "softmax(logits / T) (default 1; 0: the most likely)", 'n'},
+    [OPT_TOP_K] = {"--top-k", NULL, "K", OPT_TOP_K, "of the K likeliest (default 0: all)", 'i'},
+    [OPT_SEED] = {"--seed", NULL, "S", OPT_SEED, "the same seed, the same text (default 0)", 'i'},
     [OPT_METRIC] = {"--metric", NULL, "NAME", OPT_METRIC, "loss (default), accuracy, or an event "
-                    "file's scalar: learning_rate, grad_norm, samples_per_second, any tag; "
-                    "repeated: a panel per metric"},
-    [OPT_PLOT_OUT] = {"--output", "-o", "FILE", OPT_OUTPUT, "where the SVG goes (default "
-                      "curves.svg in the current directory; '-': standard output)"},
-    [OPT_LOG_Y] = {"--log-y", NULL, NULL, OPT_LOG_Y, "a logarithmic y axis (default: when every "
-                   "value is > 0 and the largest is over 100 times the smallest)"},
+                    "file's scalar (learning_rate, grad_norm, any tag); a panel each"},
+    [OPT_PLOT_OUT] = {"--output", "-o", "FILE", OPT_OUTPUT,
+                      "the SVG (default curves.svg; '-': stdout)"},
+    [OPT_LOG_Y] = {"--log-y", NULL, NULL, OPT_LOG_Y,
+                   "a logarithmic y axis (default: when the values span over 100x)"},
     [OPT_LINEAR_Y] = {"--linear-y", NULL, NULL, OPT_LOG_Y, "a linear y axis"},
     [OPT_TITLE] = {"--title", NULL, "TEXT", OPT_TITLE, "the title (default: the metric)"},
-    [OPT_WEIGHTS] = {"--weights-only", NULL, NULL, OPT_WEIGHTS,
-                     "the model's variables alone, without optimizer state"},
+    [OPT_WEIGHTS] = {"--weights-only", NULL, NULL, OPT_WEIGHTS, "no optimizer state"},
 };
 
 typedef struct command {
@@ -59,7 +56,7 @@ typedef struct command {
     int min, max;            /* how many (max -1: any) */
     unsigned opts, required; /* 1u << OPT_... */
     int (*run)(const cli_args *a);
-    const char *summary, *text, *epilog; /* for 'tapeflow --help'; the command's help */
+    const char *summary, *text; /* for 'tapeflow --help'; the command's help */
 } command;
 
 #define O(x) (1u << OPT_##x)
@@ -69,76 +66,55 @@ static int cli_version(const cli_args *a);
 
 static const command commands[] = {
     {"train", "CONFIG", 1, 1, RUN_OPTS | O(QUIET) | O(ALLOW), 0, cli_train,
-     "train (or resume); writes the run directory: config.yaml, metrics.csv, checkpoints/, "
-     "TensorBoard event files (train/, validation/) and curves.svg",
-     "Trains the model of CONFIG. The run directory (default runs/<config name>) receives the "
-     "resolved config.yaml, metrics.csv, run.log and checkpoints/ (every checkpoint.every "
-     "epochs, at the end, and on SIGINT/SIGTERM). Training again resumes from the newest "
-     "checkpoint. Its config is compared with CONFIG and every changed key is shown; a run "
-     "continues with changes to training.epochs, logging.* and checkpoint.* only, unless "
-     "--allow-config-change is given, and the changes are recorded in run.log. Progress: a bar "
-     "on a terminal, one line per epoch (or per logging.log_interval steps) otherwise.\n\n"
-     "TensorBoard event files go to train/ and validation/ in the run directory (unless "
-     "logging.tensorboard is false): every logging.every_steps steps the loss, learning rate, "
-     "gradient norm and samples/s; every epoch the metrics; the resolved config as text; "
-     "flushed every epoch, every logging.flush_seconds, on SIGINT/SIGTERM and at the end. View "
-     "them with 'tensorboard --logdir runs'. At the end, curves.svg (loss and accuracy per "
-     "epoch) and a summary line with the paths.", NULL},
+     "train (or resume) into the run directory",
+     "Trains the model of CONFIG into the run directory: config.yaml, run.log, metrics.csv, "
+     "checkpoints/ (every checkpoint.every epochs, at the end, on SIGINT/SIGTERM), TensorBoard "
+     "event files in train/ and validation/ ('tensorboard --logdir runs'), curves.svg. "
+     "Training again resumes from the newest checkpoint; a changed key other than "
+     "training.epochs, logging.* and checkpoint.* stops it unless --allow-config-change."},
     {"eval", "CONFIG", 1, 1, RUN_OPTS | O(CKPT), 0, cli_eval,
      "loss and metrics of the trained model on the test (or validation) data",
-     "Restores the trained model from the run directory (its newest checkpoint) and prints "
-     "the checkpoint it used, then its loss and metrics on the config's test data (else its "
-     "validation data, else its training data). A newest checkpoint that is damaged is "
-     "skipped with a warning naming it and why.", NULL},
+     "Restores the run's newest usable checkpoint (a damaged one is skipped with a warning) "
+     "and prints it, then the loss and metrics on the test data (else validation, else "
+     "training data)."},
     {"predict", "CONFIG", 1, 1, RUN_OPTS | O(CKPT) | O(INPUT) | O(OUTPUT), O(INPUT), cli_predict,
      "the trained model's outputs for the examples of a file",
-     "Restores the trained model from the run directory (its newest checkpoint, named on "
-     "stderr) and writes its outputs for every example of FILE (IDX or CSV, read like the "
-     "training data) as CSV: for a classifier the class and the probability of each class, "
-     "else the values. A CSV laid out as the training file, its label column included, is "
-     "accepted: the label is not an input, and the loss and accuracy on those labels go to "
-     "stderr.", NULL},
+     "Restores the run's newest checkpoint (named on stderr) and writes its outputs for each "
+     "example of FILE as CSV: a classifier's class and probabilities, else the values. A "
+     "label column as in the training file is not an input: the loss and accuracy on it go "
+     "to stderr."},
     {"generate", "CONFIG", 1, 1,
      RUN_OPTS | O(CKPT) | O(PROMPT) | O(TOKENS) | O(TEMPERATURE) | O(TOP_K) | O(SEED), O(PROMPT),
      cli_generate, "text sampled from a trained text model",
      "Restores a model trained on 'format: text' data (the checkpoint named on stderr) and "
-     "prints TEXT followed by N generated tokens. Nothing is written.", NULL},
+     "prints TEXT followed by N generated tokens. Nothing is written."},
     {"config", "CONFIG", 1, 1, O(SET), 0, cli_config,
      "print the resolved config: every default explicit",
-     "Validates CONFIG with its overrides and prints the resolved config as YAML, every "
-     "default explicit; it loads back to the same resolved config.", NULL},
-    {"plot", "RUN...", 1, -1,
-     O(METRIC) | O(PLOT_OUT) | O(LOG_Y) | O(LINEAR_Y) | O(TITLE), 0, cli_plot,
-     "training and validation curves of runs, overlaid, as SVG",
-     "Draws the training (solid) and validation (dashed) curves of each RUN, a colour per run, "
-     "as an SVG picture with axes, grid and legend. A RUN is a run directory (its "
-     "metrics.csv, per epoch; or its event files, per step, for a metric metrics.csv lacks), "
-     "a metrics.csv file or an event file.",
-     "Example: tapeflow plot runs/mlp runs/mlp-wide --metric accuracy -o acc.svg\n"
-     "A missing run or a metric a run lacks exits 2, naming what it has."},
+     "Prints the resolved config of CONFIG and its overrides as YAML, every default explicit."},
+    {"plot", "RUN...", 1, -1, O(METRIC) | O(PLOT_OUT) | O(LOG_Y) | O(LINEAR_Y) | O(TITLE), 0,
+     cli_plot, "training and validation curves of runs, overlaid, as SVG",
+     "Draws the training (solid) and validation (dashed) curves of each RUN (a run "
+     "directory, a metrics.csv or an event file) as SVG. A missing run or metric exits 2, "
+     "naming what there is.\n\nExample: tapeflow plot runs/mlp runs/wide --metric accuracy -o "
+     "acc.svg"},
     {"version", "", 0, 0, 0, 0, cli_version, "the version and what this build contains",
-     "Prints the version and the features of this build.", NULL},
-    {"inspect", "CHECKPOINT | CONFIG.yaml", 1, 1, 0, 0, cli_inspect,
-     "a checkpoint's tensors, sizes and step, its checksums checked; or a config's model: "
-     "layers, their inputs, shapes, parameters",
-     "Lists the tensors of a safetensors checkpoint (name, dtype, shape, bytes) and its step, "
-     "and verifies every CRC-32C checksum (exit 1 when one does not match). Given a config "
-     "(.yaml, .yml), prints its model's summary: each layer with its output shape, parameters "
-     "and, for a graph, the layers it is connected to.", NULL},
+     "Prints the version, the features of this build and the devices."},
+    {"inspect", "CHECKPOINT|CONFIG.yaml", 1, 1, 0, 0, cli_inspect,
+     "a checkpoint's tensors and step, its checksums checked; or a config's model",
+     "Lists a checkpoint's tensors (name, dtype, shape, bytes) and step, and verifies every "
+     "CRC-32C checksum (exit 1 when one does not match); or prints a config's model summary."},
     {"verify", "CHECKPOINT...", 1, -1, 0, 0, cli_verify,
      "checks each checkpoint's checksums (exit 1 on a bad one)",
-     "Reads each checkpoint, checks its header and checksums, and prints one line each; exit "
-     "1 when any fails.", NULL},
+     "Checks each checkpoint's header and checksums, a line each; exit 1 when any fails."},
     {"diff", "A B", 2, 2, 0, 0, cli_diff, "the tensors that differ between two checkpoints",
-     "Compares two checkpoints tensor by tensor and lists those that differ, with their max "
-     "absolute and relative difference.",
-     "Exit status (as diff(1) and cmp(1)): 0 when the checkpoints hold equal tensors,\n1 when "
-     "any tensor differs, 2 on trouble (a file that cannot be read, a bad argument)."},
+     "Lists the tensors that differ between two checkpoints, with the max absolute and "
+     "relative difference.\n\nExit status (as diff(1) and cmp(1)): 0 when the checkpoints hold "
+     "equal tensors,\n1 when any tensor differs, 2 on trouble (an unreadable file, a bad "
+     "argument)."},
     {"export", "RUN OUT", 2, 2, O(WEIGHTS), O(WEIGHTS), cli_export,
      "the model's weights of a run's newest checkpoint, for shipping",
-     "Writes the model's variables of the newest checkpoint of run directory RUN (no "
-     "optimizer state) to OUT, a safetensors file to ship into an application "
-     "(tfl_model_restore_weights reads it).", NULL},
+     "Writes the model's variables of the newest checkpoint of run directory RUN to OUT, for "
+     "tfl_model_restore_weights."},
 };
 
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
@@ -212,7 +188,6 @@ static void print_help(const command *c)
         col = col > 19 ? printf("\n%20s", "") - 1 : col + printf("%*s", 20 - col, "");
         wrap(stdout, col, 20, op->help);
     }
-    if (c->epilog) putchar('\n'), wrap(stdout, 0, 0, c->epilog);
 }
 
 /* ---- arguments ------------------------------------------------------------------------------- */
@@ -263,6 +238,14 @@ static int check_counts(const command *c, const cli_args *a)
     return CLI_OK;
 }
 
+static bool is_number(const char *v, bool integer)
+{
+    char *end = NULL;
+    errno = 0; /* set on overflow */
+    double x = integer ? (double)strtoll(v, &end, 10) : strtod(v, &end);
+    return end != v && !*end && errno == 0 && x >= 0 && isfinite(x);
+}
+
 static int parse(const command *c, int argc, char **argv, cli_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -285,6 +268,9 @@ static int parse(const command *c, int argc, char **argv, cli_args *a)
                                         : NULL;
         if (!v || (!*v && o != OPT_SET))
             return usage_error(c, "option '%.*s' needs a value", (int)len, k);
+        if (options[o].number && !is_number(v, options[o].number == 'i'))
+            return usage_error(c, "%s needs %s, got '%s'", options[o].name,
+                               options[o].number == 'i' ? "an integer >= 0" : "a number >= 0", v);
         if (o == OPT_SET || o == OPT_METRIC) {
             if (a->n_list == CLI_MAX_ARGS)
                 return usage_error(c, "more than %d %s options", CLI_MAX_ARGS, options[o].name);
