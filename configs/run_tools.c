@@ -1,13 +1,16 @@
 /*
- * configs/run_tools.c: what a program around runs calls besides a run (tapeflow/run.h): the
- * summary of a training's result, the newest checkpoint of a run directory.
+ * configs/run_tools.c: what a program around runs calls besides training (tapeflow/run.h):
+ * the summary of a training's result, the newest checkpoint of a run directory, predictions
+ * saved to a file through the shared atomic write.
  */
 #include "run_internal.h"
 
 #include <tapeflow/checkpoint.h>
+#include <tapeflow/files.h>
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* snprintf at buf + *at (nothing past size; *at counts what the whole text needs). */
@@ -83,4 +86,27 @@ tfl_status tfl_run_latest_checkpoint(tfl_ctx *ctx, const char *run_dir, char *pa
     if (st != TFL_NOT_FOUND) return st;
     tfl_ctx_clear_error(ctx); /* the same words as tfl_run_restore's */
     return tfl__set_error(ctx, TFL_NOT_FOUND, "no usable checkpoint in '%s': train first", dir);
+}
+
+tfl_status tfl_run_save_predictions(tfl_run *run, const tfl_tensor *outputs, const char *path)
+{
+    tfl_config *cfg = NULL;
+    tfl_dataset *train = NULL;
+    if (!run) return TFL_INVALID_ARGUMENT;
+    if (!tfl__run_parts(run, "tfl_run_save_predictions", &cfg, &train)) return TFL_MISUSE;
+    TFL_CHECK(cfg->ctx, path && *path, TFL_INVALID_ARGUMENT,
+              "tfl_run_save_predictions: path is NULL or empty");
+    char *text = NULL; /* the CSV in memory (libc's), then written in one atomic step */
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    TFL_CHECK(cfg->ctx, f, TFL_RESOURCE_EXHAUSTED,
+              "tfl_run_save_predictions: no memory for the predictions of '%s'", path);
+    tfl_status st = tfl_run_write_predictions(run, outputs, f);
+    if (fclose(f) != 0 && st == TFL_OK)
+        st = tfl__set_error(cfg->ctx, TFL_RESOURCE_EXHAUSTED,
+                            "tfl_run_save_predictions: no memory for the predictions of '%s'",
+                            path);
+    if (st == TFL_OK) st = tfl_file_write_atomic(cfg->ctx, path, text, len);
+    free(text);
+    return st;
 }

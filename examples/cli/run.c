@@ -5,7 +5,6 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,27 +163,20 @@ int cli_eval(const cli_args *a)
     return job_end(&j, CLI_OK);
 }
 
-/* The predictions of out into --output (else stdout); the figures on labels on stderr. */
+/* The predictions of out as CSV into --output (else stdout); the figures on labels on stderr. */
 static int write_predictions(job *j, const cli_args *a, const tfl_tensor *out, bool labelled,
                              double loss, double acc)
 {
-    const char *input = a->opt[OPT_INPUT], *path = a->opt[OPT_OUTPUT];
-    FILE *f = path ? fopen(path, "w") : stdout;
-    if (!f) return cli_error("cannot write '%s': %s", path, strerror(errno)), CLI_RUNTIME;
+    const char *path = a->opt[OPT_OUTPUT];
     if (labelled) { /* the training layout: scored, the label never an input */
         fprintf(stderr, "tapeflow: %s has the training data's label column: not an input; on "
-                "its labels loss %.4f", input, loss);
+                "its labels loss %.4f", a->opt[OPT_INPUT], loss);
         if (!isnan(acc)) fprintf(stderr, ", accuracy %.4f", acc);
         fprintf(stderr, " (%lld examples)\n", (long long)tfl_tensor_dim(out, 0));
     }
-    int code = tfl_run_write_predictions(j->run, out, f) == TFL_OK
-                   ? CLI_OK
-                   : cli_ctx_error(j->ctx, "writing the predictions");
-    if (path && fclose(f) != 0 && code == CLI_OK) {
-        cli_error("cannot write '%s': %s", path, strerror(errno));
-        code = CLI_RUNTIME;
-    }
-    return code;
+    tfl_status st = path ? tfl_run_save_predictions(j->run, out, path)
+                         : tfl_run_write_predictions(j->run, out, stdout);
+    return st == TFL_OK ? CLI_OK : cli_ctx_error(j->ctx, "writing the predictions");
 }
 
 int cli_predict(const cli_args *a)

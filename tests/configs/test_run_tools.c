@@ -1,7 +1,9 @@
 /* test_run_tools.c: what a program calls around runs (tapeflow/run.h): tfl_run_summary, the
  * lines of a result (each form, the figures a run lacks left out, snprintf's contract, empty
  * for a refused or cancelled result); tfl_run_latest_checkpoint of a trained run directory,
- * a damaged newest checkpoint skipped, and its errors (no checkpoint, bad arguments). */
+ * a damaged newest checkpoint skipped, and its errors (no checkpoint, bad arguments);
+ * tfl_run_save_predictions: the same CSV as tfl_run_write_predictions, a file left as it was
+ * on error, its errors. */
 #include "config_helpers.h"
 
 #include <math.h>
@@ -122,11 +124,67 @@ static void test_latest_checkpoint(void **state)
     remove_tree(dir);
 }
 
+static void test_save_predictions(void **state)
+{
+    fixture *f = *state;
+    char dir[256], path[512], bad[512];
+    temp_dir(dir, sizeof dir, "preds");
+    tfl_status st;
+    const char *sets[] = {"training.epochs=2"};
+    tfl_config *cfg = parse_with(f->ctx, BASE_YAML "training: {batch_size: 2, seed: 3}\n", sets,
+                                 1, &st);
+    tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir}, &st);
+    assert_non_null(run);
+    tfl_run_result res;
+    assert_int_equal(tfl_run_train(run, &res), TFL_OK);
+    assert_int_equal(tfl_run_restore(run, NULL, NULL, 0, NULL), TFL_OK);
+    tfl_tensor *out = tfl_run_predict(run, XOR_CSV, NULL, NULL, NULL);
+    assert_non_null(out);
+    /* the file holds what the stream gets */
+    FILE *csv = tmpfile();
+    assert_non_null(csv);
+    assert_int_equal(tfl_run_write_predictions(run, out, csv), TFL_OK);
+    char want[1024] = "";
+    rewind(csv);
+    size_t n = fread(want, 1, sizeof want - 1, csv);
+    fclose(csv);
+    assert_true(n > 20 && !strncmp(want, "class,p0,p1\n", 12));
+    snprintf(path, sizeof path, "%s/pred.csv", dir);
+    assert_int_equal(tfl_run_save_predictions(run, out, path), TFL_OK);
+    size_t got_n = 0;
+    unsigned char *got = slurp(path, &got_n);
+    assert_int_equal(got_n, n);
+    assert_memory_equal(got, want, n);
+    free(got);
+    /* errors: the file as it was; a folder that does not exist, named */
+    tfl_tensor *flat = tfl_reshape(f->ctx, out, 1, (int64_t[]){8});
+    assert_int_equal(tfl_run_save_predictions(run, flat, path), TFL_INVALID_ARGUMENT);
+    expect_kept_error(f->ctx, TFL_INVALID_ARGUMENT, "expected outputs of rank 2");
+    got = slurp(path, &got_n);
+    assert_int_equal(got_n, n);
+    free(got);
+    tfl_tensor_release(flat);
+    snprintf(bad, sizeof bad, "%s/nowhere/pred.csv", dir);
+    assert_int_equal(tfl_run_save_predictions(run, out, bad), TFL_FAILED_PRECONDITION);
+    expect_kept_error(f->ctx, TFL_FAILED_PRECONDITION, "/nowhere/.pred.csv.tmp.");
+    assert_int_equal(tfl_run_save_predictions(run, out, ""), TFL_INVALID_ARGUMENT);
+    expect_kept_error(f->ctx, TFL_INVALID_ARGUMENT,
+                      "tfl_run_save_predictions: path is NULL or empty");
+    assert_int_equal(tfl_run_save_predictions(NULL, out, path), TFL_INVALID_ARGUMENT);
+    tfl_run_close(run);
+    assert_int_equal(tfl_run_save_predictions(run, out, path), TFL_MISUSE);
+    expect_kept_error(f->ctx, TFL_MISUSE, "tfl_run_save_predictions: run already freed");
+    tfl_tensor_release(out);
+    tfl_config_free(cfg);
+    remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary),
         cmocka_unit_test_setup_teardown(test_latest_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_save_predictions, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

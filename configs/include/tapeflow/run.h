@@ -169,6 +169,15 @@ TFL_API tfl_tensor *tfl_run_predict(tfl_run *run, const char *path, bool *labell
 TFL_API tfl_status tfl_run_write_predictions(tfl_run *run, const tfl_tensor *outputs, FILE *f);
 
 /**
+ * The same CSV saved to path through tfl_file_write_atomic: the file is the whole CSV or, on
+ * any error, as it was. Errors: INVALID_ARGUMENT (NULL or empty path, and those of
+ * tfl_run_write_predictions), RESOURCE_EXHAUSTED, FAILED_PRECONDITION (the file cannot be
+ * written, naming it and the system's reason), MISUSE (closed run).
+ */
+TFL_API tfl_status tfl_run_save_predictions(tfl_run *run, const tfl_tensor *outputs,
+                                            const char *path);
+
+/**
  * Text from the restored model of a run whose data.train is `format: text` (tfl_run_restore
  * first): the prompt's bytes become token ids through the training text's vocabulary
  * (tfl_dataset_text_vocab: bytes, or the training corpus's characters), opts->tokens ids are
