@@ -20,7 +20,7 @@ static int inspect_config(tfl_ctx *ctx, const char *path)
     tfl_model *m = cfg ? tfl_config_build_model(cfg) : NULL;
     const char *text = m ? tfl_model_summary(m) : NULL;
     if (text) fputs(text, stdout);
-    else if (cfg) code = cli_ctx_error(ctx, path);
+    else if (cfg) code = cli_fail(ctx, path, 0);
     tfl_model_free(m);
     tfl_config_free(cfg);
     return code;
@@ -34,7 +34,7 @@ static int inspect_ckpt(tfl_ctx *ctx, const char *path)
     char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
     int code = CLI_OK;
     if (text && tfl_ckpt_summary(ck, text, (size_t)n + 1) == n) fputs(text, stdout);
-    if (!ck || tfl_ckpt_verify(ck, &checked) != TFL_OK) code = cli_ctx_error(ctx, path);
+    if (!ck || tfl_ckpt_verify(ck, &checked) != TFL_OK) code = cli_fail(ctx, path, 0);
     else if (!text) code = (cli_error("%s: no memory for its summary", path), CLI_RUNTIME);
     else printf("%lld CRC-32C checksums verified\n", (long long)checked);
     free(text);
@@ -94,7 +94,7 @@ int cli_diff(const cli_args *a)
     int64_t n = 0;
     int code = CLI_USAGE;
     if (tfl_ckpt_diff(ctx, a->pos[0], a->pos[1], print_diff, NULL, &n) != TFL_OK)
-        cli_ctx_error(ctx, "diff");
+        cli_fail(ctx, "diff", 0);
     else if (printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ") > 0)
         code = n > 0 ? CLI_RUNTIME : CLI_OK;
     tfl_ctx_free(ctx);
@@ -109,9 +109,9 @@ int cli_export(const cli_args *a)
     int64_t step = 0;
     int code = CLI_OK;
     if (tfl_run_latest_checkpoint(ctx, a->pos[0], latest, sizeof latest, &step) != TFL_OK)
-        code = cli_ctx_error(ctx, a->pos[0]);
+        code = cli_fail(ctx, a->pos[0], 0);
     else if (tfl_ckpt_export(ctx, latest, a->pos[1], NULL, NULL, NULL) != TFL_OK)
-        code = cli_ctx_error(ctx, "export");
+        code = cli_fail(ctx, "export", 0);
     else printf("%s: the weights of %s (step %lld)\n", a->pos[1], latest, (long long)step);
     tfl_ctx_free(ctx);
     return code;

@@ -41,11 +41,11 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_log(void *user, tfl_log_level level, const char *message);
 /** A context that logs warnings through cli_log; NULL (said on stderr) when none. */
 tfl_ctx *cli_ctx(void);
-/** The context's kept error as "what: message (CODE)"; returns CLI_RUNTIME. */
-int cli_ctx_error(tfl_ctx *ctx, const char *what);
-/** The context's kept error; CLI_USAGE when its code is usage_a or usage_b (the arguments'
- * fault), else CLI_RUNTIME. */
-int cli_fail(tfl_ctx *ctx, tfl_status usage_a, tfl_status usage_b);
+/** The context's kept error, as "what: message (CODE)" (what NULL: the message alone);
+ * returns CLI_USAGE when its code is in `usage` (CLI_CODE bits: the arguments' fault), else
+ * CLI_RUNTIME. */
+int cli_fail(tfl_ctx *ctx, const char *what, unsigned usage);
+#define CLI_CODE(status) (1u << (status))
 
 /**
  * Loads and validates a config with --set's overrides (a->list). On problems prints every
@@ -62,13 +62,9 @@ void cli_catch_signals(tfl_run *run);
 int cli_dist_start(void);
 /** Ends the job: a failed code under mpirun ends every rank (MPI_Abort); returns code. */
 int cli_dist_end(int code);
-/** Rank 0 (or the only process): the one that writes files and progress. */
-bool cli_dist_writer(void);
-int cli_dist_size(void);
-/** The job's communicator for the run (tfl_run_opts.comm) under mpirun; NULL otherwise. */
-tfl_comm *cli_dist_comm(void);
-/** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
-extern char cli_rank_label[48];
+extern int cli_rank, cli_ranks; /* rank 0 (or the only process) writes files and progress */
+extern tfl_comm *cli_comm;      /* the job's communicator under mpirun (tfl_run_opts.comm) */
+extern char cli_rank_label[48]; /* "rank R of N: " under mpirun (cli_error's prefix) */
 
 int cli_train(const cli_args *a);
 int cli_eval(const cli_args *a);

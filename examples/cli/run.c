@@ -46,17 +46,15 @@ static int job_end(job *j, int code)
  * lack of memory. Nothing is written. */
 static int open_job(job *j, const cli_args *a, bool quiet)
 {
-    tfl_status st;
     *j = (job){.config = a->pos[0], .quiet = quiet, .tty = isatty(STDOUT_FILENO)};
-    if (!(j->ctx = tfl_ctx_new(NULL, &st))) {
-        cli_error("no context: %s", tfl_status_name(st));
-        return CLI_RUNTIME;
-    }
+    if (!(j->ctx = cli_ctx())) return CLI_RUNTIME;
+    tfl_status st;
     int code;
     if (!(j->cfg = cli_load_config(j->ctx, j->config, a, &code))) return code;
-    tfl_run_opts o = {.run_dir = a->opt[OPT_RUN_DIR], .allow_config_change = a->opt[OPT_ALLOW] != NULL,
+    tfl_run_opts o = {.run_dir = a->opt[OPT_RUN_DIR],
+                      .allow_config_change = a->opt[OPT_ALLOW] != NULL,
                       .progress = quiet ? NULL : stdout, .on_event = show, .user = j,
-                      .comm = cli_dist_comm()};
+                      .comm = cli_comm};
     if ((j->run = tfl_run_open(j->cfg, &o, &st))) return CLI_OK;
     tfl_error e = tfl_ctx_error(j->ctx);
     cli_error("%s: %s", j->config, e.message);
@@ -75,10 +73,10 @@ static int restore(job *j, const cli_args *a, FILE *say)
         tfl_error e = tfl_ctx_error(j->ctx);
         if (e.code == TFL_NOT_FOUND && !ckpt)
             cli_error("%s ('tapeflow train %s')", e.message, j->config);
-        else cli_ctx_error(j->ctx, ckpt ? ckpt : "restoring");
+        else cli_fail(j->ctx, ckpt ? ckpt : "restoring", 0);
         return CLI_RUNTIME;
     }
-    if (!cli_dist_writer()) return CLI_OK;
+    if (cli_rank != 0) return CLI_OK;
     fprintf(say, "%scheckpoint %s", say == stderr ? "tapeflow: " : "", used);
     if (step >= 0) fprintf(say, " (step %lld)", (long long)step);
     fputc('\n', say);
@@ -115,11 +113,11 @@ int cli_train(const cli_args *a)
 {
     int code = cli_dist_start();
     job j = {0};
-    if (code != CLI_OK || (code = open_job(&j, a, a->opt[OPT_QUIET] || !cli_dist_writer())))
+    if (code != CLI_OK || (code = open_job(&j, a, a->opt[OPT_QUIET] || cli_rank != 0)))
         return job_end(&j, code);
     cli_catch_signals(j.run);
     tfl_run_result res;
-    if (tfl_run_train(j.run, &res) != TFL_OK) return job_end(&j, cli_ctx_error(j.ctx, "training"));
+    if (tfl_run_train(j.run, &res) != TFL_OK) return job_end(&j, cli_fail(j.ctx, "training", 0));
     return job_end(&j, trained(&j, &res));
 }
 
@@ -133,13 +131,13 @@ int cli_config(const cli_args *a)
     tfl_config *cfg = cli_load_config(ctx, a->pos[0], a, &code);
     const char *text = cfg ? tfl_config_format(cfg) : NULL;
     if (text) fputs(text, stdout);
-    else if (cfg) code = cli_ctx_error(ctx, "resolving the config");
+    else if (cfg) code = cli_fail(ctx, "resolving the config", 0);
     tfl_config_free(cfg);
     tfl_ctx_free(ctx);
     return code;
 }
 
-/* ---- eval, predict and generate: the trained model of the run directory ------------------------ */
+/* ---- eval, predict and generate: the trained model of the run directory ---------------------- */
 
 int cli_eval(const cli_args *a)
 {
@@ -153,12 +151,12 @@ int cli_eval(const cli_args *a)
     /* under mpirun every rank evaluates its shard of every batch, and rank 0 prints the
      * figures of the whole data (the sums reduced across the ranks) */
     if (tfl_run_evaluate(j.run, &loss, &acc, &which, &examples) != TFL_OK)
-        return job_end(&j, cli_ctx_error(j.ctx, "evaluating"));
-    if (!cli_dist_writer()) return job_end(&j, CLI_OK);
+        return job_end(&j, cli_fail(j.ctx, "evaluating", 0));
+    if (cli_rank != 0) return job_end(&j, CLI_OK);
     printf("%s_loss %.4f", which, loss);
     if (!isnan(acc)) printf(" - %s_accuracy %.4f", which, acc);
     printf(" - %lld examples", (long long)examples);
-    if (cli_dist_size() > 1) printf(" on %d ranks", cli_dist_size());
+    if (cli_ranks > 1) printf(" on %d ranks", cli_ranks);
     printf("\n");
     return job_end(&j, CLI_OK);
 }
@@ -176,21 +174,21 @@ static int write_predictions(job *j, const cli_args *a, const tfl_tensor *out, b
     }
     tfl_status st = path ? tfl_run_save_predictions(j->run, out, path)
                          : tfl_run_write_predictions(j->run, out, stdout);
-    return st == TFL_OK ? CLI_OK : cli_ctx_error(j->ctx, "writing the predictions");
+    return st == TFL_OK ? CLI_OK : cli_fail(j->ctx, "writing the predictions", 0);
 }
 
 int cli_predict(const cli_args *a)
 {
     int code = cli_dist_start();
     /* under mpirun rank 0 alone predicts and writes (one output, in the input's order) */
-    if (code != CLI_OK || !cli_dist_writer()) return code;
+    if (code != CLI_OK || cli_rank != 0) return code;
     job j = {0};
     if ((code = open_job(&j, a, true)) || (code = restore(&j, a, stderr))) return job_end(&j, code);
     bool labelled = false;
     double loss = NAN, acc = NAN;
     tfl_tensor *out = tfl_run_predict(j.run, a->opt[OPT_INPUT], &labelled, &loss, &acc);
     code = out ? write_predictions(&j, a, out, labelled, loss, acc)
-               : cli_ctx_error(j.ctx, a->opt[OPT_INPUT]);
+               : cli_fail(j.ctx, a->opt[OPT_INPUT], 0);
     tfl_tensor_release(out);
     return job_end(&j, code);
 }
@@ -205,13 +203,14 @@ int cli_generate(const cli_args *a)
     job j = {0};
     int code = open_job(&j, a, true);
     if (code == CLI_OK && tfl_run_text_context(j.run, NULL) != TFL_OK) /* before the checkpoint */
-        code = cli_fail(j.ctx, TFL_FAILED_PRECONDITION, TFL_INVALID_ARGUMENT);
+        code = cli_fail(j.ctx, NULL, CLI_CODE(TFL_FAILED_PRECONDITION));
     if (code != CLI_OK || (code = restore(&j, a, stderr))) return job_end(&j, code);
     char *text = malloc((size_t)o.tokens + 1); /* the tokens and a NUL */
     int64_t n = 0;
     if (!text) code = (cli_error("no memory for %lld tokens", (long long)o.tokens), CLI_RUNTIME);
     else if (tfl_run_generate(j.run, a->opt[OPT_PROMPT], &o, text, &n) != TFL_OK)
-        code = cli_fail(j.ctx, TFL_INVALID_ARGUMENT, TFL_FAILED_PRECONDITION);
+        code = cli_fail(j.ctx, NULL,
+                        CLI_CODE(TFL_INVALID_ARGUMENT) | CLI_CODE(TFL_FAILED_PRECONDITION));
     if (code == CLI_OK) /* fwrite: a byte vocabulary may give 0 bytes */
         printf("%s", a->opt[OPT_PROMPT]), fwrite(text, 1, (size_t)n, stdout), putchar('\n');
     free(text);

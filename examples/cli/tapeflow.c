@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the options and the commands ------------------------------------------------------------- */
+/* ---- the options and the commands ------------------------------------------------------------ */
 
 typedef struct option {
     const char *name, *alias, *arg; /* arg NULL: a flag */
@@ -119,7 +119,7 @@ static const command commands[] = {
 
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
-/* ---- help texts, made from the tables ---------------------------------------------------------- */
+/* ---- help texts, made from the tables -------------------------------------------------------- */
 
 /* Prints text from column col, wrapped at 80 columns onto lines indented by `indent`; '\n'
  * breaks a line, '\x01' is a space no line breaks at. */
@@ -192,7 +192,8 @@ static void print_help(const command *c)
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
-static int usage_error(const command *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const command *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int usage_error(const command *c, const char *fmt, ...)
 {
     va_list ap;
@@ -331,25 +332,20 @@ tfl_ctx *cli_ctx(void)
     return ctx;
 }
 
-int cli_ctx_error(tfl_ctx *ctx, const char *what)
+int cli_fail(tfl_ctx *ctx, const char *what, unsigned usage)
 {
     tfl_error e = tfl_ctx_error(ctx);
-    cli_error("%s: %s (%s)", what, e.message[0] ? e.message : "failed", tfl_status_name(e.code));
-    return CLI_RUNTIME;
-}
-
-int cli_fail(tfl_ctx *ctx, tfl_status usage_a, tfl_status usage_b)
-{
-    tfl_error e = tfl_ctx_error(ctx);
-    cli_error("%s", e.message);
-    return e.code == usage_a || e.code == usage_b ? CLI_USAGE : CLI_RUNTIME;
+    if (!what) cli_error("%s", e.message);
+    else cli_error("%s: %s (%s)", what, e.message[0] ? e.message : "failed",
+                   tfl_status_name(e.code));
+    return usage & CLI_CODE(e.code) ? CLI_USAGE : CLI_RUNTIME;
 }
 
 tfl_config *cli_load_config(tfl_ctx *ctx, const char *path, const cli_args *a, int *code)
 {
     tfl_status st;
     tfl_config *cfg = tfl_config_load(ctx, path, a->list, (size_t)a->n_list, &st);
-    *code = !cfg ? cli_ctx_error(ctx, "loading the config") : CLI_OK;
+    *code = !cfg ? cli_fail(ctx, "loading the config", 0) : CLI_OK;
     if (cfg && !tfl_config_valid(cfg)) {
         const char *text = tfl_config_diagnostics(cfg);
         fputs(text ? text : "invalid config\n", stderr);
@@ -363,7 +359,7 @@ tfl_config *cli_load_config(tfl_ctx *ctx, const char *path, const cli_args *a, i
     return cfg;
 }
 
-/* ---- version and main -------------------------------------------------------------------------- */
+/* ---- version and main ------------------------------------------------------------------------ */
 
 static int cli_version(const cli_args *a)
 {

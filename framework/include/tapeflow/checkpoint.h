@@ -184,7 +184,7 @@ TFL_API tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *co
                                          const tfl_ckpt_restore_opts *opts,
                                          tfl_ckpt_restore_report *report);
 
-/* ---- tools: diff, export and summary (what `tapeflow diff|export|inspect` call) --------------- */
+/* ---- tools: diff, export and summary (what `tapeflow diff|export|inspect` call) -------------- */
 
 /** How a tensor compares in tfl_ckpt_diff. */
 typedef enum tfl_ckpt_diff_kind {
