@@ -35,7 +35,7 @@ static int inspect_ckpt(tfl_ctx *ctx, const char *path)
     int code = CLI_OK;
     if (text && tfl_ckpt_summary(ck, text, (size_t)n + 1) == n) fputs(text, stdout);
     if (!ck || tfl_ckpt_verify(ck, &checked) != TFL_OK) code = cli_fail(ctx, path, 0);
-    else if (!text) code = (cli_error("%s: no memory for its summary", path), CLI_RUNTIME);
+    else if (!text) cli_error("%s: no memory for its summary", path), code = CLI_RUNTIME;
     else printf("%lld CRC-32C checksums verified\n", (long long)checked);
     free(text);
     tfl_ckpt_close(ck);

@@ -207,7 +207,7 @@ int cli_generate(const cli_args *a)
     if (code != CLI_OK || (code = restore(&j, a, stderr))) return job_end(&j, code);
     char *text = malloc((size_t)o.tokens + 1); /* the tokens and a NUL */
     int64_t n = 0;
-    if (!text) code = (cli_error("no memory for %lld tokens", (long long)o.tokens), CLI_RUNTIME);
+    if (!text) cli_error("no memory for %lld tokens", (long long)o.tokens), code = CLI_RUNTIME;
     else if (tfl_run_generate(j.run, a->opt[OPT_PROMPT], &o, text, &n) != TFL_OK)
         code = cli_fail(j.ctx, NULL,
                         CLI_CODE(TFL_INVALID_ARGUMENT) | CLI_CODE(TFL_FAILED_PRECONDITION));

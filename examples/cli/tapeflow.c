@@ -373,8 +373,8 @@ static int cli_version(const cli_args *a)
                          : "no (TFL_NCCL=OFF, no CUDA backend, or no NCCL)");
     tfl_status st; /* the devices this machine gives a context */
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
-    if (!ctx) return printf("devices: none (%s)\n", tfl_status_name(st)), CLI_OK;
-    printf("devices:\n");
+    printf(ctx ? "devices:\n" : "devices: none (%s)\n", tfl_status_name(st));
+    if (!ctx) return CLI_OK;
     char line[512];
     for (int i = 0; i < tfl_device_count(ctx); i++)
         if (tfl_device_describe(ctx, i, line, sizeof line) >= 0) printf("  %s\n", line);
