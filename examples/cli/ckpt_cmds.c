@@ -45,18 +45,13 @@ static int inspect_ckpt(tfl_ctx *ctx, const char *path)
 int cli_inspect(const cli_args *a)
 {
     const char *path = a->pos[0], *dot = strrchr(path, '.');
-    tfl_ctx *ctx = cli_ctx();
-    if (!ctx) return CLI_RUNTIME;
     bool config = dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"));
-    int code = config ? inspect_config(ctx, path) : inspect_ckpt(ctx, path);
-    tfl_ctx_free(ctx);
-    return code;
+    return config ? inspect_config(a->ctx, path) : inspect_ckpt(a->ctx, path);
 }
 
 int cli_verify(const cli_args *a)
 {
-    tfl_ctx *ctx = cli_ctx();
-    if (!ctx) return CLI_RUNTIME;
+    tfl_ctx *ctx = a->ctx;
     int code = CLI_OK;
     for (int i = 0; i < a->n_pos; i++) {
         tfl_ckpt *ck = tfl_ckpt_open(ctx, a->pos[i]);
@@ -72,7 +67,6 @@ int cli_verify(const cli_args *a)
         tfl_ckpt_close(ck);
         tfl_ctx_clear_error(ctx);
     }
-    tfl_ctx_free(ctx);
     return code;
 }
 
@@ -89,22 +83,18 @@ static void print_diff(void *user, const tfl_ckpt_diff_entry *e)
 
 int cli_diff(const cli_args *a)
 {
-    tfl_ctx *ctx = cli_ctx();
-    if (!ctx) return CLI_USAGE; /* trouble: 2, as below (diff(1) and cmp(1)) */
     int64_t n = 0;
-    int code = CLI_USAGE;
-    if (tfl_ckpt_diff(ctx, a->pos[0], a->pos[1], print_diff, NULL, &n) != TFL_OK)
-        cli_fail(ctx, "diff", 0);
+    int code = CLI_USAGE; /* trouble: 2 (diff(1) and cmp(1)) */
+    if (tfl_ckpt_diff(a->ctx, a->pos[0], a->pos[1], print_diff, NULL, &n) != TFL_OK)
+        cli_fail(a->ctx, "diff", 0);
     else if (printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ") > 0)
         code = n > 0 ? CLI_RUNTIME : CLI_OK;
-    tfl_ctx_free(ctx);
     return code;
 }
 
 int cli_export(const cli_args *a)
 {
-    tfl_ctx *ctx = cli_ctx();
-    if (!ctx) return CLI_RUNTIME;
+    tfl_ctx *ctx = a->ctx;
     char latest[4400];
     int64_t step = 0;
     int code = CLI_OK;
@@ -113,6 +103,5 @@ int cli_export(const cli_args *a)
     else if (tfl_ckpt_export(ctx, latest, a->pos[1], NULL, NULL, NULL) != TFL_OK)
         code = cli_fail(ctx, "export", 0);
     else printf("%s: the weights of %s (step %lld)\n", a->pos[1], latest, (long long)step);
-    tfl_ctx_free(ctx);
     return code;
 }

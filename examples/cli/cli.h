@@ -25,8 +25,9 @@ enum { OPT_SET, OPT_RUN_DIR, OPT_INPUT, OPT_OUTPUT, OPT_CKPT, OPT_QUIET, OPT_ALL
 
 #define CLI_MAX_ARGS 256
 
-/** A command's arguments, as parsed. */
+/** A command's arguments, as parsed, and the program's context. */
 typedef struct cli_args {
+    tfl_ctx *ctx;                   /* logs warnings through cli_log; alive until exit */
     const char *pos[CLI_MAX_ARGS]; /* the positional arguments */
     int n_pos;
     const char *opt[OPT_N];         /* an option's value, a flag's name; NULL: not given (the
@@ -39,8 +40,6 @@ typedef struct cli_args {
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** The log sink of contexts outside runs (level WARNING): "tapeflow: warning: ..." on stderr. */
 void cli_log(void *user, tfl_log_level level, const char *message);
-/** A context that logs warnings through cli_log; NULL (said on stderr) when none. */
-tfl_ctx *cli_ctx(void);
 /** The context's kept error, as "what: message (CODE)" (what NULL: the message alone);
  * returns CLI_USAGE when its code is in `usage` (CLI_CODE bits: the arguments' fault), else
  * CLI_RUNTIME. */
@@ -58,8 +57,8 @@ extern volatile sig_atomic_t cli_interrupted;
 void cli_catch_signals(tfl_run *run);
 
 /* examples/cli/dist.c: training under mpirun (one rank without it: nothing changes) */
-/** Starts the job's communicator (MPI only under mpirun); CLI_OK or an error code. */
-int cli_dist_start(void);
+/** Starts the job's communicator on ctx (MPI only under mpirun); CLI_OK or an error code. */
+int cli_dist_start(tfl_ctx *ctx);
 /** Ends the job: a failed code under mpirun ends every rank (MPI_Abort); returns code. */
 int cli_dist_end(int code);
 extern int cli_rank, cli_ranks; /* rank 0 (or the only process) writes files and progress */

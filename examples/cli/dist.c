@@ -7,22 +7,14 @@
  */
 #include "cli.h"
 
-/* The job's world: its own context, alive until exit, so that a failure anywhere in a run
- * (whose context is freed on the way out) can still end the job. */
-static tfl_ctx *job_ctx;
-static tfl_comm *job;
+static tfl_comm *job; /* the job's world, on the program's context (alive until exit) */
 int cli_rank, cli_ranks = 1;
 tfl_comm *cli_comm;
 char cli_rank_label[48];
 
-int cli_dist_start(void)
+int cli_dist_start(tfl_ctx *ctx)
 {
-    if (!(job_ctx = cli_ctx())) return CLI_RUNTIME;
-    if (!(job = tfl_comm_world(job_ctx, NULL))) {
-        int code = cli_fail(job_ctx, "starting MPI", 0);
-        tfl_ctx_free(job_ctx);
-        return code;
-    }
+    if (!(job = tfl_comm_world(ctx, NULL))) return cli_fail(ctx, "starting MPI", 0);
     cli_rank = tfl_comm_rank(job);
     cli_ranks = tfl_comm_size(job);
     if (cli_ranks == 1) return CLI_OK;
@@ -33,7 +25,7 @@ int cli_dist_start(void)
      * alone goes on (predict) */
     int local, locals;
     if (tfl_comm_local_rank(job, &local, &locals) != TFL_OK)
-        return cli_fail(job_ctx, "finding the ranks of this host", 0);
+        return cli_fail(ctx, "finding the ranks of this host", 0);
     return CLI_OK;
 }
 
@@ -45,7 +37,6 @@ int cli_dist_end(int code)
     /* a failure on one rank, or the same on all: end the job, nobody waits in a collective */
     if (cli_ranks > 1 && code != CLI_OK && code != CLI_INTERRUPTED) tfl_comm_abort(job, code);
     tfl_comm_free(job);
-    tfl_ctx_free(job_ctx);
     job = cli_comm = NULL;
     return code;
 }

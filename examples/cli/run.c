@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 typedef struct job {
-    tfl_ctx *ctx;
+    tfl_ctx *ctx; /* the program's */
     tfl_config *cfg;
     tfl_run *run;
     const char *config; /* its path */
@@ -38,7 +38,6 @@ static int job_end(job *j, int code)
     cli_catch_signals(NULL);
     tfl_run_close(j->run);
     tfl_config_free(j->cfg);
-    tfl_ctx_free(j->ctx);
     return code;
 }
 
@@ -46,8 +45,7 @@ static int job_end(job *j, int code)
  * lack of memory. Nothing is written. */
 static int open_job(job *j, const cli_args *a, bool quiet)
 {
-    *j = (job){.config = a->pos[0], .quiet = quiet, .tty = isatty(STDOUT_FILENO)};
-    if (!(j->ctx = cli_ctx())) return CLI_RUNTIME;
+    *j = (job){.ctx = a->ctx, .config = a->pos[0], .quiet = quiet, .tty = isatty(STDOUT_FILENO)};
     tfl_status st;
     int code;
     if (!(j->cfg = cli_load_config(j->ctx, j->config, a, &code))) return code;
@@ -111,7 +109,7 @@ static int trained(job *j, const tfl_run_result *res)
 
 int cli_train(const cli_args *a)
 {
-    int code = cli_dist_start();
+    int code = cli_dist_start(a->ctx);
     job j = {0};
     if (code != CLI_OK || (code = open_job(&j, a, a->opt[OPT_QUIET] || cli_rank != 0)))
         return job_end(&j, code);
@@ -125,15 +123,12 @@ int cli_train(const cli_args *a)
 
 int cli_config(const cli_args *a)
 {
-    tfl_ctx *ctx = cli_ctx();
-    if (!ctx) return CLI_RUNTIME;
     int code;
-    tfl_config *cfg = cli_load_config(ctx, a->pos[0], a, &code);
+    tfl_config *cfg = cli_load_config(a->ctx, a->pos[0], a, &code);
     const char *text = cfg ? tfl_config_format(cfg) : NULL;
     if (text) fputs(text, stdout);
-    else if (cfg) code = cli_fail(ctx, "resolving the config", 0);
+    else if (cfg) code = cli_fail(a->ctx, "resolving the config", 0);
     tfl_config_free(cfg);
-    tfl_ctx_free(ctx);
     return code;
 }
 
@@ -141,7 +136,7 @@ int cli_config(const cli_args *a)
 
 int cli_eval(const cli_args *a)
 {
-    int code = cli_dist_start();
+    int code = cli_dist_start(a->ctx);
     job j = {0};
     if (code != CLI_OK || (code = open_job(&j, a, true)) || (code = restore(&j, a, stdout)))
         return job_end(&j, code);
@@ -179,7 +174,7 @@ static int write_predictions(job *j, const cli_args *a, const tfl_tensor *out, b
 
 int cli_predict(const cli_args *a)
 {
-    int code = cli_dist_start();
+    int code = cli_dist_start(a->ctx);
     /* under mpirun rank 0 alone predicts and writes (one output, in the input's order) */
     if (code != CLI_OK || cli_rank != 0) return code;
     job j = {0};

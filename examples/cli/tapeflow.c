@@ -323,7 +323,7 @@ void cli_log(void *user, tfl_log_level level, const char *message)
         fprintf(stderr, "tapeflow: %swarning: %s\n", cli_rank_label, message);
 }
 
-tfl_ctx *cli_ctx(void)
+static tfl_ctx *new_ctx(void)
 {
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING},
@@ -363,7 +363,6 @@ tfl_config *cli_load_config(tfl_ctx *ctx, const char *path, const cli_args *a, i
 
 static int cli_version(const cli_args *a)
 {
-    (void)a;
     printf("tapeflow %s\nCUDA backend: %s\ncuDNN: %s\nMPI (mpirun -np N tapeflow train): %s\n"
            "NCCL (GPU all-reduce): %s\n", TFL_VERSION_STRING,
            TFL_HAVE_CUDA ? "yes (libtapeflow_cuda.so, loaded when a GPU is looked for)"
@@ -371,15 +370,11 @@ static int cli_version(const cli_args *a)
            TFL_HAVE_CUDNN ? "yes" : "no", TFL_HAVE_MPI ? "yes" : "no (TFL_MPI=OFF or no MPI)",
            TFL_HAVE_NCCL ? "yes (libnccl loaded at the first GPU collective)"
                          : "no (TFL_NCCL=OFF, no CUDA backend, or no NCCL)");
-    tfl_status st; /* the devices this machine gives a context */
-    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
-    printf(ctx ? "devices:\n" : "devices: none (%s)\n", tfl_status_name(st));
-    if (!ctx) return CLI_OK;
+    printf("devices:\n"); /* those this machine gives a context */
     char line[512];
-    for (int i = 0; i < tfl_device_count(ctx); i++)
-        if (tfl_device_describe(ctx, i, line, sizeof line) >= 0) printf("  %s\n", line);
-    if (tfl_device_note(ctx, line, sizeof line) > 0) printf("  (%s)\n", line); /* why no GPU */
-    tfl_ctx_free(ctx);
+    for (int i = 0; i < tfl_device_count(a->ctx); i++)
+        if (tfl_device_describe(a->ctx, i, line, sizeof line) >= 0) printf("  %s\n", line);
+    if (tfl_device_note(a->ctx, line, sizeof line) > 0) printf("  (%s)\n", line); /* no GPU */
     return CLI_OK;
 }
 
@@ -397,7 +392,11 @@ int main(int argc, char **argv)
         if (help) return print_help(c), CLI_OK;
         cli_args a;
         int code = parse(c, argc, argv, &a);
-        return code == CLI_OK ? cli_dist_end(c->run(&a)) : code;
+        if (code != CLI_OK) return code;
+        if (!(a.ctx = new_ctx())) return c->run == cli_diff ? CLI_USAGE : CLI_RUNTIME;
+        code = cli_dist_end(c->run(&a)); /* diff: trouble is 2 */
+        tfl_ctx_free(a.ctx);
+        return code;
     }
     if (help) return print_usage(stdout), CLI_OK;
     if (argc > 1) fprintf(stderr, "tapeflow: unknown command '%s'\n\n", cmd);
