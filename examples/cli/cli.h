@@ -27,8 +27,9 @@ enum { OPT_SET, OPT_RUN_DIR, OPT_INPUT, OPT_OUTPUT, OPT_CKPT, OPT_QUIET, OPT_ALL
 
 /** A command's arguments, as parsed, and the program's context. */
 typedef struct cli_args {
-    tfl_ctx *ctx;                   /* logs warnings through cli_log; alive until exit */
-    const char *pos[CLI_MAX_ARGS]; /* the positional arguments */
+    tfl_ctx *ctx;                   /* warnings on stderr ("tapeflow: warning: ..."); alive
+                                       until exit */
+    const char *pos[CLI_MAX_ARGS];  /* the positional arguments */
     int n_pos;
     const char *opt[OPT_N];         /* an option's value, a flag's name; NULL: not given (the
                                        slot of -o/--output and --linear-y is their option's) */
@@ -38,8 +39,6 @@ typedef struct cli_args {
 
 /** "tapeflow: error: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/** The log sink of contexts outside runs (level WARNING): "tapeflow: warning: ..." on stderr. */
-void cli_log(void *user, tfl_log_level level, const char *message);
 /** The context's kept error, as "what: message (CODE)" (what NULL: the message alone);
  * returns CLI_USAGE when its code is in `usage` (CLI_CODE bits: the arguments' fault), else
  * CLI_RUNTIME. */
@@ -65,15 +64,16 @@ extern int cli_rank, cli_ranks; /* rank 0 (or the only process) writes files and
 extern tfl_comm *cli_comm;      /* the job's communicator under mpirun (tfl_run_opts.comm) */
 extern char cli_rank_label[48]; /* "rank R of N: " under mpirun (cli_error's prefix) */
 
+/* the commands (run.c, ckpt_cmds.c, logs.c) */
 int cli_train(const cli_args *a);
 int cli_eval(const cli_args *a);
 int cli_predict(const cli_args *a);
 int cli_config(const cli_args *a);
-int cli_generate(const cli_args *a); /* generate.c */
-int cli_inspect(const cli_args *a);  /* ckpt_cmds.c */
+int cli_generate(const cli_args *a);
+int cli_inspect(const cli_args *a);
 int cli_verify(const cli_args *a);
 int cli_diff(const cli_args *a);
 int cli_export(const cli_args *a);
-int cli_plot(const cli_args *a); /* logs.c */
+int cli_plot(const cli_args *a);
 
 #endif /* TFL_CLI_H */

@@ -316,9 +316,11 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-void cli_log(void *user, tfl_log_level level, const char *message)
+/* The program's context's log sink (outside runs): its warnings; an error reaches the user
+ * through the context's kept error. */
+static void cli_log(void *user, tfl_log_level level, const char *message)
 {
-    (void)user; /* an error reaches the user through the context's kept error */
+    (void)user;
     if (level == TFL_LOG_WARNING)
         fprintf(stderr, "tapeflow: %swarning: %s\n", cli_rank_label, message);
 }
