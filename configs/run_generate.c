@@ -44,20 +44,31 @@ static tfl_status encode(tfl_ctx *ctx, const char *prompt, int64_t n, const uint
     return TFL_OK;
 }
 
-/* data.train's context_length of a `format: text` config; FAILED_PRECONDITION (kept) for
- * another format. */
-static tfl_status text_context(tfl_config *cfg, int64_t *context)
+/* data.train's context_length of a `format: text` config; FAILED_PRECONDITION (kept, naming
+ * `what`) for another format. */
+static tfl_status text_context(tfl_config *cfg, const char *what, int64_t *context)
 {
     char format[64] = "", len[64] = "";
     tfl_config_get(cfg, "data.train.format", format, sizeof format);
     TFL_CHECK(cfg->ctx, !strcmp(format, "text"), TFL_FAILED_PRECONDITION,
-              "tfl_run_generate: generation needs a text model: data.train of %s is "
-              "'format: %s', not 'format: text'", tfl_config_path(cfg),
-              format[0] ? format : "?");
+              "%s: generation needs a text model: data.train of %s is 'format: %s', not "
+              "'format: text'", what, tfl_config_path(cfg), format[0] ? format : "?");
     tfl_config_get(cfg, "data.train.context_length", len, sizeof len);
     *context = strtoll(len, NULL, 10);
     TFL_CHECK(cfg->ctx, *context >= 1, TFL_INTERNAL,
-              "tfl_run_generate: data.train.context_length '%s' is not a length", len);
+              "%s: data.train.context_length '%s' is not a length", what, len);
+    return TFL_OK;
+}
+
+tfl_status tfl_run_text_context(tfl_run *run, int64_t *context_length)
+{
+    tfl_config *cfg = NULL;
+    tfl_dataset *train = NULL;
+    if (!run) return TFL_INVALID_ARGUMENT;
+    if (!tfl__run_parts(run, "tfl_run_text_context", &cfg, &train)) return TFL_MISUSE;
+    int64_t context = 0;
+    TFL_TRY(text_context(cfg, "tfl_run_text_context", &context));
+    if (context_length) *context_length = context;
     return TFL_OK;
 }
 
@@ -74,7 +85,7 @@ tfl_status tfl_run_generate(tfl_run *run, const char *prompt, const tfl_generate
               "tfl_run_generate: NULL %s",
               !prompt ? "prompt" : !opts ? "opts" : !text ? "text" : "n_text");
     int64_t context = 0;
-    TFL_TRY(text_context(cfg, &context));
+    TFL_TRY(text_context(cfg, "tfl_run_generate", &context));
     uint8_t vocab[256];
     int v = tfl_dataset_text_vocab(train, vocab);
     if (v < 1) return tfl_ctx_status(ctx);

@@ -26,9 +26,11 @@ bool tfl__run_dp_parallel(const tfl__run_dp *d)
 static tfl_status relay_as(const tfl__run_dp *d, tfl_status st, const char *what)
 {
     tfl_ctx *job = tfl_comm_ctx(d->comm);
-    if (st != TFL_OK && job != d->ctx)
-        tfl__set_error(d->ctx, st, "%s%s", what, tfl_ctx_error(job).message);
-    return st;
+    if (st == TFL_OK || (job == d->ctx && (!what[0] || tfl_ctx_error(job).code != st))) return st;
+    char msg[TFL_MSG_SIZE]; /* a communicator of the run's own context: its error reworded */
+    snprintf(msg, sizeof msg, "%s", tfl_ctx_error(job).message);
+    if (job == d->ctx) tfl_ctx_clear_error(d->ctx);
+    return tfl__set_error(d->ctx, st, "%s%s", what, msg);
 }
 static tfl_status relay(const tfl__run_dp *d, tfl_status st)
 {

@@ -3,194 +3,105 @@
  *   inspect CHECKPOINT          names, dtypes, shapes, sizes, the step; checks every CRC
  *   inspect CONFIG              the model's layers (and their inputs), shapes and parameters
  *   verify CHECKPOINT...        reads each file and checks its CRCs (exit 1 on any failure)
- *   diff A B                    the tensors that differ, by max absolute and relative difference
- *   export RUN --weights-only OUT
+ *   diff A B                    the tensors that differ (exit 0 equal, 1 different, 2 trouble)
+ *   export RUN OUT --weights-only
  *                               the newest checkpoint of a run directory, model weights only
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
-
-/* Positional arguments only (after argv[2]); --help is handled by the dispatcher. */
-static int positional(const char *cmd, int argc, char **argv, int min, int max)
-{
-    int n = argc - 2;
-    for (int i = 2; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--weights-only")) {
-            fprintf(stderr, "tapeflow %s: unknown option '%s'; see 'tapeflow %s --help'\n", cmd,
-                    argv[i], cmd);
-            return -1;
-        }
-    if (n < min || (max >= 0 && n > max)) {
-        fprintf(stderr, "tapeflow %s: expected %s; see 'tapeflow %s --help'\n", cmd,
-                min == max ? "its arguments" : "more arguments", cmd);
-        return -1;
-    }
-    return n;
-}
-
-static tfl_ctx *new_ctx(void)
-{
-    tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.log_fn = cli_log, .log_level = TFL_LOG_WARNING}, &st);
-    if (!ctx) cli_error("no context: %s", tfl_status_name(st));
-    return ctx;
-}
 
 /* inspect CONFIG: the summary of the model a config builds */
 static int inspect_config(tfl_ctx *ctx, const char *path)
 {
     int code;
-    tfl_config *cfg = cli_load_config(ctx, &(cli_args){.config = path}, &code);
-    if (!cfg) return code;
-    tfl_model *m = tfl_config_build_model(cfg);
+    tfl_config *cfg = cli_load_config(ctx, path, &(cli_args){0}, &code);
+    tfl_model *m = cfg ? tfl_config_build_model(cfg) : NULL;
     const char *text = m ? tfl_model_summary(m) : NULL;
     if (text) fputs(text, stdout);
-    else code = cli_ctx_error(ctx, path);
+    else if (cfg) code = cli_fail(ctx, path, 0);
     tfl_model_free(m);
     tfl_config_free(cfg);
     return code;
 }
 
-static bool is_config(const char *path)
+/* inspect CHECKPOINT: its tensors (tfl_ckpt_summary), then every CRC checked */
+static int inspect_ckpt(tfl_ctx *ctx, const char *path)
 {
-    size_t n = strlen(path);
-    return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
-}
-
-int cli_inspect(int argc, char **argv)
-{
-    if (positional("inspect", argc, argv, 1, 1) < 0) return CLI_USAGE;
-    tfl_ctx *ctx = new_ctx();
-    if (!ctx) return CLI_RUNTIME;
-    if (is_config(argv[2])) {
-        int code = inspect_config(ctx, argv[2]);
-        tfl_ctx_free(ctx);
-        return code;
-    }
-    tfl_ckpt *ck = tfl_ckpt_open(ctx, argv[2]);
+    tfl_ckpt *ck = tfl_ckpt_open(ctx, path);
+    int64_t n = ck ? tfl_ckpt_summary(ck, NULL, 0) : -1, checked = 0;
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
     int code = CLI_OK;
-    if (!ck) {
-        code = cli_ctx_error(ctx, argv[2]);
-    } else {
-        const char *step = tfl_ckpt_metadata(ck, "tapeflow.step");
-        printf("%s: %lld tensors, step %s\n", argv[2], (long long)tfl_ckpt_num_tensors(ck),
-               step ? step : "(not recorded)");
-        int64_t total = 0;
-        for (int64_t i = 0; i < tfl_ckpt_num_tensors(ck); i++) {
-            tfl_ckpt_tensor_info in;
-            if (tfl_ckpt_tensor_info_at(ck, i, &in) != TFL_OK) break;
-            char shape[160] = "(";
-            size_t o = 1;
-            for (int d = 0; d < in.rank && o < sizeof shape; d++)
-                o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%lld", d ? ", " : "",
-                                      (long long)in.shape[d]);
-            if (o < sizeof shape)
-                snprintf(shape + o, sizeof shape - o, in.rank == 1 ? ",)" : ")");
-            printf("  %-40s %-9s %-18s %12lld bytes\n", in.name,
-                   in.dtype ? tfl_dtype_name(in.dtype) : in.file_dtype, shape,
-                   (long long)in.bytes);
-            total += in.bytes;
-        }
-        int64_t checked = 0;
-        if (tfl_ckpt_verify(ck, &checked) != TFL_OK) code = cli_ctx_error(ctx, argv[2]);
-        else
-            printf("%lld bytes of tensors; %lld CRC-32C checksums verified\n", (long long)total,
-                   (long long)checked);
-        tfl_ckpt_close(ck);
-    }
-    tfl_ctx_free(ctx);
+    if (text && tfl_ckpt_summary(ck, text, (size_t)n + 1) == n) fputs(text, stdout);
+    if (!ck || tfl_ckpt_verify(ck, &checked) != TFL_OK) code = cli_fail(ctx, path, 0);
+    else if (!text) cli_error("%s: no memory for its summary", path), code = CLI_RUNTIME;
+    else printf("%lld CRC-32C checksums verified\n", (long long)checked);
+    free(text);
+    tfl_ckpt_close(ck);
     return code;
 }
 
-int cli_verify(int argc, char **argv)
+int cli_inspect(const cli_args *a)
 {
-    if (positional("verify", argc, argv, 1, -1) < 0) return CLI_USAGE;
-    tfl_ctx *ctx = new_ctx();
-    if (!ctx) return CLI_RUNTIME;
+    const char *path = a->pos[0], *dot = strrchr(path, '.');
+    bool config = dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml"));
+    return config ? inspect_config(a->ctx, path) : inspect_ckpt(a->ctx, path);
+}
+
+int cli_verify(const cli_args *a)
+{
+    tfl_ctx *ctx = a->ctx;
     int code = CLI_OK;
-    for (int i = 2; i < argc; i++) {
-        tfl_ckpt *ck = tfl_ckpt_open(ctx, argv[i]);
+    for (int i = 0; i < a->n_pos; i++) {
+        tfl_ckpt *ck = tfl_ckpt_open(ctx, a->pos[i]);
         int64_t checked = 0;
         if (ck && tfl_ckpt_verify(ck, &checked) == TFL_OK) {
-            printf("%s: ok (%lld tensors, %lld checksums)\n", argv[i],
+            printf("%s: ok (%lld tensors, %lld checksums)\n", a->pos[i],
                    (long long)tfl_ckpt_num_tensors(ck), (long long)checked);
         } else {
             tfl_error e = tfl_ctx_error(ctx);
-            printf("%s: %s: %s\n", argv[i], tfl_status_name(e.code), e.message);
+            printf("%s: %s: %s\n", a->pos[i], tfl_status_name(e.code), e.message);
             code = CLI_RUNTIME;
         }
         tfl_ckpt_close(ck);
         tfl_ctx_clear_error(ctx);
     }
-    tfl_ctx_free(ctx);
     return code;
 }
 
 static void print_diff(void *user, const tfl_ckpt_diff_entry *e)
 {
     (void)user;
-    switch (e->kind) {
-    case TFL_CKPT_SAME:
-        break;
-    case TFL_CKPT_DIFFERENT:
+    if (e->kind == TFL_CKPT_DIFFERENT)
         printf("  %-40s max abs %.6g, max rel %.6g\n", e->name, e->max_abs, e->max_rel);
-        break;
-    case TFL_CKPT_ONLY_IN_A:
-        printf("  %-40s only in A\n", e->name);
-        break;
-    case TFL_CKPT_ONLY_IN_B:
-        printf("  %-40s only in B\n", e->name);
-        break;
-    default:
-        printf("  %-40s another dtype or shape\n", e->name);
-    }
+    else if (e->kind != TFL_CKPT_SAME)
+        printf("  %-40s %s\n", e->name, e->kind == TFL_CKPT_ONLY_IN_A   ? "only in A"
+                                        : e->kind == TFL_CKPT_ONLY_IN_B ? "only in B"
+                                                                        : "another dtype or shape");
 }
 
-int cli_diff(int argc, char **argv)
+int cli_diff(const cli_args *a)
 {
-    if (positional("diff", argc, argv, 2, 2) < 0) return CLI_USAGE;
-    tfl_ctx *ctx = new_ctx();
-    if (!ctx) return CLI_USAGE; /* trouble: 2, as below */
-    /* diff(1) and cmp(1): 0 equal, 1 different, 2 trouble */
     int64_t n = 0;
-    int code = CLI_OK;
-    if (tfl_ckpt_diff(ctx, argv[2], argv[3], print_diff, NULL, &n) != TFL_OK) {
-        cli_ctx_error(ctx, "diff");
-        code = CLI_USAGE;
-    } else {
-        printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ");
+    int code = CLI_USAGE; /* trouble: 2 (diff(1) and cmp(1)) */
+    if (tfl_ckpt_diff(a->ctx, a->pos[0], a->pos[1], print_diff, NULL, &n) != TFL_OK)
+        cli_fail(a->ctx, "diff", 0);
+    else if (printf("%lld tensor%s\n", (long long)n, n == 1 ? " differs" : "s differ") > 0)
         code = n > 0 ? CLI_RUNTIME : CLI_OK;
-    }
-    tfl_ctx_free(ctx);
     return code;
 }
 
-int cli_export(int argc, char **argv)
+int cli_export(const cli_args *a)
 {
-    if (positional("export", argc, argv, 1, 3) < 0) return CLI_USAGE;
-    const char *run_dir = NULL, *out = NULL;
-    bool weights_only = false;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--weights-only")) weights_only = true;
-        else if (!run_dir) run_dir = argv[i];
-        else out = argv[i];
-    }
-    if (!weights_only || !out) {
-        fprintf(stderr, "tapeflow export: usage: tapeflow export RUN --weights-only OUT\n");
-        return CLI_USAGE;
-    }
-    tfl_ctx *ctx = new_ctx();
-    if (!ctx) return CLI_RUNTIME;
-    char dir[4200], latest[4400];
-    snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
-    int code = CLI_OK;
+    tfl_ctx *ctx = a->ctx;
+    char latest[4400];
     int64_t step = 0;
-    if (tfl_ckpt_latest(ctx, dir, NULL, latest, sizeof latest, &step) != TFL_OK)
-        code = cli_ctx_error(ctx, run_dir);
-    else if (tfl_ckpt_export(ctx, latest, out, NULL, NULL, NULL) != TFL_OK)
-        code = cli_ctx_error(ctx, "export");
-    else printf("%s: the weights of %s (step %lld)\n", out, latest, (long long)step);
-    tfl_ctx_free(ctx);
+    int code = CLI_OK;
+    if (tfl_run_latest_checkpoint(ctx, a->pos[0], latest, sizeof latest, &step) != TFL_OK)
+        code = cli_fail(ctx, a->pos[0], 0);
+    else if (tfl_ckpt_export(ctx, latest, a->pos[1], NULL, NULL, NULL) != TFL_OK)
+        code = cli_fail(ctx, "export", 0);
+    else printf("%s: the weights of %s (step %lld)\n", a->pos[1], latest, (long long)step);
     return code;
 }

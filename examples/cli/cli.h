@@ -1,7 +1,8 @@
 /*
  * examples/cli/cli.h: what the subcommands of the `tapeflow` program share. The program is
- * a thin layer over public library calls (<tapeflow/tapeflow.h>): everything it does, an
- * embedding application can do with the same calls.
+ * a thin layer over public library calls (<tapeflow/tapeflow.h>): it parses arguments,
+ * prints, catches signals and maps statuses to exit codes; an embedding application can do
+ * everything else with the same calls.
  *
  * Exit status: 0 success, 2 usage or config error (nothing written), 1 runtime error, 130
  * interrupted by SIGINT or SIGTERM (the step finishes and what must be written is written).
@@ -13,81 +14,66 @@
 
 #include <signal.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 
 enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
 
-#define CLI_MAX_SETS 256
+/** The options (tapeflow.c's table; each command names those it takes). */
+enum { OPT_SET, OPT_RUN_DIR, OPT_INPUT, OPT_OUTPUT, OPT_CKPT, OPT_QUIET, OPT_ALLOW, OPT_PROMPT,
+       OPT_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_METRIC, OPT_PLOT_OUT, OPT_LOG_Y,
+       OPT_LINEAR_Y, OPT_TITLE, OPT_WEIGHTS, OPT_N };
 
-/** The options every config-taking subcommand accepts. */
+#define CLI_MAX_ARGS 256
+
+/** A command's arguments, as parsed, and the program's context. */
 typedef struct cli_args {
-    const char *config;                /* CONFIG (positional) */
-    const char *sets[CLI_MAX_SETS];    /* --set key.path=value, in order */
-    size_t n_sets;
-    const char *run_dir;               /* --run-dir DIR (NULL: runs/<config name>) */
-    const char *input, *output;        /* predict's --input FILE / --output FILE */
-    const char *checkpoint;            /* eval's, predict's, generate's --checkpoint FILE */
-    bool quiet;                        /* --quiet */
-    bool allow_config_change;          /* train's --allow-config-change */
-    bool help;                         /* --help / -h */
+    tfl_ctx *ctx;                   /* warnings on stderr ("tapeflow: warning: ..."); alive
+                                       until exit */
+    const char *pos[CLI_MAX_ARGS];  /* the positional arguments */
+    int n_pos;
+    const char *opt[OPT_N];         /* an option's value, a flag's name; NULL: not given (the
+                                       slot of -o/--output and --linear-y is their option's) */
+    const char *list[CLI_MAX_ARGS]; /* the values of the repeated option (--set, --metric) */
+    int n_list;
 } cli_args;
-
-/** Which options a subcommand takes (for parsing and its --help). */
-enum { CLI_OPT_SET = 1, CLI_OPT_RUN_DIR = 2, CLI_OPT_QUIET = 4, CLI_OPT_IO = 8, CLI_OPT_ALLOW = 16,
-       CLI_OPT_CKPT = 32 };
-
-/** Parses argv[first..] for a subcommand: returns CLI_OK or CLI_USAGE (message printed). */
-int cli_parse(const char *cmd, int argc, char **argv, int first, unsigned allowed, cli_args *a);
 
 /** "tapeflow: error: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/** The program's log sink for the contexts of the checkpoint commands (level WARNING): each
- * line on stderr as "tapeflow: warning: ..." (a run routes its own: tapeflow/run.h). */
-void cli_log(void *user, tfl_log_level level, const char *message);
-/** The context's kept error as a runtime error; returns CLI_RUNTIME. */
-int cli_ctx_error(tfl_ctx *ctx, const char *what);
+/** The context's kept error, as "what: message (CODE)" (what NULL: the message alone);
+ * returns CLI_USAGE when its code is in `usage` (CLI_CODE bits: the arguments' fault), else
+ * CLI_RUNTIME. */
+int cli_fail(tfl_ctx *ctx, const char *what, unsigned usage);
+#define CLI_CODE(status) (1u << (status))
 
 /**
- * Loads and validates the config with the overrides. On problems prints every diagnostic
- * (sorted, "file:line:col: path: message") and returns NULL with *code CLI_USAGE; NULL with
- * CLI_RUNTIME when out of memory.
+ * Loads and validates a config with --set's overrides (a->list). On problems prints every
+ * diagnostic and returns NULL with *code CLI_USAGE; NULL with CLI_RUNTIME when out of memory.
  */
-tfl_config *cli_load_config(tfl_ctx *ctx, const cli_args *a, int *code);
+tfl_config *cli_load_config(tfl_ctx *ctx, const char *path, const cli_args *a, int *code);
 
-/** The run directory: --run-dir or runs/<config name>, into buf. */
-const char *cli_run_dir(const tfl_config *cfg, const cli_args *a, char *buf, size_t size);
-
-/** Set (to the signal) by SIGINT/SIGTERM once cli_catch_signals ran. */
+/** Set (to the signal) by SIGINT/SIGTERM once cli_catch_signals ran; they cancel the run. */
 extern volatile sig_atomic_t cli_interrupted;
-/** The run the same signals cancel (tfl_run_cancel: its step finishes and is saved). */
-extern tfl_run *volatile cli_current_run;
-void cli_catch_signals(void);
+void cli_catch_signals(tfl_run *run);
 
 /* examples/cli/dist.c: training under mpirun (one rank without it: nothing changes) */
-/** Starts the job's communicator (MPI only under mpirun); CLI_OK or an error code. */
-int cli_dist_start(void);
+/** Starts the job's communicator on ctx (MPI only under mpirun); CLI_OK or an error code. */
+int cli_dist_start(tfl_ctx *ctx);
 /** Ends the job: a failed code under mpirun ends every rank (MPI_Abort); returns code. */
 int cli_dist_end(int code);
-/** Rank 0 (or the only process): the one that writes files and progress. */
-bool cli_dist_writer(void);
-int cli_dist_size(void);
-/** The job's communicator for the run (tfl_run_opts.comm) under mpirun; NULL otherwise. */
-tfl_comm *cli_dist_comm(void);
-/** "rank R of N: " under mpirun, "" otherwise (cli_error's prefix). */
-extern char cli_rank_label[48];
-/** At the end of a run, unless quiet: the paths of its event file and curves.svg ("": none). */
-void cli_train_logs_end(const char *run_dir, const char *event_file, const char *curves);
+extern int cli_rank, cli_ranks; /* rank 0 (or the only process) writes files and progress */
+extern tfl_comm *cli_comm;      /* the job's communicator under mpirun (tfl_run_opts.comm) */
+extern char cli_rank_label[48]; /* "rank R of N: " under mpirun (cli_error's prefix) */
 
-int cli_train(int argc, char **argv);
-int cli_plot(int argc, char **argv);
-int cli_eval(int argc, char **argv);
-int cli_predict(int argc, char **argv);
-int cli_generate(int argc, char **argv); /* generate.c */
-int cli_config(int argc, char **argv);
-int cli_inspect(int argc, char **argv);
-int cli_verify(int argc, char **argv);
-int cli_diff(int argc, char **argv);
-int cli_export(int argc, char **argv);
+/* the commands (run.c, ckpt_cmds.c, logs.c) */
+int cli_train(const cli_args *a);
+int cli_eval(const cli_args *a);
+int cli_predict(const cli_args *a);
+int cli_config(const cli_args *a);
+int cli_generate(const cli_args *a);
+int cli_inspect(const cli_args *a);
+int cli_verify(const cli_args *a);
+int cli_diff(const cli_args *a);
+int cli_export(const cli_args *a);
+int cli_plot(const cli_args *a);
 
 #endif /* TFL_CLI_H */

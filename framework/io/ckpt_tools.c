@@ -1,13 +1,15 @@
 /*
  * framework/io/ckpt_tools.c: what the checkpoint subcommands of the tapeflow program call:
- * tfl_ckpt_diff (two files compared tensor by tensor, streamed in 1 MiB pieces) and
- * tfl_ckpt_export (a new checkpoint from some tensors of another: weights only).
+ * tfl_ckpt_diff (two files compared tensor by tensor, streamed in 1 MiB pieces),
+ * tfl_ckpt_export (a new checkpoint from some tensors of another: weights only) and
+ * tfl_ckpt_summary (the text `tapeflow inspect` prints).
  */
 #include "safetensors.h"
 
 #include "crc32c.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -290,4 +292,45 @@ tfl_status tfl_ckpt_export(tfl_ctx *ctx, const char *src, const char *dst, tfl_c
     tfl__host_free(ctx, vals);
     tfl_ckpt_close(ck);
     return st;
+}
+
+/* ---- tfl_ckpt_summary ------------------------------------------------------------------------ */
+
+/* snprintf at buf + *at (nothing past size; *at counts what the whole text needs). */
+static void add(char *buf, size_t size, int64_t *at, const char *fmt, ...) TFL_PRINTF(4, 5);
+static void add(char *buf, size_t size, int64_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t off = (size_t)*at < size ? (size_t)*at : size;
+    int n = vsnprintf(buf ? buf + off : NULL, buf ? size - off : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *at += n;
+}
+
+int64_t tfl_ckpt_summary(const tfl_ckpt *ck, char *buf, size_t size)
+{
+    int64_t n = tfl_ckpt_num_tensors(ck); /* -1, MISUSE kept, for a closed reader */
+    if (n < 0) return -1;
+    if (!buf) size = 0;
+    if (size) buf[0] = 0;
+    const char *step = tfl_ckpt_metadata(ck, "tapeflow.step");
+    int64_t at = 0, total = 0;
+    add(buf, size, &at, "%s: %lld tensors, step %s\n", tfl_ckpt_path(ck), (long long)n,
+        step ? step : "(not recorded)");
+    for (int64_t i = 0; i < n; i++) {
+        tfl_ckpt_tensor_info in;
+        if (tfl_ckpt_tensor_info_at(ck, i, &in) != TFL_OK) return -1;
+        char shape[TFL_MAX_RANK * 22 + 4] = "(";
+        size_t o = 1;
+        for (int d = 0; d < in.rank; d++)
+            o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%lld", d ? ", " : "",
+                                  (long long)in.shape[d]);
+        snprintf(shape + o, sizeof shape - o, in.rank == 1 ? ",)" : ")");
+        add(buf, size, &at, "  %-40s %-9s %-18s %12lld bytes\n", in.name,
+            in.dtype ? tfl_dtype_name(in.dtype) : in.file_dtype, shape, (long long)in.bytes);
+        total += in.bytes;
+    }
+    add(buf, size, &at, "%lld bytes of tensors\n", (long long)total);
+    return at;
 }

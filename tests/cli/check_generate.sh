@@ -57,7 +57,7 @@ run 2 generate text.yaml --run-dir r --prompt a --temperature -1 &&
 run 2 generate text.yaml --run-dir r --prompt a --top-k x && has err.txt "--top-k needs an integer >= 0, got 'x'"
 run 2 generate text.yaml --run-dir r --prompt a --bogus && has err.txt "unknown option '--bogus'"
 run 2 generate "$SRC/configs/xor.yaml" --run-dir r --prompt a &&
-  has err.txt "data.train is 'format: csv': generate needs a model trained on 'format: text' data"
+  has err.txt "generation needs a text model: data.train of " && has err.txt "is 'format: csv', not 'format: text'"
 listing > after.txt
 cmp -s before.txt after.txt || { fail "generate changed the run directory"; diff before.txt after.txt >&2; }
 finish

@@ -2,7 +2,8 @@
  * trained on "abcd" repeated, through the run API, continues the pattern greedily from any
  * prompt; its text is the model-level tokens through the training text's vocabulary; a seed
  * repeats its text; a prompt longer than the context, a character outside the vocabulary, NULL
- * arguments and a config that is not `format: text` are errors naming the problem; the run
+ * arguments and a config that is not `format: text` are errors naming the problem (also of
+ * tfl_run_text_context, which gives a text run's context length before any restore); the run
  * directory is left exactly as it was (names, sizes, modification times). */
 #include "config_helpers.h"
 
@@ -72,6 +73,10 @@ static void test_trained_text(void **state)
     assert_int_equal(st, TFL_OK);
     tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = run_dir}, &st);
     assert_non_null(run);
+    int64_t context = 0; /* known before any training or restore */
+    assert_int_equal(tfl_run_text_context(run, &context), TFL_OK);
+    assert_int_equal(context, 8);
+    assert_int_equal(tfl_run_text_context(run, NULL), TFL_OK);
     tfl_run_result res;
     assert_int_equal(tfl_run_train(run, &res), TFL_OK);
     assert_true(res.last.loss < 0.05);
@@ -150,7 +155,16 @@ static void test_not_text(void **state)
     expect_kept_error(f->ctx, TFL_FAILED_PRECONDITION,
                       "tfl_run_generate: generation needs a text model: data.train of t.yaml is "
                       "'format: csv', not 'format: text'");
+    int64_t context = -1; /* what a program asks before restoring: the same words */
+    assert_int_equal(tfl_run_text_context(run, &context), TFL_FAILED_PRECONDITION);
+    assert_int_equal(context, -1);
+    expect_kept_error(f->ctx, TFL_FAILED_PRECONDITION,
+                      "tfl_run_text_context: generation needs a text model: data.train of t.yaml "
+                      "is 'format: csv', not 'format: text'");
+    assert_int_equal(tfl_run_text_context(NULL, &context), TFL_INVALID_ARGUMENT);
     tfl_run_close(run);
+    assert_int_equal(tfl_run_text_context(run, &context), TFL_MISUSE);
+    expect_kept_error(f->ctx, TFL_MISUSE, "tfl_run_text_context: run already freed");
     tfl_config_free(cfg);
     struct stat sb;
     assert_int_equal(stat(dir, &sb), 0); /* still there, and empty: rmdir succeeds */

@@ -169,6 +169,15 @@ TFL_API tfl_tensor *tfl_run_predict(tfl_run *run, const char *path, bool *labell
 TFL_API tfl_status tfl_run_write_predictions(tfl_run *run, const tfl_tensor *outputs, FILE *f);
 
 /**
+ * The same CSV saved to path through tfl_file_write_atomic: the file is the whole CSV or, on
+ * any error, as it was. Errors: INVALID_ARGUMENT (NULL or empty path, and those of
+ * tfl_run_write_predictions), RESOURCE_EXHAUSTED, FAILED_PRECONDITION (the file cannot be
+ * written, naming it and the system's reason), MISUSE (closed run).
+ */
+TFL_API tfl_status tfl_run_save_predictions(tfl_run *run, const tfl_tensor *outputs,
+                                            const char *path);
+
+/**
  * Text from the restored model of a run whose data.train is `format: text` (tfl_run_restore
  * first): the prompt's bytes become token ids through the training text's vocabulary
  * (tfl_dataset_text_vocab: bytes, or the training corpus's characters), opts->tokens ids are
@@ -188,6 +197,15 @@ TFL_API tfl_status tfl_run_write_predictions(tfl_run *run, const tfl_tensor *out
 TFL_API tfl_status tfl_run_generate(tfl_run *run, const char *prompt, const tfl_generate_opts *opts,
                                     char *text, int64_t *n_text);
 
+/**
+ * The context length of a run whose data.train is `format: text` (data.train.context_length:
+ * the longest prompt tfl_run_generate takes), into *context_length (optional). A program
+ * asks it before restoring, so that a config that cannot generate is named first. Errors:
+ * INVALID_ARGUMENT (NULL run), FAILED_PRECONDITION (another format: "generation needs a text
+ * model: data.train of <config> is 'format: csv', not 'format: text'"), MISUSE (closed).
+ */
+TFL_API tfl_status tfl_run_text_context(tfl_run *run, int64_t *context_length);
+
 /** Asks a training run to stop after its current step, saving a checkpoint of it. Safe from a
  * signal handler and from another thread (it sets one sig_atomic_t). */
 TFL_API void tfl_run_cancel(tfl_run *run);
@@ -198,6 +216,32 @@ TFL_API tfl_model *tfl_run_model(tfl_run *run);
 /** Closes the run: frees its model, optimizer and datasets, gives the context its log sink
  * back. NULL is fine. */
 TFL_API void tfl_run_close(tfl_run *run);
+
+/* ---- around runs: what a program shows and ships ------------------------------------------- */
+
+/**
+ * What a completed tfl_run_train did, as the lines `tapeflow train` prints at its end (empty
+ * for a refused or cancelled result): "trained already: <epochs> epochs (<checkpoint>)" when
+ * there was nothing to train; "test_loss L - test_accuracy A" when the test data was
+ * measured; "trained <n> epochs, <steps> steps in <s> s; final loss L, accuracy A, val_loss
+ * V, val_accuracy W; run directory <dir>" (the figures the run has, and "(non-finite steps
+ * skipped)" when some were); "event file: <path> (tensorboard --logdir <dir>)", dir the folder
+ * holding the run directory (runs of runs/xor) or, for a bare name, the run directory, and
+ * "curves: <path>", when they were written. Each line ends in a newline. Like
+ * snprintf: at most size bytes into buf (NULL with size 0: nothing), NUL-terminated when
+ * size > 0; returns the length of the whole text (32 KiB always suffice), -1 for NULL.
+ */
+TFL_API int64_t tfl_run_summary(const tfl_run_result *result, char *buf, size_t size);
+
+/**
+ * The newest usable checkpoint of the run directory run_dir (its checkpoints/, as
+ * tfl_ckpt_latest finds it: a damaged newer one is skipped with a warning), without opening
+ * the run: its path into path[0..size), its step into *step (optional). Errors:
+ * INVALID_ARGUMENT (NULL or empty run_dir, NULL path or size 0, a path too long), NOT_FOUND
+ * ("no usable checkpoint in '<run_dir>/checkpoints': train first").
+ */
+TFL_API tfl_status tfl_run_latest_checkpoint(tfl_ctx *ctx, const char *run_dir, char *path,
+                                             size_t size, int64_t *step);
 
 #ifdef __cplusplus
 }

@@ -184,7 +184,7 @@ TFL_API tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *co
                                          const tfl_ckpt_restore_opts *opts,
                                          tfl_ckpt_restore_report *report);
 
-/* ---- tools: diff and export (what `tapeflow diff|export` call) ------------------------------- */
+/* ---- tools: diff, export and summary (what `tapeflow diff|export|inspect` call) -------------- */
 
 /** How a tensor compares in tfl_ckpt_diff. */
 typedef enum tfl_ckpt_diff_kind {
@@ -227,6 +227,18 @@ typedef bool (*tfl_ckpt_keep_fn)(void *user, const char *name);
 TFL_API tfl_status tfl_ckpt_export(tfl_ctx *ctx, const char *src, const char *dst,
                                    tfl_ckpt_keep_fn keep, void *user,
                                    const tfl_ckpt_save_opts *opts);
+
+/**
+ * A checkpoint's contents as text, from its header (no data read, no CRC checked: see
+ * tfl_ckpt_verify): "<path>: <n> tensors, step <tapeflow.step or (not recorded)>", then a
+ * line per tensor "  <name> <dtype> <shape> <bytes> bytes" (tapeflow's dtype name, else the
+ * file's; the shape as "(2, 16)", "(3,)" or "()"), then "<total> bytes of tensors", each line
+ * ending in a newline. Like snprintf: writes at most size bytes into buf (NULL with size 0:
+ * nothing), always NUL-terminated when size > 0, and returns the length of the whole text
+ * (without its NUL), so a caller sizes buf by calling it twice. Returns -1 for a NULL or
+ * closed reader (MISUSE kept for a closed one).
+ */
+TFL_API int64_t tfl_ckpt_summary(const tfl_ckpt *ck, char *buf, size_t size);
 
 /* ---- the checkpoint manager (TensorFlow's CheckpointManager) --------------------------------- */
 
