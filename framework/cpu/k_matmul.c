@@ -222,6 +222,31 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
     }
 }
 
+/* Where product bi of a batched MatMul finds its operands: batch strides of a and b aligned to
+ * c's batch axes (0 where broadcast), in elements of es bytes. */
+typedef struct batch_map {
+    const tfl_tensor *a, *b, *c;
+    int batch_rank;
+    int64_t sa[TFL_MAX_RANK], sb[TFL_MAX_RANK];
+    int64_t es;
+} batch_map;
+
+static void batch_item(const gemm_call *g, const batch_map *map, int64_t bi)
+{
+    const tfl_tensor *c = map->c;
+    int64_t oa = 0, ob = 0, rest = bi;
+    for (int d = map->batch_rank - 1; d >= 0; d--) {
+        int64_t idx = rest % c->shape[d];
+        rest /= c->shape[d];
+        oa += idx * map->sa[d];
+        ob += idx * map->sb[d];
+    }
+    char *pa = (char *)tfl__data(map->a) + oa * map->es;
+    char *pb = (char *)tfl__data(map->b) + ob * map->es;
+    char *pc = (char *)tfl__data(c) + bi * g->m * g->n * map->es;
+    gemm_one(g, (tfl_dtype)c->dtype, pa, pb, pc);
+}
+
 static tfl_status k_matmul(const tfl__kcall *k)
 {
     const tfl_tensor *a = k->in[0], *b = k->in[1];
@@ -238,12 +263,11 @@ static tfl_status k_matmul(const tfl__kcall *k)
         memset(tfl__data(c), 0, (size_t)c->numel * es);
         return TFL_OK;
     }
-    /* batch strides of a and b aligned to c's batch axes, 0 where broadcast */
-    int64_t sa[TFL_MAX_RANK] = {0}, sb[TFL_MAX_RANK] = {0};
+    batch_map map = {.a = a, .b = b, .c = c, .batch_rank = batch_rank, .es = (int64_t)es};
     for (int d = 0; d < batch_rank; d++) {
         int da = d - (batch_rank - (a->rank - 2)), db = d - (batch_rank - (b->rank - 2));
-        sa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
-        sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
+        map.sa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
+        map.sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
     }
     mat A = stored(a), B = stored(b);
     gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
@@ -255,23 +279,15 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const double flops = 2.0 * (double)m * (double)n * (double)kk, big = 2.0 * 64 * 64 * 64;
     const int threads = k->ctx->num_threads;
     bli_rntm_set_num_threads(flops >= big ? threads : 1, &rntm);
-    const int batch_threads =
-        flops < big && nbatch > 1 && flops * (double)nbatch >= big ? threads : 1;
+    const bool side_by_side = flops < big && nbatch > 1 && flops * (double)nbatch >= big;
     const gemm_call g = {ta, tb, m, n, kk, A, B, real, cplx, &rntm};
-    const tfl_dtype dt = (tfl_dtype)c->dtype;
-#pragma omp parallel for num_threads(batch_threads) if (batch_threads > 1)
-    for (int64_t bi = 0; bi < nbatch; bi++) {
-        int64_t oa = 0, ob = 0, rest = bi;
-        for (int d = batch_rank - 1; d >= 0; d--) {
-            int64_t idx = rest % c->shape[d];
-            rest /= c->shape[d];
-            oa += idx * sa[d];
-            ob += idx * sb[d];
-        }
-        char *pa = (char *)tfl__data(a) + oa * (int64_t)es;
-        char *pb = (char *)tfl__data(b) + ob * (int64_t)es;
-        char *pc = (char *)tfl__data(c) + bi * m * n * (int64_t)es;
-        gemm_one(&g, dt, pa, pb, pc);
+    /* a parallel region only where it runs threads: BLIS's own region inside even an inactive
+     * one is nested, which costs libgomp a new team on every call */
+    if (side_by_side && threads > 1) {
+#pragma omp parallel for num_threads(threads)
+        for (int64_t bi = 0; bi < nbatch; bi++) batch_item(&g, &map, bi);
+    } else {
+        for (int64_t bi = 0; bi < nbatch; bi++) batch_item(&g, &map, bi);
     }
     return TFL_OK;
 }
