@@ -150,9 +150,11 @@ static void layer_failed(tfl_config *cfg, const rsec *l, int i, bool diag, int n
 /* Adds layer i of the config (with its inputs in a graph) to model; made[] holds the layers
  * before it. */
 static tfl_layer *add_layer(tfl_config *cfg, tfl_model *model, const rsec *l, int i,
-                            tfl_layer **made, tfl_initializer *inits)
+                            tfl_layer **made, tfl_initializer *inits, bool probe)
 {
     tfl_layer_spec spec = spec_of(l, inits);
+    if (probe && tfl_layer_name_taken(cfg->ctx, spec.name))
+        spec.name = NULL; /* the kind's name made unique: see make_model */
     const int *from = cfg->from[i];
     if (!cfg->graph || from[0] == 0) return tfl_model_add(model, &spec);
     tfl_layer *ins[TFL_MAX_LAYER_INPUTS];
@@ -163,8 +165,11 @@ static tfl_layer *add_layer(tfl_config *cfg, tfl_model *model, const rsec *l, in
 
 /**
  * Makes the model's layers and runs shape inference from the input shape, layer by layer on
- * its inputs. With diag, problems become diagnostics (load time: the ctx's error is cleared
- * again); without, the ctx's error is relocated to the layer and kept. Returns the model or
+ * its inputs. With diag (load time), problems become diagnostics and the ctx's error is
+ * cleared again, and a name of the config that a live model or layer of the context holds is
+ * left out (the kind's name made unique instead): a config is valid whatever else lives in the
+ * context (its names' form and uniqueness are rules of rules.c), and a live model of the same
+ * names fails tfl_config_build_model only, with the name. Without diag, the ctx's error is relocated to the layer and kept. Returns the model or
  * NULL.
  */
 static tfl_model *make_model(tfl_config *cfg, bool diag)
@@ -172,7 +177,8 @@ static tfl_model *make_model(tfl_config *cfg, bool diag)
     const rsec *m = section(cfg, "model");
     const rval *name = GETV(m, "name"), *input = GETV(m, "input_shape"),
                *layers = GETV(m, "layers");
-    tfl_model *model = tfl_model_new(cfg->ctx, name->set ? name->s : NULL);
+    const bool own_name = name->set && !(diag && tfl_model_name_taken(cfg->ctx, name->s));
+    tfl_model *model = tfl_model_new(cfg->ctx, own_name ? name->s : NULL);
     if (!model) {
         if (diag) {
             tfl__diag_at(cfg, name->node, "model.name", "%s", tfl_ctx_error(cfg->ctx).message);
@@ -205,7 +211,7 @@ static tfl_model *make_model(tfl_config *cfg, bool diag)
             rs[q] = j < 0 ? input->n + 1 : ranks[j];
             ss[q] = j < 0 ? in_shape : shapes[j];
         }
-        made[i] = add_layer(cfg, model, l, i, made, inits + 2 * i);
+        made[i] = add_layer(cfg, model, l, i, made, inits + 2 * i, diag);
         ranks[i] = made[i] ? tfl_layer_output_shape_n(made[i], k, rs, ss, shapes[i]) : -1;
         if (ranks[i] < 0) {
             layer_failed(cfg, l, i, diag, k, rs, ss);

@@ -180,6 +180,11 @@ void tfl__config_rules(tfl_config *cfg)
             tfl__diag_at(cfg, where(metrics, root), "metrics",
                          "accuracy needs a classification loss, not mean_squared_error");
     const rval *model = tfl__rget(root, "model");
+    const rval *mname = model && model->set ? tfl__rget(model->sec, "name") : NULL;
+    if (mname && mname->set &&
+        (!mname->s[0] || strlen(mname->s) >= 128 || strchr(mname->s, '/') || strchr(mname->s, ':')))
+        tfl__diag_at(cfg, where(mname, model->sec), "model.name",
+                     "a model name must be 1 to 127 bytes without '/' or ':', got '%s'", mname->s);
     const rval *layers = model && model->set ? tfl__rget(model->sec, "layers") : NULL;
     for (int i = 0; layers && layers->set && i < layers->n; i++) {
         const rsec *l = layers->list[i];

@@ -72,6 +72,16 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
     return true;
 }
 
+bool tfl_layer_name_taken(tfl_ctx *ctx, const char *name)
+{
+    return ctx && name && tfl__layer_name_taken(ctx, name, true);
+}
+
+bool tfl_model_name_taken(tfl_ctx *ctx, const char *name)
+{
+    return ctx && name && tfl__layer_name_taken(ctx, name, false);
+}
+
 /* ---- specs -------------------------------------------------------------------------------------- */
 
 static bool pair_ok(const int v[2], int least) { return v[0] >= least && v[1] >= least; }

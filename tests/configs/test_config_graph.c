@@ -1,7 +1,8 @@
 /* test_config_graph.c: graph models in configs: `inputs` and the merges build the graph the
  * config names (checked layer by layer against the model's own inputs), the resolved config
  * prints every layer's name and inputs and loads back to the same text, a stack config stays a
- * stack, a graph run resumes exactly (the variables after 2 + 2 epochs equal those after 4,
+ * stack, a config loads valid beside a live model of its names (building it then names the
+ * clash), a graph run resumes exactly (the variables after 2 + 2 epochs equal those after 4,
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
@@ -70,6 +71,57 @@ static void test_graph_builds_as_named(void **state)
     free(copy);
     tfl_config_free(again);
     tfl_config_free(cfg);
+}
+
+/* A config is valid whatever else lives in the context: loaded while a model built from it
+ * (same model and layer names) is alive, it loads valid; building it then fails at model.name
+ * with the name, and works again once the first model is freed. A model name that can never
+ * be one is a diagnostic at load. */
+static void test_graph_config_beside_a_live_model(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    tfl_status st;
+    const char *sets[] = {"model.name=net"};
+    tfl_config *cfg = parse_with(ctx, GRAPH_YAML, sets, 1, &st);
+    assert_int_equal(st, TFL_OK);
+    tfl_model *first = tfl_config_build_model(cfg);
+    assert_non_null(first);
+    tfl_config *again = parse_with(ctx, GRAPH_YAML, sets, 1, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(again));
+    assert_int_equal(st, TFL_OK);
+    assert_true(tfl_config_valid(again));
+    assert_null(tfl_config_build_model(again));
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
+                      "model.name: tfl_model_new: the name 'net' is taken by another model");
+    /* the layers' names alone (the model unnamed) clash the same way, at the layer */
+    tfl_config *unnamed = parse_text(ctx, GRAPH_YAML, &st);
+    assert_int_equal(st, TFL_OK);
+    tfl_model_free(first);
+    first = tfl_config_build_model(unnamed);
+    assert_non_null(first);
+    tfl_config *unnamed2 = parse_text(ctx, GRAPH_YAML, &st);
+    assert_int_equal(st, TFL_OK);
+    assert_null(tfl_config_build_model(unnamed2));
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT,
+                      "t.yaml:6:7: model.layers[0].dense: tfl_layer_new: the name 'dense' is "
+                      "taken by another layer");
+    tfl_model_free(first);
+    tfl_model *second = tfl_config_build_model(again);
+    assert_non_null(second);
+    assert_string_equal(tfl_model_name(second), "net");
+    assert_string_equal(tfl_layer_name(tfl_model_layer(second, 1)), "d2");
+    tfl_model_free(second);
+    tfl_config_free(unnamed2);
+    tfl_config_free(unnamed);
+    tfl_config_free(again);
+    tfl_config_free(cfg);
+    const char *bad[] = {"model.name=a/b"};
+    tfl_config *slash = parse_with(ctx, GRAPH_YAML, bad, 1, &st);
+    assert_int_equal(st, TFL_INVALID_ARGUMENT);
+    find_diag(slash, "model.name: a model name must be 1 to 127 bytes without '/' or ':', got "
+                     "'a/b'");
+    tfl_config_free(slash);
+    tfl_ctx_clear_error(ctx);
 }
 
 static void test_stack_config_stays_a_stack(void **state)
@@ -335,6 +387,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_graph_builds_as_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_config_beside_a_live_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),

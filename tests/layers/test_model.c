@@ -112,7 +112,23 @@ static void test_model_names(void **state)
     assert_null(tfl_model_new(ctx, ""));
     expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "tfl_model_new: '' is not a valid name");
     assert_null(tfl_model_new(NULL, "x"));
+    /* the predicates: a live model's name is taken; freed, it is not; layers apart */
+    assert_true(tfl_model_name_taken(ctx, "mlp"));
+    assert_true(tfl_model_name_taken(ctx, "sequential"));
+    assert_false(tfl_model_name_taken(ctx, "nobody"));
+    assert_false(tfl_layer_name_taken(ctx, "mlp"));
+    assert_false(tfl_model_name_taken(NULL, "mlp"));
+    assert_false(tfl_model_name_taken(ctx, NULL));
     tfl_model_free(a);
+    assert_false(tfl_model_name_taken(ctx, "sequential"));
+    tfl_layer *l = tfl_layer_new(ctx, &(tfl_layer_spec){.kind = TFL_LAYER_FLATTEN, .name = "fl"});
+    assert_non_null(l);
+    assert_true(tfl_layer_name_taken(ctx, "fl"));
+    assert_false(tfl_model_name_taken(ctx, "fl"));
+    tfl_layer_free(l);
+    assert_false(tfl_layer_name_taken(ctx, "fl"));
+    assert_false(tfl_layer_name_taken(NULL, "fl"));
+    assert_false(tfl_layer_name_taken(ctx, NULL));
     tfl_model *c = new_model(ctx, NULL);
     assert_string_equal(tfl_model_name(c), "sequential");
     tfl_model *d = new_model(ctx, NULL);

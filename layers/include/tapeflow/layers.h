@@ -205,6 +205,9 @@ TFL_API tfl_status tfl_layer_build(tfl_layer *layer, int rank, const int64_t *sh
 
 /** The layer's name ("dense_1"); NULL for NULL. */
 TFL_API const char *tfl_layer_name(const tfl_layer *layer);
+/** Whether a live layer of ctx has this name (a spec naming it would be refused); false for
+ * NULL ctx or name. */
+TFL_API bool tfl_layer_name_taken(tfl_ctx *ctx, const char *name);
 /** Dropout's count of training calls (mixed into a given seed: the mask of the next call
  * depends on it), for checkpoints; 0 for other kinds and NULL. Set puts a saved count back.
  * Errors of set: INVALID_ARGUMENT (NULL, a layer that is not Dropout). */

@@ -140,6 +140,9 @@ TFL_API bool tfl_model_is_graph(const tfl_model *model);
 TFL_API int tfl_model_num_layers(const tfl_model *model);
 TFL_API tfl_layer *tfl_model_layer(const tfl_model *model, int i);
 TFL_API const char *tfl_model_name(const tfl_model *model);
+/** Whether a live model of ctx has this name (tfl_model_new would refuse it); false for NULL
+ * ctx or name. */
+TFL_API bool tfl_model_name_taken(tfl_ctx *ctx, const char *name);
 /** The context the model belongs to (callbacks reach the ctx through it); NULL for NULL.
  * A freed model: MISUSE kept in its context, which is still returned (base.h). */
 TFL_API tfl_ctx *tfl_model_ctx(const tfl_model *model);
