@@ -2,7 +2,8 @@
  * config names (checked layer by layer against the model's own inputs), the resolved config
  * prints every layer's name and inputs and loads back to the same text, a stack config stays a
  * stack, a config loads valid beside a live model of its names (building it then names the
- * clash), a graph run resumes exactly (the variables after 2 + 2 epochs equal those after 4,
+ * clash), a graph run resumes exactly, a residual block with BatchNormalization too (moving
+ * statistics included), (the variables after 2 + 2 epochs equal those after 4,
  * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
@@ -144,8 +145,9 @@ static void test_stack_config_stays_a_stack(void **state)
 static void read_vars(tfl_run *run, float *out, int cap, int *n)
 {
     assert_int_equal(tfl_run_restore(run, NULL, NULL, 0, NULL), TFL_OK);
-    tfl_tensor *v[16];
-    int nv = tfl_model_variables(tfl_run_model(run), TFL_VARS_ALL, v, 16);
+    tfl_tensor *v[32];
+    int nv = tfl_model_variables(tfl_run_model(run), TFL_VARS_ALL, v, 32);
+    assert_true(nv <= 32);
     *n = 0;
     for (int i = 0; i < nv; i++) {
         int64_t k = tfl_tensor_numel(v[i]);
@@ -155,18 +157,20 @@ static void read_vars(tfl_run *run, float *out, int cap, int *n)
     }
 }
 
-static void train(tfl_ctx *ctx, const char *dir, const char *epochs, float *vars, int *n)
+static void train(tfl_ctx *ctx, const char *yaml, const char *dir, const char *epochs, float *vars,
+                  int *n)
 {
     tfl_status st;
     const char *sets[] = {epochs};
-    tfl_config *cfg = parse_with(ctx, GRAPH_YAML, sets, 1, &st);
+    tfl_config *cfg = parse_with(ctx, yaml, sets, 1, &st);
+    if (st != TFL_OK) print_error("%s\n", tfl_config_diagnostics(cfg));
     assert_int_equal(st, TFL_OK);
     tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir}, &st);
     assert_non_null(run);
     tfl_run_result res;
     assert_int_equal(tfl_run_train(run, &res), TFL_OK);
     assert_false(res.refused);
-    if (vars) read_vars(run, vars, 256, n);
+    if (vars) read_vars(run, vars, 512, n);
     tfl_run_close(run);
     tfl_config_free(cfg);
 }
@@ -177,14 +181,63 @@ static void test_graph_run_resumes_exactly(void **state)
     char straight[256], resumed[256];
     temp_dir(straight, sizeof straight, "graph4");
     temp_dir(resumed, sizeof resumed, "graph22");
-    float a[256], b[256];
+    static float a[512], b[512];
     int na = 0, nb = 0;
-    train(ctx, straight, "training.epochs=4", a, &na);
-    train(ctx, resumed, "training.epochs=2", NULL, NULL);
-    train(ctx, resumed, "training.epochs=4", b, &nb);
+    train(ctx, GRAPH_YAML, straight, "training.epochs=4", a, &na);
+    train(ctx, GRAPH_YAML, resumed, "training.epochs=2", NULL, NULL);
+    train(ctx, GRAPH_YAML, resumed, "training.epochs=4", b, &nb);
     assert_int_equal(na, (2 * 8 + 8) + (8 * 8 + 8) + (10 * 2 + 2));
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, sizeof(float) * (size_t)na);
+}
+
+/* a residual block as the shipped ResNet has it, on xor's two features as a 1x2 image: conv,
+ * BatchNormalization, ReLU, conv, BatchNormalization, the shortcut added, pooled, dense */
+#define RESNET_YAML                                                                                \
+    "data:\n"                                                                                      \
+    "  train: {format: csv, path: xor.csv, header: true, label_column: -1}\n"                      \
+    "model:\n"                                                                                     \
+    "  input_shape: [2]\n"                                                                         \
+    "  layers:\n"                                                                                  \
+    "    - reshape: {target_shape: [1, 2, 1]}\n"                                                   \
+    "    - conv2d: {name: stem, filters: 4, kernel_size: 3, padding: same, use_bias: false}\n"     \
+    "    - batch_normalization: {name: stem_bn}\n"                                                 \
+    "    - activation: {name: stem_relu, activation: relu}\n"                                     \
+    "    - conv2d: {name: c1, filters: 4, kernel_size: 3, padding: same, use_bias: false}\n"       \
+    "    - batch_normalization: {name: bn1}\n"                                                     \
+    "    - activation: {name: relu1, activation: relu}\n"                                         \
+    "    - conv2d: {name: c2, filters: 4, kernel_size: 3, padding: same, use_bias: false}\n"       \
+    "    - batch_normalization: {name: bn2}\n"                                                     \
+    "    - add: {name: res, inputs: [bn2, stem_relu]}\n"                                          \
+    "    - activation: {name: out, activation: relu}\n"                                           \
+    "    - global_average_pooling2d: {name: pool}\n"                                              \
+    "    - dense: {name: logits, units: 2}\n"                                                      \
+    "loss: sparse_categorical_crossentropy\n"                                                      \
+    "optimizer: {kind: adam, learning_rate: 0.05}\n"                                               \
+    "training: {batch_size: 2, seed: 5}\n"
+
+/* The residual graph resumes exactly too, BatchNormalization's moving statistics included:
+ * every variable (trainable or not) after 2 + 2 epochs equals those after 4, bit for bit */
+static void test_resnet_graph_resumes_exactly(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char straight[256], resumed[256];
+    temp_dir(straight, sizeof straight, "res4");
+    temp_dir(resumed, sizeof resumed, "res22");
+    static float a[512], b[512];
+    int na = 0, nb = 0;
+    train(ctx, RESNET_YAML, straight, "training.epochs=4", a, &na);
+    train(ctx, RESNET_YAML, resumed, "training.epochs=2", NULL, NULL);
+    train(ctx, RESNET_YAML, resumed, "training.epochs=4", b, &nb);
+    /* 3 convs of 3x3 (36, 144, 144), 3 BatchNorms of 4 (gamma, beta, moving mean, variance),
+     * the dense 4x2 + 2 */
+    assert_int_equal(na, 36 + 144 + 144 + 3 * 4 * 4 + 4 * 2 + 2);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)na);
+    /* and training moved the moving statistics off their initial values (0 and 1) */
+    int moved = 0;
+    for (int i = 0; i < na; i++) moved += a[i] != 0.0f && a[i] != 1.0f;
+    assert_true(moved > na / 2);
 }
 
 /* The document with line `at` (1-based, within the layers) replaced by `layer` */
@@ -390,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_graph_config_beside_a_live_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_config_stays_a_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_run_resumes_exactly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resnet_graph_resumes_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_long_names_print_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_graph_concatenate_axis_reaches_the_layer, setup,
