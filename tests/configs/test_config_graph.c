@@ -2,9 +2,9 @@
  * config names (checked layer by layer against the model's own inputs), the resolved config
  * prints every layer's name and inputs and loads back to the same text, a stack config stays a
  * stack, a config loads valid beside a live model of its names (building it then names the
- * clash), a graph run resumes exactly, a residual block with BatchNormalization too (moving
- * statistics included), (the variables after 2 + 2 epochs equal those after 4,
- * bit for bit, Dropout included), and every graph error is a diagnostic at its key with
+ * clash), a graph run resumes exactly (the variables after 2 + 2 epochs equal those after 4,
+ * bit for bit, Dropout included), a residual block with BatchNormalization too (its moving
+ * statistics included), and every graph error is a diagnostic at its key with
  * file:line:col: an unknown name (with a did-you-mean), a cycle, a later layer, a count the
  * kind does not take, an unused layer, shapes that do not merge, 'input' as a layer name, and
  * inputs that are not names; long and escaped names print whole, concatenate's axis reaches
