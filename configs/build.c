@@ -270,11 +270,6 @@ tfl_model *tfl_config_build_model(tfl_config *cfg)
 /* ---- optimizer, compile ------------------------------------------------------------------------
  */
 
-tfl_optimizer_opts tfl__optim_defaults(int kind, int formula)
-{
-    return tfl_optimizer_defaults((tfl_optimizer_kind)(kind + 1), (tfl_formula)formula);
-}
-
 tfl_optimizer *tfl_config_build_optimizer(tfl_config *cfg)
 {
     if (!valid_or_fail(cfg, "tfl_config_build_optimizer")) return NULL;

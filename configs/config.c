@@ -77,6 +77,7 @@ static tfl_config *config_finish(tfl_config *cfg, const char *text, size_t len,
                 tfl__config_override(cfg, (int)i + 1, overrides[i]);
         }
         if (!cfg->arena.failed) tfl__config_resolve(cfg);
+        if (!cfg->arena.failed && cfg->res && cfg->res->vals) tfl__config_rules(cfg);
         if (!cfg->arena.failed) tfl__config_graph(cfg);
         if (cfg->total_diags == 0 && !cfg->arena.failed) tfl__config_check_shapes(cfg);
     }
@@ -184,36 +185,6 @@ void tfl_config_free(tfl_config *cfg)
     if (cfg->md_text) tfl__host_free(ctx, cfg->md_text);
     tfl__arena_free(&cfg->arena);
     tfl__obj_retire(ctx, &cfg->obj); /* a second free is MISUSE (base.h) */
-}
-
-bool tfl_config_valid(const tfl_config *cfg)
-{
-    return cfg && cfg->total_diags == 0 && !cfg->arena.failed && !cfg->fatal && cfg->res &&
-           cfg->res->vals;
-}
-
-size_t tfl_config_diag_count(const tfl_config *cfg)
-{
-    return cfg ? cfg->n_diags : 0;
-}
-size_t tfl_config_diag_total(const tfl_config *cfg)
-{
-    return cfg ? cfg->total_diags : 0;
-}
-
-const tfl_config_diag *tfl_config_diag_at(const tfl_config *cfg, size_t i)
-{
-    return cfg && i < cfg->n_diags ? &cfg->diags[i].d : NULL;
-}
-
-const char *tfl_config_diag_text(const tfl_config *cfg, size_t i)
-{
-    return cfg && i < cfg->n_diags ? cfg->diags[i].line_text : NULL;
-}
-
-const char *tfl_config_diagnostics(const tfl_config *cfg)
-{
-    return cfg ? (cfg->diag_all ? cfg->diag_all : "") : NULL;
 }
 
 const char *tfl_config_path(const tfl_config *cfg)

@@ -207,7 +207,7 @@ tfl_config *tfl__config_new(tfl_ctx *ctx, const char *file, size_t n_overrides);
 char *tfl__config_emit(const tfl_config *cfg, bool head);
 /** Validates cfg->root into cfg->res (resolve.c). */
 void tfl__config_resolve(tfl_config *cfg);
-/** The rules across keys, after tfl__config_resolve (rules.c). */
+/** The rules across keys, after tfl__config_resolve when it resolved the root (rules.c). */
 void tfl__config_rules(tfl_config *cfg);
 /** The model's layer graph: names resolved, inputs found, cycles, counts and unused layers as
  * diagnostics (graph.c). */
@@ -216,7 +216,7 @@ void tfl__config_graph(tfl_config *cfg);
 void tfl__config_check_shapes(tfl_config *cfg);
 /** Merges override i (1-based) into cfg->root (override.c). */
 void tfl__config_override(tfl_config *cfg, int i, const char *text);
-/** A resolved value by key name in a section (NULL when the key is absent). */
+/** A resolved value by key name in a section (NULL when the key is absent; resolve.c). */
 const rval *tfl__rget(const rsec *s, const char *name);
 /** Appends text to a growing host buffer; false on RESOURCE_EXHAUSTED. */
 typedef struct tfl__buf {
@@ -226,11 +226,11 @@ typedef struct tfl__buf {
     bool failed;
 } tfl__buf;
 void tfl__buf_printf(tfl__buf *b, const char *fmt, ...) TFL_PRINTF(2, 3);
-/** The shortest text that reads back as v. */
+/** The shortest text that reads back as v (diag.c). */
 void tfl__fmt_double(double v, char *buf, size_t size);
 /** Writes one resolved scalar's YAML text. */
 void tfl__fmt_scalar(const key_def *k, const rval *v, char *buf, size_t size);
-/** The default options of an optimizer kind/formula index (schema indices). */
+/** The default options of an optimizer kind/formula index (schema indices; schema.c). */
 tfl_optimizer_opts tfl__optim_defaults(int kind, int formula);
 
 /** An optimizer key that sets a field of tfl_optimizer_opts (schema.c's list, which ends with a

@@ -8,6 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* the shortest %g text of v that reads back as v (messages and the emitted config) */
+void tfl__fmt_double(double v, char *buf, size_t size)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, size, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
 static void diag_add(tfl_config *cfg, int src, int line, int col, const char *path, const char *fmt,
                      va_list ap)
 {
@@ -198,4 +207,36 @@ void tfl__suggest(const char *word, const char *const *names, int n, char *buf, 
     o += (size_t)snprintf(buf + o, size - o, "; expected one of: ");
     for (int i = 0; i < n && o < size; i++)
         o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* ---- the public accessors of a config's diagnostics ---------------------------------------- */
+
+bool tfl_config_valid(const tfl_config *cfg)
+{
+    return cfg && cfg->total_diags == 0 && !cfg->arena.failed && !cfg->fatal && cfg->res &&
+           cfg->res->vals;
+}
+
+size_t tfl_config_diag_count(const tfl_config *cfg)
+{
+    return cfg ? cfg->n_diags : 0;
+}
+size_t tfl_config_diag_total(const tfl_config *cfg)
+{
+    return cfg ? cfg->total_diags : 0;
+}
+
+const tfl_config_diag *tfl_config_diag_at(const tfl_config *cfg, size_t i)
+{
+    return cfg && i < cfg->n_diags ? &cfg->diags[i].d : NULL;
+}
+
+const char *tfl_config_diag_text(const tfl_config *cfg, size_t i)
+{
+    return cfg && i < cfg->n_diags ? cfg->diags[i].line_text : NULL;
+}
+
+const char *tfl_config_diagnostics(const tfl_config *cfg)
+{
+    return cfg ? (cfg->diag_all ? cfg->diag_all : "") : NULL;
 }

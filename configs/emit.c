@@ -10,14 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void tfl__fmt_double(double v, char *buf, size_t size)
-{
-    for (int p = 1; p <= 17; p++) {
-        snprintf(buf, size, "%.*g", p, v);
-        if (strtod(buf, NULL) == v) return;
-    }
-}
-
 static void fmt_string(const char *s, char *buf, size_t size)
 {
     size_t o = 0;

@@ -743,6 +743,4 @@ void tfl__config_resolve(tfl_config *cfg)
         return;
     }
     resolve_sec(&r, &tfl__schema_root, cfg->root, cfg->root, "", cfg->res);
-    if (cfg->arena.failed || !cfg->res->vals) return;
-    tfl__config_rules(cfg);
 }

@@ -397,3 +397,10 @@ void tfl__kinds_list(const sec_def *s, unsigned mask, char *buf, size_t size)
         if (mask & B(i))
             o += (size_t)snprintf(buf + o, size - o, "%s%s", o ? ", " : "", s->kinds->names[i]);
 }
+
+/* the optimizer options of schema kind `kind` (the enum's order, from 0) before the config's
+ * keys: the library's defaults for its formula */
+tfl_optimizer_opts tfl__optim_defaults(int kind, int formula)
+{
+    return tfl_optimizer_defaults((tfl_optimizer_kind)(kind + 1), (tfl_formula)formula);
+}
