@@ -1,7 +1,7 @@
 /*
- * framework/core_api.c: the functions of core_api/core_api.h that stand for what the core's
- * files do with the records directly (liveness, data pointers, copies to the host), for the
- * sub-modules that see no record (framework/io).
+ * framework/core_api.c: the functions of core_api/'s headers that stand for what the core's
+ * files do with the records directly (liveness, data pointers, copies to the host, the
+ * tapes' state in the context), for the sub-modules and modules that see no record.
  */
 #include "internal.h"
 
@@ -39,4 +39,27 @@ tfl_tensor *tfl__tensor_contiguous(tfl_ctx *ctx, const tfl_tensor *t)
 tfl_tensor *tfl__tensor_new_host(tfl_ctx *ctx, tfl_dtype dtype, int rank, const int64_t *shape)
 {
     return tfl__tensor_alloc(ctx, tfl__cpu(ctx), dtype, rank, shape);
+}
+
+bool tfl__tensor_trainable(const tfl_tensor *t)
+{
+    return t->var && t->var->trainable;
+}
+
+void *tfl__tapes_get(const tfl_ctx *ctx)
+{
+    return ctx->tapes;
+}
+
+void tfl__tapes_set(tfl_ctx *ctx, void *state, tfl__record_fn record, void (*free_all)(tfl_ctx *))
+{
+    ctx->tapes = state;
+    ctx->tape_record = record;
+    ctx->tapes_free = free_all;
+    if (!state) ctx->n_recording = 0;
+}
+
+void tfl__recording_add(tfl_ctx *ctx, int delta)
+{
+    ctx->n_recording += delta;
 }

@@ -18,25 +18,20 @@
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
 
-#include "core_api/core_api.h"
+#include "core_api/module_api.h" /* and core_api.h */
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define TFL_MAX_INPUTS 5       /* the most inputs an op kernel takes (variadic ops differ) */
 #define TFL_MAX_DEVICES 9      /* CPU:0 plus up to 8 GPUs */
 #define TFL_MAX_DEVICE_INDEX (TFL_MAX_DEVICES - 2) /* the largest N a name "GPU:N" may have */
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
 #define TFL_DEVICE_NOTE_SIZE 384 /* bytes of why no GPU module loaded (module.c) */
-#define TFL_ALIGN 64           /* alignment of tensor data, bytes */
 #define TFL_DEFAULT_SEED 0x74666c5f73656564ull /* "tfl_seed": the ctx seed when none is given */
 
-typedef struct tfl__device tfl__device;
-typedef struct tfl__storage tfl__storage;
-
-#include "ops/op_list.h"
+#include "core_api/op_api.h" /* the op list and table, attributes, the tapes' hook */
 
 /** One kernel call: inputs already on the kernel's device, output allocated. */
 typedef struct tfl__kcall {
@@ -96,9 +91,6 @@ typedef struct tfl__allocator {
  * taking a stream is asynchronous with respect to the host unless it says otherwise; the host
  * waits only in copy_host, sync, stream_sync and event_sync.
  */
-typedef struct tfl__stream tfl__stream;
-typedef struct tfl__event tfl__event;
-
 enum {
     /* Device memory is ordinary host memory: the framework may read and write tensor data
      * of this device directly (the CPU). Without it every access goes through the slots. */
@@ -255,22 +247,17 @@ struct tfl__storage {
     tfl__storage *next_free; /* the ctx's free list of storage records */
 };
 
-enum {
-    TFL_TENSOR_FLAG_VARIABLE = 1u << 0, /* a variable: assign mutates its storage (var != NULL) */
-    TFL_TENSOR_FLAG_UNINIT = 1u << 1,   /* a deferred variable not yet initialized: unreadable */
-};
-
 /* ---- variables (variable.c, collections.c, scope.c) -------------------------------------- */
 
 /** What a variable has beyond its tensor record. Host memory; freed with the variable. */
-typedef struct tfl__var {
+struct tfl__var {
     char *name;              /* full name without ":0" ("conv1/weights") */
     bool trainable;
     bool in_store;           /* made by tfl_get_variable: its name is unique in the ctx */
     bool has_init;           /* `init` can be run (again) by tfl_variable_initialize */
     tfl_initializer init;    /* init.tensor is retained while has_init (TFL_INIT_TENSOR) */
     const void *owner;       /* the optimizer whose state it is (slots, counters), or NULL */
-} tfl__var;
+};
 
 /** A named collection: weak references, in the order they joined (duplicates allowed). */
 typedef struct tfl__collection {
@@ -282,31 +269,7 @@ typedef struct tfl__collection {
 #define TFL_MAX_NAME_SCOPES 64 /* nesting limit of name scopes */
 #define TFL_SCOPE_BYTES 256    /* the longest scope prefix, bytes with the NUL */
 
-struct tfl_tensor {
-    tfl_ctx *ctx;          /* owner (kept while the record sits in the pool) */
-    int32_t refs;          /* references; 0 frees. 0 also marks a record in the pool: a
-                              released tensor is dead, not freed (tfl__tensor_alive) */
-    uint8_t dtype;         /* tfl_dtype */
-    uint8_t rank;          /* 0..TFL_MAX_RANK */
-    uint16_t flags;        /* TFL_TENSOR_FLAG_* */
-    int64_t numel;         /* product of shape */
-    int64_t offset;        /* elements from storage->data to element 0 */
-    tfl__storage *storage; /* shared by views */
-    tfl__var *var;         /* variables only (TFL_TENSOR_FLAG_VARIABLE), else NULL */
-    uint64_t id;           /* unique in the ctx (tapes track values by id; a tape's saved
-                              snapshot of a variable carries the variable's id) */
-    int64_t shape[TFL_MAX_RANK];
-    int64_t strides[TFL_MAX_RANK]; /* elements; 0 allowed only for size-1 axes */
-    tfl_tensor *next_free; /* the ctx's free list of tensor records */
-};
-
 /* ---- the context ------------------------------------------------------------------------- */
-
-/** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
- * struct from ops/op.h, or NULL). */
-typedef void (*tfl__record_fn)(tfl_ctx *ctx, tfl__op_id op, int n_in,
-                               const tfl_tensor *const *in, const tfl_tensor *out,
-                               const void *attrs);
 
 struct tfl_ctx {
     tfl_ctx_opts opts;
@@ -529,12 +492,6 @@ static inline int tfl__norm_axis(int axis, int rank)
 
 /* ---- tensors (tensor.c) ------------------------------------------------------------------ */
 
-/** True for a live tensor; false, with MISUSE recorded, for a released record sitting in its
- * ctx's pool (refs is 0 there: the dead marker). */
-static inline bool tfl__tensor_alive(const tfl_tensor *t, const char *what)
-{
-    return TFL_LIKELY(t->refs > 0) || tfl__tensor_dead(t, what);
-}
 /** Validates dtype, rank and shape for a new tensor (tfl__checked_numel, then its bytes with
  * tfl__checked_bytes); `what` starts the message. *numel, when not NULL, gets the count. */
 bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
@@ -550,9 +507,6 @@ tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, i
 /** A new tensor viewing t's storage with the given shape, strides and offset. */
 tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
-/** A view of all of src that no frame owns, carrying src's id (a tape's saved copy of a
- * variable's value: later assigns copy-on-write around it). */
-tfl_tensor *tfl__tensor_snapshot(tfl_ctx *ctx, const tfl_tensor *src);
 static inline void *tfl__data(const tfl_tensor *t)
 {
     return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);

@@ -84,7 +84,7 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
 
 /* Makes "<layer>/<what>" and appends it. */
 bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
-                    const tfl_initializer *init, bool trainable)
+                        const tfl_initializer *init, bool trainable)
 {
     char name[TFL__NAME_MAX + 32];
     snprintf(name, sizeof name, "%s/%s", l->name, what);
