@@ -63,3 +63,48 @@ void tfl__recording_add(tfl_ctx *ctx, int delta)
 {
     ctx->n_recording += delta;
 }
+
+void *tfl__tensor_data(const tfl_tensor *t)
+{
+    return tfl__data(t);
+}
+
+tfl__device *tfl__device_of(const tfl_tensor *t)
+{
+    return tfl__tensor_device(t);
+}
+
+int32_t tfl__tensor_storage_refs(const tfl_tensor *t)
+{
+    return t->storage->refs;
+}
+
+bool tfl__dev_host_memory(const tfl__device *dev)
+{
+    return tfl__dev_is_host(dev);
+}
+
+bool tfl__dev_copies_async(const tfl__device *dev)
+{
+    return dev->ops->copy_host_async != NULL;
+}
+
+int tfl__ctx_device_scopes(const tfl_ctx *ctx)
+{
+    return ctx->n_scopes;
+}
+
+uint64_t tfl__ctx_seed(const tfl_ctx *ctx)
+{
+    return ctx->rng_seed;
+}
+
+tfl__ctx_obj *tfl__ctx_objects(const tfl_ctx *ctx)
+{
+    return ctx->objects;
+}
+
+void tfl__obj_unlink(tfl_ctx *ctx, tfl__ctx_obj *o)
+{
+    tfl__ctx_unlink(ctx, o);
+}

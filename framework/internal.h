@@ -267,7 +267,6 @@ typedef struct tfl__collection {
 } tfl__collection;
 
 #define TFL_MAX_NAME_SCOPES 64 /* nesting limit of name scopes */
-#define TFL_SCOPE_BYTES 256    /* the longest scope prefix, bytes with the NUL */
 
 /* ---- the context ------------------------------------------------------------------------- */
 
@@ -418,45 +417,6 @@ static inline bool tfl__dev_is_host(const tfl__device *dev)
 {
     return (dev->ops->flags & TFL_DEVICE_HOST_MEMORY) != 0;
 }
-/* The device slots with their NULL meanings applied (device.c). Errors are kept in dev->ctx
- * (a failing backend slot that kept none gets INTERNAL "<slot> failed on <device>"). */
-tfl_status tfl__dev_sync(tfl__device *dev);
-/** bytes between host and dev (to_host 1: dev -> host); synchronous. */
-tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                              int to_host);
-tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
-                                    const void *src, size_t bytes, int to_host);
-tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
-                                const void *src, size_t bytes);
-tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
-                           size_t bytes);
-/** *out is a new stream, or NULL (the device's own stream) when the device has no streams. */
-tfl_status tfl__dev_stream_new(tfl__device *dev, tfl__stream **out);
-void tfl__dev_stream_free(tfl__device *dev, tfl__stream *stream);
-tfl_status tfl__dev_stream_sync(tfl__device *dev, tfl__stream *stream);
-/** *out is a new event, or NULL when the device has no events (then record and wait do
- * nothing and event_sync is tfl__dev_sync). */
-tfl_status tfl__dev_event_new(tfl__device *dev, tfl__event **out);
-void tfl__dev_event_free(tfl__device *dev, tfl__event *event);
-tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream);
-tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event);
-tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event);
-/** Host memory for uploads to dev, TFL_ALIGN-aligned: pinned when dev has host_alloc and it
- * succeeds (*pinned true), else ordinary host memory (pinned memory is a scarce resource: its
- * exhaustion only costs speed); NULL with RESOURCE_EXHAUSTED kept when neither can be had.
- * Free it with tfl__dev_host_free, giving back the same `pinned`. */
-void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes, bool *pinned);
-void tfl__dev_host_free(tfl__device *dev, void *ptr, bool pinned);
-/** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
-tfl__device *tfl__current_device(tfl_ctx *ctx);
-/** The device for something new named by `what` ("VarHandleOp"): `device` when given, else
- * the innermost scope's, else CPU:0; soft placement falls back to CPU:0, strict placement
- * keeps "Could not satisfy device specification" and returns NULL. */
-tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device);
-/** Logs "op <name> on <device>" when placement logging is on. */
-void tfl__log_op(tfl_ctx *ctx, const char *name, const tfl__device *dev);
-tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name);
-tfl__device *tfl__cpu(tfl_ctx *ctx);
 
 /* ---- shapes (shape.c) -------------------------------------------------------------------- */
 
@@ -492,18 +452,6 @@ static inline int tfl__norm_axis(int axis, int rank)
 
 /* ---- tensors (tensor.c) ------------------------------------------------------------------ */
 
-/** Validates dtype, rank and shape for a new tensor (tfl__checked_numel, then its bytes with
- * tfl__checked_bytes); `what` starts the message. *numel, when not NULL, gets the count. */
-bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
-                    const int64_t *shape);
-/** A new contiguous tensor on dev with uninitialised data, not registered with any frame.
- * The shape goes through tfl__check_new first ("tensor allocation: ..."), so no caller can
- * make a byte count wrap; ops check it sooner, under their own name (tfl__op_run). */
-tfl_tensor *tfl__tensor_alloc(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
-                              const int64_t *shape);
-/** tfl__tensor_alloc, registered with the innermost frame. */
-tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
-                              const int64_t *shape);
 /** A new tensor viewing t's storage with the given shape, strides and offset. */
 tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
@@ -536,10 +484,6 @@ static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
 /** Element at p of dtype, as double (complex: real part). */
 double tfl__load_f64(const void *p, tfl_dtype dtype);
 
-/** Copies t to a new contiguous tensor on dev, frame-owned, through the device table: the
- * copy slots, and the source device's Identity kernel for a strided view (a host gather of
- * the view's span when it has none). NULL with the error kept. */
-tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
 
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */
 
@@ -554,11 +498,6 @@ void tfl__vars_free(tfl_ctx *ctx);
 tfl_status tfl__vars_register(tfl_ctx *ctx, tfl_tensor *v);
 /** Removes every occurrence of v from every collection and from the registry. */
 void tfl__vars_forget(tfl_ctx *ctx, tfl_tensor *v);
-/** A variable named exactly `name` (no name scope is prepended; duplicates allowed), made like
- * tfl_variable_new_init: the optimizer's slots and step counter. */
-tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dtype, int rank,
-                                    const int64_t *shape, const tfl_initializer *init,
-                                    const tfl_variable_opts *opts);
 /** The variables get_variable made, looked up by full name; NULL when none. */
 tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
 

@@ -50,7 +50,7 @@ bool tfl__layer_is_merge(tfl_layer_kind kind)
 
 bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers)
 {
-    for (const tfl__ctx_obj *o = ctx->objects; o; o = o->next) {
+    for (const tfl__ctx_obj *o = tfl__ctx_objects(ctx); o; o = o->next) {
         if (layers && o->magic == TFL__MAGIC_LAYER &&
             !strcmp(((const tfl_layer *)o)->name, name))
             return true;

@@ -34,7 +34,7 @@ void tfl_model_free(tfl_model *m)
 {
     if (!m || !tfl__model_alive(m, "tfl_model_free")) return;
     tfl_ctx *ctx = m->ctx;
-    tfl__ctx_unlink(ctx, &m->obj);
+    tfl__obj_unlink(ctx, &m->obj);
     while (m->n_layers > 0) tfl_layer_free(m->layers[m->n_layers - 1]);
     tfl__host_free(ctx, m->layers);
     tfl__host_free(ctx, m->nodes);
