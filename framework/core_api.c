@@ -4,6 +4,7 @@
  * tapes' state in the context), for the sub-modules and modules that see no record.
  */
 #include "internal.h"
+#include "core_api/optim_api.h"
 
 bool tfl__tensor_is_live(const tfl_tensor *t)
 {
@@ -89,6 +90,11 @@ bool tfl__dev_copies_async(const tfl__device *dev)
     return dev->ops->copy_host_async != NULL;
 }
 
+bool tfl__ctx_log_placement(const tfl_ctx *ctx)
+{
+    return ctx->log_placement;
+}
+
 int tfl__ctx_device_scopes(const tfl_ctx *ctx)
 {
     return ctx->n_scopes;
@@ -107,4 +113,44 @@ tfl__ctx_obj *tfl__ctx_objects(const tfl_ctx *ctx)
 void tfl__obj_unlink(tfl_ctx *ctx, tfl__ctx_obj *o)
 {
     tfl__ctx_unlink(ctx, o);
+}
+
+const char *tfl__var_name(const tfl_tensor *v)
+{
+    return v->var ? v->var->name : NULL;
+}
+
+const void *tfl__var_owner(const tfl_tensor *v)
+{
+    return v->var ? v->var->owner : NULL;
+}
+
+void tfl__var_set_owner(tfl_tensor *v, const void *owner)
+{
+    if (v->var) v->var->owner = owner;
+}
+
+const char *tfl__dev_name(const tfl__device *dev)
+{
+    return dev->name;
+}
+
+bool tfl__log_wanted(const tfl_ctx *ctx, tfl_log_level level)
+{
+    return tfl__log_enabled(ctx, level);
+}
+
+const tfl__opt_kernels *tfl__dev_opt_kernels(const tfl__device *dev)
+{
+    return dev->opt_kernels;
+}
+
+void *tfl__dev_scratch_get(tfl__device *dev, size_t bytes, size_t *got)
+{
+    return tfl__allocator_get(&dev->alloc, bytes, got);
+}
+
+void tfl__dev_scratch_put(tfl__device *dev, void *ptr, size_t got)
+{
+    tfl__allocator_put(&dev->alloc, ptr, got);
 }

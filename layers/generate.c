@@ -3,7 +3,7 @@
  * window of tokens, its last position's logits copied to the host, and the next token chosen
  * there in double (greedy, or a Philox draw from the tempered softmax over the top-k ids).
  */
-#include "core_api/module_api.h" /* the framework's declared API for the modules (tfl_framework_private) */
+#include "core_api/module_api.h" /* framework's API for modules (tfl_framework_private) */
 
 #include <tapeflow/generate.h>
 #include <tapeflow/random.h>

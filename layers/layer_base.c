@@ -6,7 +6,7 @@
  */
 #include "layers_internal.h"
 
-/* ---- kinds ------------------------------------------------------------------------------------ */
+/* ---- kinds ----------------------------------------------------------------------------------- */
 
 static const struct {
     const char *cls;  /* Keras's class name */
@@ -46,7 +46,7 @@ bool tfl__layer_is_merge(tfl_layer_kind kind)
     return kind == TFL_LAYER_ADD || kind == TFL_LAYER_CONCATENATE || kind == TFL_LAYER_MULTIPLY;
 }
 
-/* ---- names -------------------------------------------------------------------------------------- */
+/* ---- names ----------------------------------------------------------------------------------- */
 
 bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers)
 {
@@ -80,7 +80,7 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
     return true;
 }
 
-/* ---- variables ------------------------------------------------------------------------------ */
+/* ---- variables ------------------------------------------------------------------------------- */
 
 /* Makes "<layer>/<what>" and appends it. */
 bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,

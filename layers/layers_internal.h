@@ -5,7 +5,7 @@
 #ifndef TFL_LAYERS_INTERNAL_H
 #define TFL_LAYERS_INTERNAL_H
 
-#include "core_api/module_api.h" /* the framework's declared API for the modules (tfl_framework_private) */
+#include "core_api/module_api.h" /* framework's API for modules (tfl_framework_private) */
 
 #include <tapeflow/model.h>
 #include <tapeflow/tape.h>

@@ -152,6 +152,8 @@ tfl__device *tfl__cpu(tfl_ctx *ctx);
 
 /* ---- the context's settings and handles (core_api.c) ------------------------------------ */
 
+/** Whether placement logging is on (tfl_ctx_set_log_placement). */
+bool tfl__ctx_log_placement(const tfl_ctx *ctx);
 /** The number of device scopes open (tfl_device_scope_push). */
 int tfl__ctx_device_scopes(const tfl_ctx *ctx);
 /** The context's seed (tfl_ctx_opts.seed, or its default), for what is seeded by 0. */
@@ -162,5 +164,17 @@ tfl__ctx_obj *tfl__ctx_objects(const tfl_ctx *ctx);
 /** Unlinks a module's handle record from its context (a free function's first step when it
  * frees what the handle owns before tfl__obj_retire). */
 void tfl__obj_unlink(tfl_ctx *ctx, tfl__ctx_obj *o);
+/** The full name of variable v ("dense/kernel", without ":0"); NULL when v is not a variable.
+ * Records nothing. */
+const char *tfl__var_name(const tfl_tensor *v);
+/** The optimizer whose state variable v is (its slots, its counters), or NULL. */
+const void *tfl__var_owner(const tfl_tensor *v);
+void tfl__var_set_owner(tfl_tensor *v, const void *owner);
+
+/** The device's name, "CPU:0", "GPU:1". */
+const char *tfl__dev_name(const tfl__device *dev);
+/** True when a message of `level` reaches the application's logger (internal.h's
+ * tfl__log_enabled). */
+bool tfl__log_wanted(const tfl_ctx *ctx, tfl_log_level level);
 
 #endif /* TFL_FRAMEWORK_MODULE_API_H */
