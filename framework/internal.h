@@ -1,8 +1,9 @@
 /*
- * framework/internal.h: the private structures of the framework module (context, tensors,
- * storage, devices) and what the core and the modules above share. It includes
- * core_api/core_api.h, the part the framework's sub-modules (framework/io) are limited to:
- * the check macros, errors, logging, host memory and handle records. Never installed.
+ * framework/internal.h: the framework core's own side: the context, storage, variable and
+ * device records, the device table and backends, and the core's functions on them. It
+ * includes the core's declared APIs (core_api/): core_api.h, the part the framework's
+ * sub-modules (framework/io) are limited to, and module_api.h and op_api.h, what the modules
+ * above (tape/, optim/, layers/) are limited to. Never installed.
  */
 #ifndef TFL_FRAMEWORK_INTERNAL_H
 #define TFL_FRAMEWORK_INTERNAL_H
