@@ -1,7 +1,7 @@
 /*
  * configs/arena.c: the arena that holds every node and string of a config, freed at once: chunks
  * of 16 KiB (or one object's size) from the context's host memory, 16-byte aligned, zeroed. The
- * bottom of configs/ (tests/layering/check_module_order.sh): it calls nothing of configs/.
+ * bottom of configs/ (tests/layering/check_configs_order.sh): it calls nothing of configs/.
  */
 #include "configs_internal.h"
 

@@ -1,8 +1,9 @@
 /*
- * framework/internal.h: the private structures of the framework module (context, tensors,
- * storage, devices) and what the core and the modules above share. It includes
- * core_api/core_api.h, the part the framework's sub-modules (framework/io) are limited to:
- * the check macros, errors, logging, host memory and handle records. Never installed.
+ * framework/internal.h: the framework core's own side: the context, storage, variable and
+ * device records, the device table and backends, and the core's functions on them. It
+ * includes the core's declared APIs (core_api/): core_api.h, the part the framework's
+ * sub-modules (framework/io) are limited to, and module_api.h and op_api.h, what the modules
+ * above (tape/, optim/, layers/) are limited to. Never installed.
  */
 #ifndef TFL_FRAMEWORK_INTERNAL_H
 #define TFL_FRAMEWORK_INTERNAL_H
@@ -18,25 +19,20 @@
 #include <tapeflow/tensor.h>
 #include <tapeflow/variable.h>
 
-#include "core_api/core_api.h"
+#include "core_api/module_api.h" /* and core_api.h */
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define TFL_MAX_INPUTS 5       /* the most inputs an op kernel takes (variadic ops differ) */
 #define TFL_MAX_DEVICES 9      /* CPU:0 plus up to 8 GPUs */
 #define TFL_MAX_DEVICE_INDEX (TFL_MAX_DEVICES - 2) /* the largest N a name "GPU:N" may have */
 #define TFL_MAX_SCOPES 64      /* nesting limit of device scopes */
 #define TFL_DEVICE_NOTE_SIZE 384 /* bytes of why no GPU module loaded (module.c) */
-#define TFL_ALIGN 64           /* alignment of tensor data, bytes */
 #define TFL_DEFAULT_SEED 0x74666c5f73656564ull /* "tfl_seed": the ctx seed when none is given */
 
-typedef struct tfl__device tfl__device;
-typedef struct tfl__storage tfl__storage;
-
-#include "ops/op_list.h"
+#include "core_api/op_api.h" /* the op list and table, attributes, the tapes' hook */
 
 /** One kernel call: inputs already on the kernel's device, output allocated. */
 typedef struct tfl__kcall {
@@ -96,9 +92,6 @@ typedef struct tfl__allocator {
  * taking a stream is asynchronous with respect to the host unless it says otherwise; the host
  * waits only in copy_host, sync, stream_sync and event_sync.
  */
-typedef struct tfl__stream tfl__stream;
-typedef struct tfl__event tfl__event;
-
 enum {
     /* Device memory is ordinary host memory: the framework may read and write tensor data
      * of this device directly (the CPU). Without it every access goes through the slots. */
@@ -255,22 +248,17 @@ struct tfl__storage {
     tfl__storage *next_free; /* the ctx's free list of storage records */
 };
 
-enum {
-    TFL_TENSOR_FLAG_VARIABLE = 1u << 0, /* a variable: assign mutates its storage (var != NULL) */
-    TFL_TENSOR_FLAG_UNINIT = 1u << 1,   /* a deferred variable not yet initialized: unreadable */
-};
-
 /* ---- variables (variable.c, collections.c, scope.c) -------------------------------------- */
 
 /** What a variable has beyond its tensor record. Host memory; freed with the variable. */
-typedef struct tfl__var {
+struct tfl__var {
     char *name;              /* full name without ":0" ("conv1/weights") */
     bool trainable;
     bool in_store;           /* made by tfl_get_variable: its name is unique in the ctx */
     bool has_init;           /* `init` can be run (again) by tfl_variable_initialize */
     tfl_initializer init;    /* init.tensor is retained while has_init (TFL_INIT_TENSOR) */
     const void *owner;       /* the optimizer whose state it is (slots, counters), or NULL */
-} tfl__var;
+};
 
 /** A named collection: weak references, in the order they joined (duplicates allowed). */
 typedef struct tfl__collection {
@@ -280,33 +268,8 @@ typedef struct tfl__collection {
 } tfl__collection;
 
 #define TFL_MAX_NAME_SCOPES 64 /* nesting limit of name scopes */
-#define TFL_SCOPE_BYTES 256    /* the longest scope prefix, bytes with the NUL */
-
-struct tfl_tensor {
-    tfl_ctx *ctx;          /* owner (kept while the record sits in the pool) */
-    int32_t refs;          /* references; 0 frees. 0 also marks a record in the pool: a
-                              released tensor is dead, not freed (tfl__tensor_alive) */
-    uint8_t dtype;         /* tfl_dtype */
-    uint8_t rank;          /* 0..TFL_MAX_RANK */
-    uint16_t flags;        /* TFL_TENSOR_FLAG_* */
-    int64_t numel;         /* product of shape */
-    int64_t offset;        /* elements from storage->data to element 0 */
-    tfl__storage *storage; /* shared by views */
-    tfl__var *var;         /* variables only (TFL_TENSOR_FLAG_VARIABLE), else NULL */
-    uint64_t id;           /* unique in the ctx (tapes track values by id; a tape's saved
-                              snapshot of a variable carries the variable's id) */
-    int64_t shape[TFL_MAX_RANK];
-    int64_t strides[TFL_MAX_RANK]; /* elements; 0 allowed only for size-1 axes */
-    tfl_tensor *next_free; /* the ctx's free list of tensor records */
-};
 
 /* ---- the context ------------------------------------------------------------------------- */
-
-/** The tape's recording hook: op produced `out` from `in` with `attrs` (the op family's
- * struct from ops/op.h, or NULL). */
-typedef void (*tfl__record_fn)(tfl_ctx *ctx, tfl__op_id op, int n_in,
-                               const tfl_tensor *const *in, const tfl_tensor *out,
-                               const void *attrs);
 
 struct tfl_ctx {
     tfl_ctx_opts opts;
@@ -455,45 +418,6 @@ static inline bool tfl__dev_is_host(const tfl__device *dev)
 {
     return (dev->ops->flags & TFL_DEVICE_HOST_MEMORY) != 0;
 }
-/* The device slots with their NULL meanings applied (device.c). Errors are kept in dev->ctx
- * (a failing backend slot that kept none gets INTERNAL "<slot> failed on <device>"). */
-tfl_status tfl__dev_sync(tfl__device *dev);
-/** bytes between host and dev (to_host 1: dev -> host); synchronous. */
-tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
-                              int to_host);
-tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void *dst,
-                                    const void *src, size_t bytes, int to_host);
-tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst,
-                                const void *src, size_t bytes);
-tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int value,
-                           size_t bytes);
-/** *out is a new stream, or NULL (the device's own stream) when the device has no streams. */
-tfl_status tfl__dev_stream_new(tfl__device *dev, tfl__stream **out);
-void tfl__dev_stream_free(tfl__device *dev, tfl__stream *stream);
-tfl_status tfl__dev_stream_sync(tfl__device *dev, tfl__stream *stream);
-/** *out is a new event, or NULL when the device has no events (then record and wait do
- * nothing and event_sync is tfl__dev_sync). */
-tfl_status tfl__dev_event_new(tfl__device *dev, tfl__event **out);
-void tfl__dev_event_free(tfl__device *dev, tfl__event *event);
-tfl_status tfl__dev_event_record(tfl__device *dev, tfl__event *event, tfl__stream *stream);
-tfl_status tfl__dev_event_wait(tfl__device *dev, tfl__stream *stream, tfl__event *event);
-tfl_status tfl__dev_event_sync(tfl__device *dev, tfl__event *event);
-/** Host memory for uploads to dev, TFL_ALIGN-aligned: pinned when dev has host_alloc and it
- * succeeds (*pinned true), else ordinary host memory (pinned memory is a scarce resource: its
- * exhaustion only costs speed); NULL with RESOURCE_EXHAUSTED kept when neither can be had.
- * Free it with tfl__dev_host_free, giving back the same `pinned`. */
-void *tfl__dev_host_alloc(tfl__device *dev, size_t bytes, bool *pinned);
-void tfl__dev_host_free(tfl__device *dev, void *ptr, bool pinned);
-/** The device of the innermost scope when it exists, else CPU:0 (tensor creation). */
-tfl__device *tfl__current_device(tfl_ctx *ctx);
-/** The device for something new named by `what` ("VarHandleOp"): `device` when given, else
- * the innermost scope's, else CPU:0; soft placement falls back to CPU:0, strict placement
- * keeps "Could not satisfy device specification" and returns NULL. */
-tfl__device *tfl__resolve_device(tfl_ctx *ctx, const char *what, const char *device);
-/** Logs "op <name> on <device>" when placement logging is on. */
-void tfl__log_op(tfl_ctx *ctx, const char *name, const tfl__device *dev);
-tfl__device *tfl__find_device(tfl_ctx *ctx, const char *name);
-tfl__device *tfl__cpu(tfl_ctx *ctx);
 
 /* ---- shapes (shape.c) -------------------------------------------------------------------- */
 
@@ -529,30 +453,9 @@ static inline int tfl__norm_axis(int axis, int rank)
 
 /* ---- tensors (tensor.c) ------------------------------------------------------------------ */
 
-/** True for a live tensor; false, with MISUSE recorded, for a released record sitting in its
- * ctx's pool (refs is 0 there: the dead marker). */
-static inline bool tfl__tensor_alive(const tfl_tensor *t, const char *what)
-{
-    return TFL_LIKELY(t->refs > 0) || tfl__tensor_dead(t, what);
-}
-/** Validates dtype, rank and shape for a new tensor (tfl__checked_numel, then its bytes with
- * tfl__checked_bytes); `what` starts the message. *numel, when not NULL, gets the count. */
-bool tfl__check_new(tfl_ctx *ctx, const char *what, tfl_dtype dtype, int rank,
-                    const int64_t *shape);
-/** A new contiguous tensor on dev with uninitialised data, not registered with any frame.
- * The shape goes through tfl__check_new first ("tensor allocation: ..."), so no caller can
- * make a byte count wrap; ops check it sooner, under their own name (tfl__op_run). */
-tfl_tensor *tfl__tensor_alloc(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
-                              const int64_t *shape);
-/** tfl__tensor_alloc, registered with the innermost frame. */
-tfl_tensor *tfl__tensor_empty(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int rank,
-                              const int64_t *shape);
 /** A new tensor viewing t's storage with the given shape, strides and offset. */
 tfl_tensor *tfl__tensor_view(tfl_ctx *ctx, const tfl_tensor *t, int rank, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
-/** A view of all of src that no frame owns, carrying src's id (a tape's saved copy of a
- * variable's value: later assigns copy-on-write around it). */
-tfl_tensor *tfl__tensor_snapshot(tfl_ctx *ctx, const tfl_tensor *src);
 static inline void *tfl__data(const tfl_tensor *t)
 {
     return (char *)t->storage->data + (size_t)t->offset * tfl_dtype_size((tfl_dtype)t->dtype);
@@ -582,10 +485,6 @@ static inline const char *tfl__elem_ptr(const tfl_tensor *t, int64_t index)
 /** Element at p of dtype, as double (complex: real part). */
 double tfl__load_f64(const void *p, tfl_dtype dtype);
 
-/** Copies t to a new contiguous tensor on dev, frame-owned, through the device table: the
- * copy slots, and the source device's Identity kernel for a strided view (a host gather of
- * the view's span when it has none). NULL with the error kept. */
-tfl_tensor *tfl__tensor_copy_to(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev);
 
 /* ---- variables (variable.c, collections.c) ----------------------------------------------- */
 
@@ -600,11 +499,6 @@ void tfl__vars_free(tfl_ctx *ctx);
 tfl_status tfl__vars_register(tfl_ctx *ctx, tfl_tensor *v);
 /** Removes every occurrence of v from every collection and from the registry. */
 void tfl__vars_forget(tfl_ctx *ctx, tfl_tensor *v);
-/** A variable named exactly `name` (no name scope is prepended; duplicates allowed), made like
- * tfl_variable_new_init: the optimizer's slots and step counter. */
-tfl_tensor *tfl__variable_new_named(tfl_ctx *ctx, const char *name, tfl_dtype dtype, int rank,
-                                    const int64_t *shape, const tfl_initializer *init,
-                                    const tfl_variable_opts *opts);
 /** The variables get_variable made, looked up by full name; NULL when none. */
 tfl_tensor *tfl__store_find(tfl_ctx *ctx, const char *name);
 

@@ -22,7 +22,7 @@
 #ifndef TFL_OPT_KERNELS_H
 #define TFL_OPT_KERNELS_H
 
-#include "internal.h"
+#include "core_api/module_api.h" /* tfl__device as a handle */
 
 #include <math.h>
 

@@ -6,7 +6,6 @@
  */
 #include "dataset_internal.h"
 
-#include "random_internal.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -354,7 +353,7 @@ tfl_status tfl_dataset_batch(tfl_dataset *ds, int64_t batch_size, const tfl_batc
     ds->batch = batch_size;
     ds->shuffle = opts->shuffle;
     ds->drop_remainder = opts->drop_remainder;
-    ds->seed = opts->seed != 0 ? opts->seed : ds->ctx->rng_seed;
+    ds->seed = opts->seed != 0 ? opts->seed : tfl__ctx_seed(ds->ctx);
     if (!ds->shuffle) {
         tfl__host_free(ds->ctx, ds->perm);
         ds->perm = NULL;
@@ -426,8 +425,8 @@ static tfl_tensor *tensor_on(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, in
     tfl_tensor *t = tfl__tensor_empty(ctx, dev, dtype, rank, shape);
     if (!t) return NULL;
     size_t bytes = (size_t)t->numel * tfl_dtype_size(dtype);
-    if (tfl__dev_is_host(dev)) memcpy(tfl__data(t), data, bytes);
-    else if (tfl__dev_copy_host(dev, tfl__data(t), data, bytes, 0) != TFL_OK) return NULL;
+    if (tfl__dev_host_memory(dev)) memcpy(tfl__tensor_data(t), data, bytes);
+    else if (tfl__dev_copy_host(dev, tfl__tensor_data(t), data, bytes, 0) != TFL_OK) return NULL;
     return t;
 }
 
@@ -588,7 +587,7 @@ tfl_status tfl__dataset_next_on(tfl_dataset *ds, tfl__device *dev, tfl_tensor **
     if (on_host) {
         tx = tfl__tensor_empty(ctx, dev, TFL_DTYPE_FLOAT32, s->rank + 1, shape);
         if (!tx) return tfl_ctx_status(ctx);
-        buf = tfl__data(tx);
+        buf = tfl__tensor_data(tx);
     } else {
         size_t bytes = (size_t)b * (size_t)s->feat * sizeof(float);
         buf = tfl__host_alloc(ctx, bytes ? bytes : 1, TFL_ALIGN);

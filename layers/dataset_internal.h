@@ -6,7 +6,7 @@
 #ifndef TFL_DATASET_INTERNAL_H
 #define TFL_DATASET_INTERNAL_H
 
-#include "internal.h" /* framework's (tfl_framework_private) */
+#include "core_api/module_api.h" /* framework's API for modules (tfl_framework_private) */
 
 #include <tapeflow/data.h>
 

@@ -48,7 +48,7 @@ size_t tfl__ds_upload_offset(size_t xbytes)
 
 bool tfl__ds_upload_wanted(const tfl__device *dev)
 {
-    return !tfl__dev_is_host(dev) && dev->ops->copy_host_async;
+    return !tfl__dev_host_memory(dev) && tfl__dev_copies_async(dev);
 }
 
 void tfl__ds_upload_free(tfl__ds_upload *up)
@@ -92,7 +92,7 @@ static tfl__ds_upload *upload_new(tfl_ctx *ctx, tfl__device *dev)
 /* Only the dataset holds t (no frame, no caller, no view): no later work can read it. */
 static bool only_ours(const tfl_tensor *t)
 {
-    return !t || (t->refs == 1 && t->storage->refs == 1);
+    return !t || (t->refs == 1 && tfl__tensor_storage_refs(t) == 1);
 }
 
 static void drop_device_batch(upload_slot *s)
@@ -181,9 +181,9 @@ tfl_status tfl__ds_upload_end(tfl__ds_upload *up, int xrank, const int64_t *xsha
     size_t xbytes = (size_t)dx->numel * sizeof(float);
     size_t xoff = tfl__ds_upload_offset(xbytes);
     if (st == TFL_OK)
-        st = tfl__dev_copy_host_async(dev, up->copy, tfl__data(dx), s->host, xbytes, 0);
+        st = tfl__dev_copy_host_async(dev, up->copy, tfl__tensor_data(dx), s->host, xbytes, 0);
     if (st == TFL_OK && dy)
-        st = tfl__dev_copy_host_async(dev, up->copy, tfl__data(dy), (char *)s->host + xoff,
+        st = tfl__dev_copy_host_async(dev, up->copy, tfl__tensor_data(dy), (char *)s->host + xoff,
                                       (size_t)dy->numel * tfl_dtype_size(ydt), 0);
     /* the compute stream's later work (the step on this batch) waits for the copy */
     if (st == TFL_OK) st = tfl__dev_event_record(dev, s->copied, up->copy);

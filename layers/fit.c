@@ -82,8 +82,8 @@ static tfl__device *batch_device(tfl_model *m)
 {
     tfl_ctx *ctx = m->ctx;
     tfl_tensor *v = NULL;
-    if (ctx->n_scopes == 0 && tfl_model_variables(m, TFL_VARS_ALL, &v, 1) >= 1 && v)
-        return tfl__tensor_device(v);
+    if (tfl__ctx_device_scopes(ctx) == 0 && tfl_model_variables(m, TFL_VARS_ALL, &v, 1) >= 1 && v)
+        return tfl__device_of(v);
     return tfl__current_device(ctx);
 }
 
@@ -285,7 +285,7 @@ static tfl_status evaluate(tfl_model *m, tfl_dataset *data, int64_t batch_size,
             tfl_tensor *s = per ? tfl_reduce_sum(ctx, per, 0, NULL, false) : NULL;
             s = per_example(ctx, s, positions); /* the sum over examples of their means */
             double v = 0, c = 0;
-            if (s && !tfl__dev_is_host(tfl__tensor_device(s))) {
+            if (s && !tfl__dev_host_memory(tfl__device_of(s))) {
                 tfl_tensor *ct = acc ? per_example(ctx, correct_tensor(m, pred, y), positions)
                                      : NULL;
                 st = acc && !ct ? tfl_ctx_status(ctx) : tfl__device_accumulate(ctx, &dsum, s);

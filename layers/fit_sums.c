@@ -25,7 +25,7 @@ void tfl__fit_sums_epoch(tfl__fit_sums *fs, double sum0, double correct0)
 static tfl_tensor *scalar_on(tfl_ctx *ctx, tfl__device *dev, double v)
 {
     tfl_tensor *t = tfl__tensor_alloc(ctx, dev, TFL_DTYPE_FLOAT64, 0, NULL);
-    if (t && tfl__dev_copy_host(dev, tfl__data(t), &v, sizeof v, 0) != TFL_OK) {
+    if (t && tfl__dev_copy_host(dev, tfl__tensor_data(t), &v, sizeof v, 0) != TFL_OK) {
         tfl_tensor_release(t);
         return NULL;
     }
@@ -36,7 +36,7 @@ bool tfl__fit_sums_on_device(tfl__fit_sums *fs, const tfl_tensor *loss)
 {
     if (!fs->decided) {
         fs->decided = true;
-        fs->on_device = fs->every > 0 && !tfl__dev_is_host(tfl__tensor_device(loss));
+        fs->on_device = fs->every > 0 && !tfl__dev_host_memory(tfl__device_of(loss));
     }
     return fs->on_device;
 }
@@ -46,7 +46,7 @@ bool tfl__fit_sums_on_device(tfl__fit_sums *fs, const tfl_tensor *loss)
 static tfl_tensor *batch_size_on(tfl__fit_sums *fs, tfl__device *dev, int64_t b)
 {
     for (int i = 0; i < 2; i++)
-        if (fs->bs[i] && fs->bv[i] == b && tfl__tensor_device(fs->bs[i]) == dev) return fs->bs[i];
+        if (fs->bs[i] && fs->bv[i] == b && tfl__device_of(fs->bs[i]) == dev) return fs->bs[i];
     int i = fs->bs[0] && !fs->bs[1] ? 1 : 0;
     if (fs->bs[0] && fs->bs[1]) { /* both taken: the older size goes */
         tfl_tensor_release(fs->bs[0]);
@@ -74,7 +74,7 @@ tfl_status tfl__fit_sums_add(tfl__fit_sums *fs, const tfl_tensor *loss, int64_t 
                              const tfl_tensor *correct)
 {
     tfl_ctx *ctx = fs->model->ctx;
-    tfl__device *dev = tfl__tensor_device(loss);
+    tfl__device *dev = tfl__device_of(loss);
     if (!fs->sum && !(fs->sum = scalar_on(ctx, dev, fs->host_sum))) return tfl_ctx_status(ctx);
     if (!fs->correct && !(fs->correct = scalar_on(ctx, dev, fs->host_correct)))
         return tfl_ctx_status(ctx);
@@ -161,7 +161,7 @@ void tfl__fit_sums_free(tfl__fit_sums *fs)
 
 tfl_status tfl__device_accumulate(tfl_ctx *ctx, tfl_tensor **acc, const tfl_tensor *v)
 {
-    if (!*acc && !(*acc = scalar_on(ctx, tfl__tensor_device(v), 0.0))) return tfl_ctx_status(ctx);
+    if (!*acc && !(*acc = scalar_on(ctx, tfl__device_of(v), 0.0))) return tfl_ctx_status(ctx);
     tfl_tensor *v64 = tfl_cast(ctx, v, TFL_DTYPE_FLOAT64);
     return v64 && accumulate(ctx, acc, v64) ? TFL_OK : tfl_ctx_status(ctx);
 }

@@ -3,12 +3,11 @@
  * window of tokens, its last position's logits copied to the host, and the next token chosen
  * there in double (greedy, or a Philox draw from the tempered softmax over the top-k ids).
  */
-#include "internal.h" /* framework's (tfl_framework_private) */
+#include "core_api/module_api.h" /* framework's API for modules (tfl_framework_private) */
 
 #include <tapeflow/generate.h>
 #include <tapeflow/random.h>
 
-#include "random_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,76 +1,13 @@
 /*
  * layers/layer.c: what every layer shares: specs checked and completed with Keras's
- * defaults, unique names per context, the variables' bookkeeping (lists, counts, release)
- * and the public entry points. Each kind's shapes, variables and forward pass are in
- * layer_call.c.
+ * defaults, the variables' bookkeeping (counts, release) and the public entry points. The
+ * kinds' names, unique names and the variable list are in layer_base.c; each kind's shapes,
+ * variables and forward pass in layer_call.c.
  */
 #include "layers_internal.h"
 
 #include <math.h>
 
-static const struct {
-    const char *cls;  /* Keras's class name */
-    const char *base; /* the default layer name */
-} kinds[TFL_LAYER_KIND_END] = {
-    [TFL_LAYER_DENSE] = {"Dense", "dense"},
-    [TFL_LAYER_CONV2D] = {"Conv2D", "conv2d"},
-    [TFL_LAYER_MAX_POOL2D] = {"MaxPooling2D", "max_pooling2d"},
-    [TFL_LAYER_AVG_POOL2D] = {"AveragePooling2D", "average_pooling2d"},
-    [TFL_LAYER_FLATTEN] = {"Flatten", "flatten"},
-    [TFL_LAYER_RESHAPE] = {"Reshape", "reshape"},
-    [TFL_LAYER_DROPOUT] = {"Dropout", "dropout"},
-    [TFL_LAYER_BATCH_NORM] = {"BatchNormalization", "batch_normalization"},
-    [TFL_LAYER_ACTIVATION] = {"Activation", "activation"},
-    [TFL_LAYER_EMBEDDING] = {"Embedding", "embedding"},
-    [TFL_LAYER_LAYER_NORM] = {"LayerNormalization", "layer_normalization"},
-    [TFL_LAYER_GLOBAL_AVG_POOL2D] = {"GlobalAveragePooling2D", "global_average_pooling2d"},
-    [TFL_LAYER_POSITION_EMBEDDING] = {"PositionEmbedding", "position_embedding"},
-    [TFL_LAYER_MULTI_HEAD_ATTENTION] = {"MultiHeadAttention", "multi_head_attention"},
-    [TFL_LAYER_ADD] = {"Add", "add"},
-    [TFL_LAYER_CONCATENATE] = {"Concatenate", "concatenate"},
-    [TFL_LAYER_MULTIPLY] = {"Multiply", "multiply"},
-};
-
-const char *tfl_layer_kind_name(tfl_layer_kind kind)
-{
-    return kind > 0 && kind < TFL_LAYER_KIND_END ? kinds[kind].cls : "?";
-}
-
-/* ---- names -------------------------------------------------------------------------------------- */
-
-static void layer_free_obj(tfl__ctx_obj *obj);
-
-bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers)
-{
-    for (const tfl__ctx_obj *o = ctx->objects; o; o = o->next) {
-        if (layers && o->free == layer_free_obj &&
-            !strcmp(((const tfl_layer *)o)->name, name))
-            return true;
-        if (!layers && o->free == tfl__model_free_obj &&
-            !strcmp(((const tfl_model *)o)->name, name))
-            return true;
-    }
-    return false;
-}
-
-void tfl__unique_name(tfl_ctx *ctx, const char *base, bool layers, char out[TFL__NAME_MAX])
-{
-    snprintf(out, TFL__NAME_MAX, "%s", base);
-    for (long k = 1; tfl__layer_name_taken(ctx, out, layers); k++)
-        snprintf(out, TFL__NAME_MAX, "%s_%ld", base, k);
-}
-
-bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layers)
-{
-    size_t n = strlen(name);
-    TFL_CHECK_RET(ctx, n > 0 && n < TFL__NAME_MAX && !strpbrk(name, "/:"), false,
-                  TFL_INVALID_ARGUMENT, "%s: '%.128s' is not a valid name (non-empty, under %d "
-                  "bytes, without '/' or ':')", who, name, TFL__NAME_MAX);
-    TFL_CHECK_RET(ctx, !tfl__layer_name_taken(ctx, name, layers), false, TFL_INVALID_ARGUMENT,
-                  "%s: the name '%s' is taken by another %s of this context", who, name,
-                  layers ? "layer" : "model");
-    return true;
-}
 
 bool tfl_layer_name_taken(tfl_ctx *ctx, const char *name)
 {
@@ -152,7 +89,7 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
     *s = *spec;
     TFL_CHECK_RET(ctx, s->kind > 0 && s->kind < TFL_LAYER_KIND_END, false, TFL_INVALID_ARGUMENT,
                   "%s: unknown layer kind %d", who, (int)s->kind);
-    const char *k = kinds[s->kind].cls;
+    const char *k = tfl_layer_kind_name(s->kind);
     const char *unused = unused_field(s);
     TFL_CHECK_RET(ctx, !unused, false, TFL_INVALID_ARGUMENT, "%s: %s has no option '%s'", who, k,
                   unused);
@@ -260,7 +197,7 @@ static bool complete_spec(tfl_ctx *ctx, const tfl_layer_spec *spec, tfl_layer_sp
 static void layer_free_obj(tfl__ctx_obj *obj)
 {
     tfl_layer *l = (tfl_layer *)obj;
-    if (l->owner) tfl_model_free(l->owner); /* frees l with its siblings */
+    if (l->owner) l->owner->obj.free(&l->owner->obj); /* tfl_model_free: l with its siblings */
     else tfl_layer_free(l);
 }
 
@@ -275,7 +212,7 @@ tfl_layer *tfl_layer_new(tfl_ctx *ctx, const tfl_layer_spec *spec)
         if (!tfl__check_name(ctx, "tfl_layer_new", s.name, true)) return NULL;
         snprintf(name, sizeof name, "%s", s.name);
     } else {
-        tfl__unique_name(ctx, kinds[s.kind].base, true, name);
+        tfl__unique_name(ctx, tfl__layer_kind_base(s.kind), true, name);
     }
     tfl_layer *l = tfl__obj_new(ctx, sizeof *l, TFL__MAGIC_LAYER, layer_free_obj);
     if (!l) return NULL;
@@ -300,15 +237,7 @@ tfl_layer *tfl_layer_new(tfl_ctx *ctx, const tfl_layer_spec *spec)
 void tfl_layer_free(tfl_layer *l)
 {
     if (!l || !tfl__layer_alive(l, "tfl_layer_free")) return;
-    tfl_model *m = l->owner;
-    if (m) /* taken out of its model's list */
-        for (int i = 0; i < m->n_layers; i++)
-            if (m->layers[i] == l) {
-                memmove(m->layers + i, m->layers + i + 1, sizeof(*m->layers) * (m->n_layers - i - 1));
-                m->n_layers--;
-                tfl__nodes_removed(m, i);
-                break;
-            }
+    if (l->owner) tfl__model_take_out(l->owner, l);
     for (int i = 0; i < l->n_vars; i++) tfl_tensor_release(l->vars[i]);
     for (int i = 0; i < 2; i++)
         if (l->init[i].kind == TFL_INIT_TENSOR && l->init[i].tensor)

@@ -180,19 +180,6 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
 
 /* ---- variables ------------------------------------------------------------------------------ */
 
-/* Makes "<layer>/<what>" and appends it. */
-bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
-                    const tfl_initializer *init, bool trainable)
-{
-    char name[TFL__NAME_MAX + 32];
-    snprintf(name, sizeof name, "%s/%s", NAME, what);
-    tfl_variable_opts vo = {.name = name, .flags = trainable ? 0 : TFL_VAR_NOT_TRAINABLE};
-    tfl_tensor *v = tfl_variable_new_init(CTX, TFL_DTYPE_FLOAT32, rank, shape, init, &vo);
-    if (!v) return false;
-    l->vars[l->n_vars++] = v;
-    return true;
-}
-
 tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
 {
     const tfl_layer_spec *s = &l->spec;

@@ -8,11 +8,6 @@
 
 _Static_assert(TFL_MAX_LAYER_INPUTS == 32, "count_ok's message says 32");
 
-bool tfl__layer_is_merge(tfl_layer_kind kind)
-{
-    return kind == TFL_LAYER_ADD || kind == TFL_LAYER_CONCATENATE || kind == TFL_LAYER_MULTIPLY;
-}
-
 /* a and b agree in dimension d (an unknown one matches any) */
 static bool dim_agrees(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 

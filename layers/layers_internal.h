@@ -1,12 +1,11 @@
 /*
- * layers/layers_internal.h: the layer and model records shared by layer.c (specs, names,
- * variables), layer_call.c (each kind's shapes and forward pass), model.c (the sequential
- * model, summary, losses) and fit.c (training loop, callbacks, progress). Never installed.
+ * layers/layers_internal.h: the layer and model records and the functions the files of
+ * layers/ share (layers, models, fit's sums), by file from the bottom up. Never installed.
  */
 #ifndef TFL_LAYERS_INTERNAL_H
 #define TFL_LAYERS_INTERNAL_H
 
-#include "internal.h" /* framework's (tfl_framework_private) */
+#include "core_api/module_api.h" /* framework's API for modules (tfl_framework_private) */
 
 #include <tapeflow/model.h>
 #include <tapeflow/tape.h>
@@ -82,31 +81,79 @@ static inline bool tfl__model_alive(const tfl_model *m, const char *what)
     return tfl__obj_check(m->ctx, &m->obj, TFL__MAGIC_MODEL, what);
 }
 
-/* layer.c */
-/** Whether name is taken by a live layer (kind_layers true) or model of ctx. */
+/*
+ * The files of layers/ read bottom-up: a file calls only functions of the files on the lines
+ * above it (tests/layering/check_layers_order.sh enforces it):
+ *   0 layer_base.c       kinds' names, unique names, a layer's variable list, a model's list
+ *   1 layer_spatial.c    the kinds built on conv2d, pooling, batch_norm and dropout
+ *   2 layer_attention.c  MultiHeadAttention
+ *   3 layer_call.c       each kind's shape, variables and forward pass
+ *   4 layer.c            specs, create, free, build, call
+ *   5 layer_merge.c      Add, Concatenate, Multiply; the calls with several inputs
+ *   6 model_graph.c      a model's layer graph
+ *   7 model.c            the model: build, call, summary, compile, losses
+ *   8 fit_sums.c         fit's sums
+ *   9 callbacks.c fit.c generate.c tensorboard.c train_state.c data_parallel.c
+ * The declarations below follow that order.
+ */
+
+/* layer_base.c */
+/** The default name of a kind's layers ("dense"). */
+const char *tfl__layer_kind_base(tfl_layer_kind kind);
+/** Whether kind is Add, Concatenate or Multiply (2 or more inputs). */
+bool tfl__layer_is_merge(tfl_layer_kind kind);
+/** Whether name is taken by a live layer (layers true) or model of ctx. */
 bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers);
 /** Writes a unique name base, base_1, base_2, ... into out. */
 void tfl__unique_name(tfl_ctx *ctx, const char *base, bool layers, char out[TFL__NAME_MAX]);
 /** Checks a user-given name: non-empty, < 128 bytes, no '/' or ':', not taken. */
 bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layers);
-/** The ctx object free of a model (so layer.c can tell models from layers). */
-void tfl__model_free_obj(tfl__ctx_obj *obj);
+/** Makes the variable "<layer>/<what>" (float32) and appends it to l's list. */
+bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
+                        const tfl_initializer *init, bool trainable);
+/** Appends l (checked: alive, of ctx, in no model, its count of inputs) with node nd. */
+tfl_status tfl__model_add_node(tfl_model *m, tfl_layer *l, const tfl__node *nd);
+/** Takes l out of m's list of layers; the later nodes' input indices follow (an input that
+ * was l becomes TFL__FROM_GONE). */
+void tfl__model_take_out(tfl_model *m, tfl_layer *l);
 
+/* layer_spatial.c: the kinds built on conv2d, pooling, batch_norm and dropout */
+tfl_tensor *tfl__conv_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__pool_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
+tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+
+/* layer_attention.c: MultiHeadAttention's variables for features f, and self-attention */
+tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f);
+tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+
+/* layer_call.c */
+/** Output shape of the layer's kind for an input shape (batch first, may be -1); -1 with the
+ * error kept. Checks the input against a built layer. */
+int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out);
+/** Makes the kind's variables for an input shape already checked by tfl__layer_shape. */
+tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape);
+/** Checks x's dtype for the layer's kind (floating; integer ids for Embedding). */
+bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x);
+/** The forward pass of a built layer whose input was checked. */
+tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training);
+/** act(x) */
+tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x);
+
+/* layer.c */
 /** Releases the layer's variables: unbuilt again. */
 void tfl__layer_unbuild(tfl_layer *l);
 /** tfl__layer_forward in a frame of its own; the result goes to the caller's frame. */
 tfl_tensor *tfl__in_frame_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 
 /* layer_merge.c: Add, Concatenate, Multiply */
-bool tfl__layer_is_merge(tfl_layer_kind kind);
 /** The merge's output shape for n inputs; -1 with the error kept. */
 int tfl__merge_shape(tfl_layer *l, int n, const int *ranks, const int64_t *const *shapes,
                      int64_t *out);
 /** The merge's forward pass on inputs whose shapes were checked. */
 tfl_tensor *tfl__merge_forward(tfl_layer *l, int n, const tfl_tensor *const *xs);
-/* model.c, model_graph.c: a model's layer graph */
-/** Appends l (checked: alive, of ctx, in no model, its count of inputs) with node nd. */
-tfl_status tfl__model_add_node(tfl_model *m, tfl_layer *l, const tfl__node *nd);
+
+/* model_graph.c: a model's layer graph */
 /** The input indices of layer i (TFL__FROM_INPUT, TFL__FROM_GONE, or an earlier layer) into
  * in[TFL_MAX_LAYER_INPUTS]; returns their count. */
 int tfl__node_inputs(const tfl_model *m, int i, int *in);
@@ -119,32 +166,6 @@ bool tfl__model_shapes(tfl_model *m, int rank, const int64_t *shape, int **ranks
 tfl_tensor *tfl__graph_call(tfl_model *m, const tfl_tensor *x, bool training);
 /** Layer i's inputs' names ("input, conv2d_1") into buf (the summary's Connected to). */
 void tfl__node_text(const tfl_model *m, int i, char *buf, size_t size);
-/** Called after layer i was taken out of the list (n_layers already one less). */
-void tfl__nodes_removed(tfl_model *m, int i);
-
-/* layer_call.c */
-/** Output shape of the layer's kind for an input shape (batch first, may be -1); -1 with the
- * error kept. Checks the input against a built layer. */
-int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out);
-/** Makes the kind's variables for an input shape already checked by tfl__layer_shape. */
-tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape);
-/** Checks x's dtype for the layer's kind (floating; integer ids for Embedding). */
-bool tfl__layer_check_dtype(tfl_layer *l, const tfl_tensor *x);
-/** The forward pass of a built layer whose input was checked. */
-tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training);
-/* layer_spatial.c: the kinds built on conv2d, pooling, batch_norm and dropout */
-tfl_tensor *tfl__conv_forward(tfl_layer *l, const tfl_tensor *x);
-tfl_tensor *tfl__pool_forward(tfl_layer *l, const tfl_tensor *x);
-tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
-tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
-/* Makes the variable "<layer>/<what>" (float32) and appends it to l's list. */
-bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
-                        const tfl_initializer *init, bool trainable);
-/* MultiHeadAttention (layer_attention.c): its variables for features f, and self-attention */
-tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f);
-tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training);
-/** act(x) */
-tfl_tensor *tfl__activate(tfl_ctx *ctx, tfl_activation act, const tfl_tensor *x);
 
 /* fit_sums.c: the epoch's sums of fit, on the host or (tfl_fit_opts.sync_every) the device */
 

@@ -8,7 +8,7 @@
 
 /* ---- create, free ------------------------------------------------------------------------------ */
 
-void tfl__model_free_obj(tfl__ctx_obj *obj) { tfl_model_free((tfl_model *)obj); }
+static void model_free_obj(tfl__ctx_obj *obj) { tfl_model_free((tfl_model *)obj); }
 
 tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name)
 {
@@ -20,7 +20,7 @@ tfl_model *tfl_model_new(tfl_ctx *ctx, const char *name)
     } else {
         tfl__unique_name(ctx, "sequential", false, nm);
     }
-    tfl_model *m = tfl__obj_new(ctx, sizeof *m, TFL__MAGIC_MODEL, tfl__model_free_obj);
+    tfl_model *m = tfl__obj_new(ctx, sizeof *m, TFL__MAGIC_MODEL, model_free_obj);
     if (!m) return NULL;
     m->ctx = ctx;
     memcpy(m->name, nm, sizeof nm);
@@ -34,7 +34,7 @@ void tfl_model_free(tfl_model *m)
 {
     if (!m || !tfl__model_alive(m, "tfl_model_free")) return;
     tfl_ctx *ctx = m->ctx;
-    tfl__ctx_unlink(ctx, &m->obj);
+    tfl__obj_unlink(ctx, &m->obj);
     while (m->n_layers > 0) tfl_layer_free(m->layers[m->n_layers - 1]);
     tfl__host_free(ctx, m->layers);
     tfl__host_free(ctx, m->nodes);
@@ -43,48 +43,6 @@ void tfl_model_free(tfl_model *m)
     tfl__host_free(ctx, m->grads);
     m->obj.free = NULL; /* unlinked above */
     tfl__obj_retire(ctx, &m->obj); /* the record stays readable: a second free is MISUSE */
-}
-
-tfl_status tfl__model_add_node(tfl_model *m, tfl_layer *l, const tfl__node *nd)
-{
-    tfl_ctx *ctx = m->ctx;
-    if (!l) {
-        TFL_CHECK_RET(ctx, tfl_ctx_status(ctx) != TFL_OK, TFL_INVALID_ARGUMENT,
-                      TFL_INVALID_ARGUMENT, "%s: the layer is NULL", m->name);
-        return tfl_ctx_status(ctx);
-    }
-    TFL_CHECK_RET(ctx, l->obj.magic == TFL__MAGIC_LAYER, TFL_MISUSE,
-                  TFL_MISUSE, "%s: the layer was already freed (use after free)", m->name);
-    TFL_CHECK_RET(ctx, l->ctx == ctx, TFL_MISUSE, TFL_MISUSE,
-                  "%s: layer '%s' belongs to another context", m->name, l->name);
-    TFL_CHECK_RET(ctx, !l->owner, TFL_INVALID_ARGUMENT, TFL_INVALID_ARGUMENT,
-                  "%s: layer '%s' already belongs to model '%s'", m->name, l->name,
-                  l->owner->name);
-    if (m->n_layers == m->cap_layers) {
-        int cap = m->cap_layers ? 2 * m->cap_layers : 8;
-        tfl_layer **grown = tfl__grow(ctx, m->layers, sizeof(*grown) * m->n_layers,
-                                      sizeof(*grown) * cap);
-        TFL_CHECK_RET(ctx, grown, TFL_RESOURCE_EXHAUSTED, TFL_RESOURCE_EXHAUSTED,
-                      "%s: out of memory adding a layer", m->name);
-        m->layers = grown;
-        tfl__node *nodes = tfl__grow(ctx, m->nodes, sizeof(*nodes) * m->n_layers,
-                                     sizeof(*nodes) * cap);
-        TFL_CHECK_RET(ctx, nodes, TFL_RESOURCE_EXHAUSTED, TFL_RESOURCE_EXHAUSTED,
-                      "%s: out of memory adding a layer", m->name);
-        m->nodes = nodes;
-        m->cap_layers = cap;
-    }
-    bool merge = tfl__layer_is_merge(l->spec.kind);
-    int count = nd->n_in ? nd->n_in : 1;
-    TFL_CHECK_RET(ctx, merge ? count >= 2 : count == 1, TFL_INVALID_ARGUMENT,
-                  TFL_INVALID_ARGUMENT, "%s: layer '%s' (%s) takes %s, got %d%s", m->name,
-                  l->name, tfl_layer_kind_name(l->spec.kind),
-                  merge ? "2 or more inputs" : "one input", count,
-                  merge && !nd->n_in ? " (add it with tfl_model_add_from)" : "");
-    m->nodes[m->n_layers] = *nd;
-    m->layers[m->n_layers++] = l;
-    l->owner = m;
-    return TFL_OK;
 }
 
 tfl_status tfl_model_add_layer(tfl_model *m, tfl_layer *l)

@@ -196,14 +196,3 @@ void tfl__node_text(const tfl_model *m, int i, char *buf, size_t size)
         o += (size_t)snprintf(buf + o, size - o, "%s%s", k ? ", " : "", input_name(m, in[k]));
 }
 
-/* After layer i was taken out of the model's list: the later nodes' indices follow. */
-void tfl__nodes_removed(tfl_model *m, int i)
-{
-    memmove(m->nodes + i, m->nodes + i + 1, sizeof(*m->nodes) * (size_t)(m->n_layers - i));
-    for (int j = i; j < m->n_layers; j++)
-        for (int k = 0; k < m->nodes[j].n_in; k++) {
-            int *v = &m->nodes[j].in[k];
-            if (*v == i) *v = TFL__FROM_GONE;
-            else if (*v > i) (*v)--;
-        }
-}

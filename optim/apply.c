@@ -60,18 +60,18 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
     TFL_CHECK(ctx, v->refs > 0, TFL_MISUSE,
               "%s: variable %d was already released (use after release)", who, i);
     TFL_CHECK(ctx, v->ctx == ctx, TFL_MISUSE, "%s: variable %d belongs to another context", who, i);
-    TFL_CHECK(ctx, v->var, TFL_INVALID_ARGUMENT, "%s: argument %d is a tensor, not a variable; "
-              "only variables can be updated", who, i);
-    const char *name = v->var->name;
-    TFL_CHECK(ctx, v->var->owner != opt, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is this "
+    TFL_CHECK(ctx, tfl__var_name(v), TFL_INVALID_ARGUMENT,
+              "%s: argument %d is a tensor, not a variable; only variables can be updated", who, i);
+    const char *name = tfl__var_name(v);
+    TFL_CHECK(ctx, tfl__var_owner(v) != opt, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is this "
               "optimizer's own state (a slot or a step counter); it cannot update it", who, name);
-    if (!tfl__check_readable(ctx, who, v)) return ctx->err_code;
+    if (!tfl__check_readable(ctx, who, v)) return tfl_ctx_status(ctx);
     tfl__opt_entry *e = tfl__opt_find(opt, v->id);
     if (e && e->step) {
-        int64_t s = *(const int64_t *)tfl__data(e->step);
+        int64_t s = *(const int64_t *)tfl__tensor_data(e->step);
         TFL_CHECK(ctx, s >= 0 && s < INT64_MAX, TFL_FAILED_PRECONDITION, "%s: the step count "
                   "'%s:0' is %lld; it must be >= 0 (and below 2^63 - 1)", who,
-                  e->step->var->name, (long long)s);
+                  tfl__var_name(e->step), (long long)s);
     }
     if (e) {
         TFL_CHECK(ctx, e->stamp != stamp, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' is listed "
@@ -90,11 +90,11 @@ static tfl_status check_pair(tfl_optimizer *opt, int i, tfl_tensor *const *vars,
               "released (use after release)", who, name);
     TFL_CHECK(ctx, g->ctx == ctx, TFL_MISUSE, "%s: the gradient of variable '%s:0' belongs to "
               "another context", who, name);
-    if (!tfl__check_readable(ctx, who, g)) return ctx->err_code;
-    tfl__device *dev = tfl__tensor_device(v);
-    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    if (!tfl__check_readable(ctx, who, g)) return tfl_ctx_status(ctx);
+    tfl__device *dev = tfl__device_of(v);
+    const tfl__opt_kernels *k = tfl__dev_opt_kernels(dev);
     TFL_CHECK(ctx, k, TFL_UNIMPLEMENTED, "%s: no update kernel on %s (variable '%s:0')", who,
-              dev->name, name);
+              tfl__dev_name(dev), name);
     TFL_CHECK(ctx, k->dtypes >> v->dtype & 1u, TFL_INVALID_ARGUMENT, "%s: variable '%s:0' has "
               "dtype %s; optimizers update float32 and float64 variables", who, name,
               tfl_dtype_name((tfl_dtype)v->dtype));
@@ -121,22 +121,22 @@ static tfl_status make_slots(tfl_optimizer *opt, const tfl_tensor *v, tfl__opt_e
     for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
         if (!opt->slot_names[s]) continue;
         char name[TFL_SCOPE_BYTES + 512];
-        int len = snprintf(name, sizeof name, "%s/%s/%s", v->var->name, opt->name,
+        int len = snprintf(name, sizeof name, "%s/%s/%s", tfl__var_name(v), opt->name,
                            opt->slot_names[s]);
         TFL_CHECK(ctx, len > 0 && (size_t)len < sizeof name, TFL_INVALID_ARGUMENT,
-                  "%s: the slot name of variable '%s:0' is too long", opt->name, v->var->name);
+                  "%s: the slot name of variable '%s:0' is too long", opt->name, tfl__var_name(v));
         tfl_initializer init = opt->slot_init[s] != 0 ? tfl_init_constant(opt->slot_init[s])
                                                       : tfl_init_zeros();
         e->slots[s] = tfl__variable_new_named(ctx, name, (tfl_dtype)v->dtype, v->rank, v->shape,
                                               &init, &vo);
-        if (!e->slots[s]) return ctx->err_code;
-        e->slots[s]->var->owner = opt;
+        if (!e->slots[s]) return tfl_ctx_status(ctx);
+        tfl__var_set_owner(e->slots[s], opt);
     }
     if (opt->opts.formula == TFL_FORMULA_PYTORCH) { /* torch's state['step'] */
         char name[TFL_SCOPE_BYTES + 512];
-        snprintf(name, sizeof name, "%s/%s/step", v->var->name, opt->name);
+        snprintf(name, sizeof name, "%s/%s/step", tfl__var_name(v), opt->name);
         e->step = tfl__opt_counter(opt, name);
-        if (!e->step) return ctx->err_code;
+        if (!e->step) return tfl_ctx_status(ctx);
     }
     return TFL_OK;
 }
@@ -167,10 +167,10 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
      * kernels reduce a run in a few launches and one copy back) */
     for (int i = 0, j; i < n; i = j) {
         const tfl_tensor *g = opt->grads[i];
-        tfl__device *dev = tfl__tensor_device(g);
+        tfl__device *dev = tfl__device_of(g);
         for (j = i + 1; j < n; j++)
-            if (tfl__tensor_device(opt->grads[j]) != dev || opt->grads[j]->dtype != g->dtype) break;
-        TFL_TRY(tfl__opt_kernels_for(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, j - i,
+            if (tfl__device_of(opt->grads[j]) != dev || opt->grads[j]->dtype != g->dtype) break;
+        TFL_TRY(tfl__dev_opt_kernels(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, j - i,
                                                  &opt->list[i], &opt->norms[i]));
     }
     tfl__opt_clip_scales(&clip, n, opt->norms, opt->norms);
@@ -184,11 +184,11 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
 static tfl__device *clip_device(const tfl_optimizer *opt, int n)
 {
     if (n <= 0) return NULL;
-    tfl__device *dev = tfl__tensor_device(opt->grads[0]);
-    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    tfl__device *dev = tfl__device_of(opt->grads[0]);
+    const tfl__opt_kernels *k = tfl__dev_opt_kernels(dev);
     if (!k->sumsq_device || !k->clip_scales_device) return NULL;
     for (int i = 1; i < n; i++)
-        if (tfl__tensor_device(opt->grads[i]) != dev) return NULL;
+        if (tfl__device_of(opt->grads[i]) != dev) return NULL;
     return dev;
 }
 
@@ -201,12 +201,12 @@ static tfl_status clip_scales_on(tfl_optimizer *opt, tfl__device *dev, int n, do
                                  size_t *got)
 {
     const tfl_optimizer_opts *o = &opt->opts;
-    const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+    const tfl__opt_kernels *k = tfl__dev_opt_kernels(dev);
     tfl__opt_clip clip = {.c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm,
                           .per_variable = o->clip_norm > 0,
                           .tf = o->formula == TFL_FORMULA_TENSORFLOW};
-    double *sums = tfl__allocator_get(&dev->alloc, (size_t)n * sizeof(double), got);
-    if (!sums) return opt->ctx->err_code;
+    double *sums = tfl__dev_scratch_get(dev, (size_t)n * sizeof(double), got);
+    if (!sums) return tfl_ctx_status(opt->ctx);
     *buf = sums;
     for (int i = 0, j; i < n; i = j) { /* one call per run of the same dtype */
         tfl_dtype dt = (tfl_dtype)opt->grads[i]->dtype;
@@ -229,7 +229,7 @@ static tfl_status clip_scales_on(tfl_optimizer *opt, tfl__device *dev, int n, do
  * record can point at it then. */
 static bool needs_copy(const tfl_tensor *g)
 {
-    return !tfl_tensor_is_contiguous(g) || g->var;
+    return !tfl_tensor_is_contiguous(g) || tfl__var_name(g);
 }
 
 /* Everything after the checks that can fail: slots of new variables, contiguous gradients,
@@ -249,43 +249,45 @@ static tfl_status prepare(tfl_optimizer *opt, int n, tfl_tensor *const *vars,
         tfl_tensor *v = vars[i];
         if (opt->which[i] == NEW_ENTRY) {
             tfl__opt_entry *e = tfl__opt_add(opt, v->id);
-            if (!e) return ctx->err_code;
+            if (!e) return tfl_ctx_status(ctx);
             e->stamp = opt->applies;
             opt->which[i] = (int32_t)(e - opt->entries);
             TFL_TRY(make_slots(opt, v, e));
         }
         tfl__opt_entry *e = &opt->entries[opt->which[i]];
         tfl_tensor *g = grads[i];
-        tfl__device *vdev = tfl__tensor_device(v);
-        if (tfl__tensor_device(g) != vdev) {
+        tfl__device *vdev = tfl__device_of(v);
+        if (tfl__device_of(g) != vdev) {
             /* a gradient on another device is copied to the variable's, as an op's inputs
              * are (TensorFlow does the same); the placement log says so */
-            if (ctx->log_placement)
+            if (tfl__ctx_log_placement(ctx))
                 tfl__log(ctx, TFL_LOG_INFO, "%s: copy the gradient of '%s:0' from %s to %s",
-                         opt->name, v->var->name, tfl__tensor_device(g)->name, vdev->name);
+                         opt->name, tfl__var_name(v), tfl__dev_name(tfl__device_of(g)),
+                         tfl__dev_name(vdev));
             g = tfl__tensor_copy_to(ctx, g, vdev);
-            if (!g) return ctx->err_code;
+            if (!g) return tfl_ctx_status(ctx);
         } else if (needs_copy(g)) {
             g = tfl__tensor_copy_to(ctx, g, vdev);
-            if (!g) return ctx->err_code;
+            if (!g) return tfl_ctx_status(ctx);
         }
         TFL_TRY(tfl__variable_own(v));
         int64_t step = global;
         if (e->step) { /* PYTORCH: the variable's own count */
             TFL_TRY(tfl__variable_own(e->step));
-            step = *(const int64_t *)tfl__data(e->step);
+            step = *(const int64_t *)tfl__tensor_data(e->step);
         }
         if (kind->tensor && step != last) {
             kind->tensor(&opt->opts, h, step, opt->memo, k);
             last = step;
         }
         tfl__opt_tensor *t = &opt->list[m];
-        *t = (tfl__opt_tensor){.p = tfl__data(v), .g = tfl__data(g), .n = v->numel, .gscale = 1.0};
+        *t = (tfl__opt_tensor){.p = tfl__tensor_data(v), .g = tfl__tensor_data(g), .n = v->numel,
+                               .gscale = 1.0};
         memcpy(t->k, k, sizeof k);
         for (int s = 0; s < TFL_OPT_MAX_SLOTS; s++) {
             if (!e->slots[s]) continue;
             TFL_TRY(tfl__variable_own(e->slots[s]));
-            t->s[s] = tfl__data(e->slots[s]);
+            t->s[s] = tfl__tensor_data(e->slots[s]);
         }
         opt->grads[m] = g;
         opt->which[m] = opt->which[i]; /* m <= i: compacts to the live ones */
@@ -306,7 +308,7 @@ static tfl_status run_groups(tfl_optimizer *opt, int live, const tfl__opt_hyper 
         const tfl_tensor *lead = grads[done];
         int end = done + 1;
         for (int i = end; i < live; i++) {
-            if (tfl__tensor_device(grads[i]) != tfl__tensor_device(lead) || grads[i]->dtype != lead->dtype)
+            if (tfl__device_of(grads[i]) != tfl__device_of(lead) || grads[i]->dtype != lead->dtype)
                 continue;
             tfl__opt_tensor tt = list[end];
             list[end] = list[i];
@@ -316,8 +318,8 @@ static tfl_status run_groups(tfl_optimizer *opt, int live, const tfl__opt_hyper 
             grads[i] = tg;
             end++;
         }
-        tfl__device *dev = tfl__tensor_device(lead);
-        TFL_TRY(tfl__opt_kernels_for(dev)->apply(opt->ctx, dev, (tfl_dtype)lead->dtype,
+        tfl__device *dev = tfl__device_of(lead);
+        TFL_TRY(tfl__dev_opt_kernels(dev)->apply(opt->ctx, dev, (tfl_dtype)lead->dtype,
                                                   end - done, list + done, h));
         done = end;
     }
@@ -344,17 +346,17 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     }
     TFL_CHECK(ctx, given > 0, TFL_INVALID_ARGUMENT, "%s: No gradients provided for any variable "
               "(%d variables)", who, n);
-    int64_t *step = tfl__data(opt->iterations);
+    int64_t *step = tfl__tensor_data(opt->iterations);
     TFL_CHECK(ctx, *step >= 0 && *step < INT64_MAX, TFL_FAILED_PRECONDITION, "%s: the step "
               "counter '%s:0' is %lld; it must be >= 0 (and below 2^63 - 1)", who,
-              opt->iterations->var->name, (long long)*step);
+              tfl__var_name(opt->iterations), (long long)*step);
 
     size_t keep = opt->n_entries;
     TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy, other device) */
     for (int i = 0; i < n; i++)
-        if (opt->which[i] == SKIPPED && tfl__log_enabled(ctx, TFL_LOG_WARNING))
+        if (opt->which[i] == SKIPPED && tfl__log_wanted(ctx, TFL_LOG_WARNING))
             tfl__log(ctx, TFL_LOG_WARNING, "%s: Gradients do not exist for variable '%s:0' when "
-                     "minimizing the loss; it is not updated", who, vars[i]->var->name);
+                     "minimizing the loss; it is not updated", who, tfl__var_name(vars[i]));
     int live = 0;
     tfl__opt_hyper h;
     make_hyper(opt, *step, &h);
@@ -367,12 +369,13 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
         st = cdev ? clip_scales_on(opt, cdev, live, &dev_scales, &dev_got) : clip_scales(opt, live);
     }
     if (st == TFL_OK) st = run_groups(opt, live, &h);
-    if (dev_scales) tfl__allocator_put(&cdev->alloc, dev_scales, dev_got);
+    if (dev_scales) tfl__dev_scratch_put(cdev, dev_scales, dev_got);
     if (st == TFL_OK) {
-        ++*(int64_t *)tfl__data(opt->iterations); /* prepare may have moved it (copy-on-write) */
+        /* prepare may have moved it (copy-on-write) */
+        ++*(int64_t *)tfl__tensor_data(opt->iterations);
         for (int i = 0; i < live; i++) {
             tfl_tensor *own_step = opt->entries[opt->which[i]].step;
-            if (own_step) ++*(int64_t *)tfl__data(own_step);
+            if (own_step) ++*(int64_t *)tfl__tensor_data(own_step);
         }
     } else {
         tfl__opt_truncate(opt, keep); /* slots made by this call go; values are unchanged */
@@ -399,7 +402,7 @@ tfl_status tfl_optimizer_build(tfl_optimizer *opt, int n, tfl_tensor *const *var
     for (int i = 0; i < n; i++) {
         if (opt->which[i] != NEW_ENTRY) continue;
         tfl__opt_entry *e = tfl__opt_add(opt, vars[i]->id);
-        tfl_status st = e ? make_slots(opt, vars[i], e) : ctx->err_code;
+        tfl_status st = e ? make_slots(opt, vars[i], e) : tfl_ctx_status(ctx);
         if (st != TFL_OK) {
             tfl__opt_truncate(opt, keep);
             return st;
@@ -451,9 +454,9 @@ tfl_status tfl_optimizer_minimize(tfl_optimizer *opt, tfl_loss_fn loss_fn, void 
     tfl_tensor *loss = tape ? loss_fn(ctx, user) : NULL;
     if (tape) tfl_tape_end(tape);
     if (!tape) {
-        st = ctx->err_code;
+        st = tfl_ctx_status(ctx);
     } else if (!loss) {
-        st = ctx->err_code ? ctx->err_code
+        st = tfl_ctx_status(ctx) ? tfl_ctx_status(ctx)
                            : tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: minimize: the loss "
                                             "function returned NULL without an error", who);
     } else if (loss->numel != 1) {

@@ -24,7 +24,7 @@ tfl_status tfl_global_norm(tfl_ctx *ctx, int n, const tfl_tensor *const *tensors
         TFL_CHECK(ctx, tfl_dtype_is_floating((tfl_dtype)t->dtype), TFL_INVALID_ARGUMENT,
                   "tfl_global_norm: tensor %d has dtype %s; expected a floating dtype", i,
                   tfl_dtype_name((tfl_dtype)t->dtype));
-        if (!tfl__check_readable(ctx, "tfl_global_norm", t)) return ctx->err_code;
+        if (!tfl__check_readable(ctx, "tfl_global_norm", t)) return tfl_ctx_status(ctx);
     }
     TFL_TRY(tfl_frame_push(ctx)); /* owns the contiguous float copies of other gradients */
     double total = 0;
@@ -33,15 +33,15 @@ tfl_status tfl_global_norm(tfl_ctx *ctx, int n, const tfl_tensor *const *tensors
     for (int i = 0; i < n && st == TFL_OK; i++) {
         const tfl_tensor *t = tensors[i];
         if (!t || t->numel == 0) continue;
-        tfl__device *dev = tfl__tensor_device(t);
-        const tfl__opt_kernels *k = tfl__opt_kernels_for(dev);
+        tfl__device *dev = tfl__device_of(t);
+        const tfl__opt_kernels *k = tfl__dev_opt_kernels(dev);
         tfl_dtype dt = (tfl_dtype)t->dtype;
         if (!k || !(k->dtypes & (1u << dt)) || !tfl_tensor_is_contiguous(t)) {
             /* half precision, a strided view, or a device without the kernel: float32 (or
              * float64) contiguous on the CPU */
             tfl_dtype to = dt == TFL_DTYPE_FLOAT64 ? dt : TFL_DTYPE_FLOAT32;
             tfl_tensor *c = tfl_cast(ctx, t, to);
-            if (c && (tfl__tensor_device(c) != tfl__cpu(ctx) || !tfl_tensor_is_contiguous(c)))
+            if (c && (tfl__device_of(c) != tfl__cpu(ctx) || !tfl_tensor_is_contiguous(c)))
                 c = tfl__tensor_copy_to(ctx, c, tfl__cpu(ctx)); /* frame-owned */
             if (!c) {
                 st = tfl_ctx_status(ctx);
@@ -49,9 +49,9 @@ tfl_status tfl_global_norm(tfl_ctx *ctx, int n, const tfl_tensor *const *tensors
             }
             t = c;
             dev = tfl__cpu(ctx);
-            k = tfl__opt_kernels_for(dev);
+            k = tfl__dev_opt_kernels(dev);
         }
-        tfl__opt_tensor ot = {.g = tfl__data(t), .n = t->numel, .gscale = 1};
+        tfl__opt_tensor ot = {.g = tfl__tensor_data(t), .n = t->numel, .gscale = 1};
         double s = 0;
         st = k->sumsq(ctx, dev, (tfl_dtype)t->dtype, 1, &ot, &s);
         if (st == TFL_OK && bad < 0 && !isfinite(s)) bad = i;

@@ -5,17 +5,11 @@
 #ifndef TFL_OPTIM_INTERNAL_H
 #define TFL_OPTIM_INTERNAL_H
 
-#include "internal.h"    /* framework's (tfl_framework_private) */
-#include "opt_kernels.h" /* the fused update kernels' interface (framework's) */
+#include "core_api/optim_api.h" /* the framework's declared API for optim/, with the fused
+                                    update kernels' interface (tfl_framework_private) */
 
 #include <tapeflow/optim.h>
 #include <tapeflow/tape.h>
-
-/** The optimizer kernels of a device (its backend's table); NULL when it has none. */
-static inline const tfl__opt_kernels *tfl__opt_kernels_for(const tfl__device *dev)
-{
-    return dev->opt_kernels;
-}
 
 /* ---- the kinds (kinds.c) ------------------------------------------------------------------- */
 

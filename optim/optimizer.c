@@ -126,7 +126,7 @@ static void free_obj(tfl__ctx_obj *obj);
 /* Whether a live optimizer of ctx has this name. */
 static bool name_taken(tfl_ctx *ctx, const char *name)
 {
-    for (const tfl__ctx_obj *o = ctx->objects; o; o = o->next) {
+    for (const tfl__ctx_obj *o = tfl__ctx_objects(ctx); o; o = o->next) {
         const tfl_optimizer *opt = (const tfl_optimizer *)o;
         if (o->free == free_obj && opt->name && !strcmp(opt->name, name)) return true;
     }
@@ -139,7 +139,7 @@ tfl_tensor *tfl__opt_counter(tfl_optimizer *opt, const char *name)
     tfl_initializer zero = tfl_init_zeros();
     tfl_variable_opts vo = {.device = "CPU:0", .flags = TFL_VAR_NOT_TRAINABLE};
     tfl_tensor *c = tfl__variable_new_named(opt->ctx, name, TFL_DTYPE_INT64, 0, NULL, &zero, &vo);
-    if (c) c->var->owner = opt;
+    if (c) tfl__var_set_owner(c, opt);
     return c;
 }
 
@@ -230,7 +230,7 @@ tfl_tensor *tfl_optimizer_iterations(const tfl_optimizer *opt)
 double tfl_optimizer_learning_rate(const tfl_optimizer *opt)
 {
     if (!USABLE(opt, "tfl_optimizer_learning_rate")) return NAN;
-    int64_t step = *(const int64_t *)tfl__data(opt->iterations);
+    int64_t step = *(const int64_t *)tfl__tensor_data(opt->iterations);
     return tfl_schedule_value(&opt->opts.schedule, opt->opts.learning_rate, step);
 }
 

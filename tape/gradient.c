@@ -33,7 +33,7 @@ static tfl_status accumulate(tfl_tape *tape, const tfl__tape_node *node, int i,
     tfl_ctx *ctx = tape->ctx;
     const char *op = tfl__op_defs[node->op].name;
     if (!dx) {
-        if (ctx->err_code != TFL_OK) return ctx->err_code;
+        if (tfl_ctx_status(ctx) != TFL_OK) return tfl_ctx_status(ctx);
         return tfl__set_error(ctx, TFL_INTERNAL, "tape: the gradient rule of %s gave no gradient "
                               "for input %d", op, i);
     }
@@ -52,7 +52,7 @@ static tfl_status accumulate(tfl_tape *tape, const tfl__tape_node *node, int i,
         return TFL_OK;
     }
     tfl_tensor *sum = tfl_add(ctx, e->grad, dx);
-    if (!sum) return ctx->err_code != TFL_OK ? ctx->err_code : TFL_INTERNAL;
+    if (!sum) return tfl_ctx_status(ctx) != TFL_OK ? tfl_ctx_status(ctx) : TFL_INTERNAL;
     tfl_tensor_release(e->grad);
     e->grad = tfl_keep(sum);
     return TFL_OK;
@@ -130,7 +130,7 @@ static tfl_status backward(tfl_tape *tape, const tfl_tensor *target,
         if (!seed) seed = tfl_ones_like(ctx, target);
         tape->entries[te].grad = tfl_keep((tfl_tensor *)seed);
         tfl_frame_pop(ctx);
-        if (!seed) return ctx->err_code;
+        if (!seed) return tfl_ctx_status(ctx);
         for (int64_t k = tape->n_nodes - 1; k >= 0 && st == TFL_OK; k--) {
             tfl__tape_node *node = &tape->nodes[k];
             tfl__tape_entry *out = &tape->entries[node->out_entry];
@@ -160,7 +160,7 @@ static tfl_status check_arg(tfl_ctx *ctx, const tfl_tensor *t, const char *what,
     if (index >= 0) snprintf(name, sizeof name, "%s %d", what, index);
     else snprintf(name, sizeof name, "%s", what);
     if (!t) {
-        if (ctx->err_code != TFL_OK) return ctx->err_code; /* an earlier op failed */
+        if (tfl_ctx_status(ctx) != TFL_OK) return tfl_ctx_status(ctx); /* an earlier op failed */
         return tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tape_gradient: %s is NULL", name);
     }
     TFL_CHECK(ctx, t->refs > 0, TFL_MISUSE,
@@ -209,12 +209,12 @@ tfl_status tfl_tape_vjp(tfl_tape *tape, const tfl_tensor *target,
     bool was_recording = tape->recording; /* the tape does not record its own backward pass */
     if (was_recording) {
         tape->recording = false;
-        ctx->n_recording--;
+        tfl__recording_add(ctx, -1);
     }
     tfl_status st = backward(tape, target, output_gradient, n, sources, grads);
     if (was_recording) {
         tape->recording = true;
-        ctx->n_recording++;
+        tfl__recording_add(ctx, 1);
     }
     if (!(tape->flags & TFL_TAPE_PERSISTENT)) tfl__tape_clear(tape);
     for (int i = 0; i < n; i++) {
@@ -223,10 +223,10 @@ tfl_status tfl_tape_vjp(tfl_tape *tape, const tfl_tensor *target,
             grads[i] = NULL;
         } else if (grads[i]) {
             grads[i] = tfl__frame_adopt(ctx, grads[i]);
-            if (!grads[i]) st = ctx->err_code;
+            if (!grads[i]) st = tfl_ctx_status(ctx);
         } else if (flags & TFL_GRAD_UNCONNECTED_ZERO) {
             grads[i] = tfl_zeros_like(ctx, sources[i]);
-            if (!grads[i]) st = ctx->err_code;
+            if (!grads[i]) st = tfl_ctx_status(ctx);
         }
     }
     if (st != TFL_OK)

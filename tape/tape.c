@@ -86,7 +86,7 @@ static void fail(tfl_tape *tape)
 static int32_t track(tfl_tape *tape, const tfl_tensor *t)
 {
     int32_t e = tfl__tape_find(tape, t->id);
-    if (e >= 0 || !t->var || !t->var->trainable || (tape->flags & TFL_TAPE_NO_AUTO_WATCH) ||
+    if (e >= 0 || !tfl__tensor_trainable(t) || (tape->flags & TFL_TAPE_NO_AUTO_WATCH) ||
         !differentiable(t->dtype))
         return e;
     e = add_entry(tape, t->id, -1);
@@ -156,7 +156,7 @@ static void record_op(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_tensor *c
                       const tfl_tensor *out, const void *attrs)
 {
     if ((tfl__op_defs[op].flags & TFL_OPF_NO_GRAD) || !differentiable(out->dtype)) return;
-    for (tfl_tape *t = ((tfl__tapes *)ctx->tapes)->live; t; t = t->next)
+    for (tfl_tape *t = ((tfl__tapes *)tfl__tapes_get(ctx))->live; t; t = t->next)
         if (t->recording) record_on(t, op, n_in, in, out, attrs);
 }
 
@@ -205,12 +205,11 @@ static void free_arrays(tfl_ctx *ctx, tfl_tape *tape)
 
 static void free_all(tfl_ctx *ctx)
 {
-    tfl__tapes *st = ctx->tapes;
+    tfl__tapes *st = tfl__tapes_get(ctx);
     while (st->live) tfl_tape_free(st->live);
     free_arrays(ctx, &st->spare);
     tfl__host_free(ctx, st);
-    ctx->tapes = NULL;
-    ctx->n_recording = 0;
+    tfl__tapes_set(ctx, NULL, record_op, free_all); /* no recording tape left */
 }
 
 /* Whether tape is a live tape; MISUSE (kept in its ctx) for a freed one. */
@@ -224,13 +223,12 @@ tfl_tape *tfl_tape_begin(tfl_ctx *ctx, unsigned flags)
     if (!ctx) return NULL;
     TFL_CHECK_RET(ctx, (flags & ~(TFL_TAPE_PERSISTENT | TFL_TAPE_NO_AUTO_WATCH)) == 0, NULL,
                   TFL_INVALID_ARGUMENT, "tape_begin: unknown flags 0x%x", flags);
-    if (!ctx->tapes) {
-        ctx->tapes = tfl__calloc(ctx, sizeof(tfl__tapes));
-        if (!ctx->tapes) return NULL;
-        ctx->tape_record = record_op;
-        ctx->tapes_free = free_all;
+    if (!tfl__tapes_get(ctx)) {
+        tfl__tapes *fresh = tfl__calloc(ctx, sizeof(tfl__tapes));
+        if (!fresh) return NULL;
+        tfl__tapes_set(ctx, fresh, record_op, free_all);
     }
-    tfl__tapes *st = ctx->tapes;
+    tfl__tapes *st = tfl__tapes_get(ctx);
     tfl_tape *tape = tfl__obj_new(ctx, sizeof(tfl_tape), TFL__MAGIC_TAPE, NULL);
     if (!tape) return NULL;
     move_arrays(tape, &st->spare);
@@ -240,7 +238,7 @@ tfl_tape *tfl_tape_begin(tfl_ctx *ctx, unsigned flags)
     tape->used = tape->failed = false;
     tape->next = st->live;
     st->live = tape;
-    ctx->n_recording++;
+    tfl__recording_add(ctx, 1);
     return tape;
 }
 
@@ -250,7 +248,7 @@ tfl_status tfl_tape_watch(tfl_tape *tape, const tfl_tensor *t)
     if (!alive(tape, "tfl_tape_watch")) return TFL_MISUSE;
     tfl_ctx *ctx = tape->ctx;
     if (!t) {
-        if (ctx->err_code != TFL_OK) return ctx->err_code; /* an earlier op failed */
+        if (tfl_ctx_status(ctx) != TFL_OK) return tfl_ctx_status(ctx); /* an earlier op failed */
         return tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "tape_watch: the tensor is NULL");
     }
     TFL_CHECK(ctx, t->refs > 0, TFL_MISUSE,
@@ -275,7 +273,7 @@ tfl_status tfl_tape_end(tfl_tape *tape)
     if (!alive(tape, "tfl_tape_end")) return TFL_MISUSE;
     if (tape->recording) {
         tape->recording = false;
-        tape->ctx->n_recording--;
+        tfl__recording_add(tape->ctx, -1);
     }
     return TFL_OK;
 }
@@ -290,7 +288,7 @@ void tfl_tape_free(tfl_tape *tape)
     if (!tape || !alive(tape, "tfl_tape_free")) return;
     tfl_ctx *ctx = tape->ctx;
     tfl_tape_end(tape);
-    tfl__tapes *st = ctx->tapes;
+    tfl__tapes *st = tfl__tapes_get(ctx);
     for (tfl_tape **p = &st->live; *p; p = &(*p)->next)
         if (*p == tape) {
             *p = tape->next;

@@ -9,7 +9,7 @@
 #ifndef TFL_TAPE_INTERNAL_H
 #define TFL_TAPE_INTERNAL_H
 
-#include "ops/op.h" /* framework's op table (tfl_framework_private) */
+#include "core_api/op_api.h" /* the framework's declared API for tape/ (tfl_framework_private) */
 
 #include <tapeflow/tape.h>
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # selftest.sh CHECKER: check_layering.sh catches what it is for: a tree with a "../" include,
 # an upward private include, an upward public include, a core file including a header of the
-# sub-module framework/io and an io file including internal.h fails, naming each line; the
-# same tree without them (io including its own header and core_api.h) passes.
+# sub-module framework/io, an io file including internal.h and a tape file including
+# internal.h fails, naming each line; the same tree without them (io including its own header
+# and core_api.h, tape core_api/op_api.h) passes.
 set -euo pipefail
 checker="$1"
 tmp=$(mktemp -d)
@@ -12,7 +13,8 @@ mkdir -p "$tmp/framework/ops" "$tmp/framework/include/tapeflow" "$tmp/tape/inclu
 printf '#include "internal.h"\n' > "$tmp/framework/ops/op.h"
 printf '/* internal */\n' > "$tmp/framework/internal.h"
 printf '/* tape */\n' > "$tmp/tape/include/tapeflow/tape.h"
-printf '#include "ops/op.h"\n#include <tapeflow/tape.h>\n' > "$tmp/tape/tape_internal.h"
+printf '#include "core_api/op_api.h"\n#include <tapeflow/tape.h>\n' > "$tmp/tape/tape_internal.h"
+printf '#include "core_api.h"\n' > "$tmp/framework/core_api/op_api.h"
 printf '/* core api */\n' > "$tmp/framework/core_api/core_api.h"
 printf '#include "core_api/core_api.h"\n' >> "$tmp/framework/internal.h"
 printf '#include "core_api.h"\n' > "$tmp/framework/io/io_internal.h"
@@ -24,16 +26,21 @@ printf '#include "../tape/tape_internal.h"\n#include "tape_internal.h"\n#include
 printf '#include "internal.h"\n#include "io/io_internal.h"\n' > "$tmp/framework/c.c"
 printf '#include "io_internal.h"\n#include "internal.h"\n#include "ops/op.h"\n' \
   > "$tmp/framework/io/d.c"
+printf '#include "tape_internal.h"\n#include "internal.h"\n#include "ops/op.h"\n' > "$tmp/tape/e.c"
 if out=$(bash "$checker" "$tmp"); then echo "a bad tree passed"; exit 1; fi
 for want in 'framework/ops/a.c:1: relative include' 'framework/b.c:1: relative include' \
             'framework/b.c:2: framework includes tape_internal.h of tape' \
             'framework/b.c:3: framework includes tapeflow/tape.h of tape' \
             'framework/c.c:2: includes io/io_internal.h of io/, a framework sub-module' \
             'framework/io/d.c:2: io/ includes internal.h, a private header' \
-            'framework/io/d.c:3: io/ includes ops/op.h, a private header'; do
+            'framework/io/d.c:3: io/ includes ops/op.h, a private header' \
+            "tape/e.c:2: tape includes internal.h, a private header of the framework's core" \
+            "tape/e.c:3: tape includes ops/op.h, a private header of the framework's core"; do
   grep -qF "$want" <<<"$out" || { echo "missing: $want"; echo "$out"; exit 1; }
 done
-for clean in 'framework/c.c:1:' 'framework/io/d.c:1:' 'framework/io/writer.c'; do
+for clean in 'framework/c.c:1:' 'framework/io/d.c:1:' 'framework/io/writer.c' 'tape/e.c:1:' \
+             'tape/tape_internal.h:'; do
   if grep -qF "$clean" <<<"$out"; then echo "a good include was rejected: $clean"; echo "$out"; exit 1; fi
 done
-echo "ok: check_layering.sh rejects climbing and upward includes, and includes across io/'s boundary"
+echo "ok: check_layering.sh rejects climbing and upward includes, includes across io/'s boundary" \
+  "and a module's include of the core's private headers"
