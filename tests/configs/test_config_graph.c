@@ -175,20 +175,32 @@ static void train(tfl_ctx *ctx, const char *yaml, const char *dir, const char *e
     tfl_config_free(cfg);
 }
 
+/* Trains yaml 4 epochs straight and 2 + 2 resumed (run folders named by tag); the variables
+ * of both runs (trainable or not) must be equal bit for bit and number `count`; the straight
+ * run's go to out. */
+static void expect_exact_resume(tfl_ctx *ctx, const char *yaml, const char *tag, int count,
+                                float *out)
+{
+    char straight[256], resumed[256], name[64];
+    snprintf(name, sizeof name, "%s4", tag);
+    temp_dir(straight, sizeof straight, name);
+    snprintf(name, sizeof name, "%s22", tag);
+    temp_dir(resumed, sizeof resumed, name);
+    static float b[512];
+    int na = 0, nb = 0;
+    train(ctx, yaml, straight, "training.epochs=4", out, &na);
+    train(ctx, yaml, resumed, "training.epochs=2", NULL, NULL);
+    train(ctx, yaml, resumed, "training.epochs=4", b, &nb);
+    assert_int_equal(na, count);
+    assert_int_equal(na, nb);
+    assert_memory_equal(out, b, sizeof(float) * (size_t)na);
+}
+
 static void test_graph_run_resumes_exactly(void **state)
 {
-    tfl_ctx *ctx = ((fixture *)*state)->ctx;
-    char straight[256], resumed[256];
-    temp_dir(straight, sizeof straight, "graph4");
-    temp_dir(resumed, sizeof resumed, "graph22");
-    static float a[512], b[512];
-    int na = 0, nb = 0;
-    train(ctx, GRAPH_YAML, straight, "training.epochs=4", a, &na);
-    train(ctx, GRAPH_YAML, resumed, "training.epochs=2", NULL, NULL);
-    train(ctx, GRAPH_YAML, resumed, "training.epochs=4", b, &nb);
-    assert_int_equal(na, (2 * 8 + 8) + (8 * 8 + 8) + (10 * 2 + 2));
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, sizeof(float) * (size_t)na);
+    static float vars[512];
+    expect_exact_resume(((fixture *)*state)->ctx, GRAPH_YAML, "graph",
+                        (2 * 8 + 8) + (8 * 8 + 8) + (10 * 2 + 2), vars);
 }
 
 /* a residual block as the shipped ResNet has it, on xor's two features as a 1x2 image: conv,
@@ -220,24 +232,15 @@ static void test_graph_run_resumes_exactly(void **state)
  * every variable (trainable or not) after 2 + 2 epochs equals those after 4, bit for bit */
 static void test_resnet_graph_resumes_exactly(void **state)
 {
-    tfl_ctx *ctx = ((fixture *)*state)->ctx;
-    char straight[256], resumed[256];
-    temp_dir(straight, sizeof straight, "res4");
-    temp_dir(resumed, sizeof resumed, "res22");
-    static float a[512], b[512];
-    int na = 0, nb = 0;
-    train(ctx, RESNET_YAML, straight, "training.epochs=4", a, &na);
-    train(ctx, RESNET_YAML, resumed, "training.epochs=2", NULL, NULL);
-    train(ctx, RESNET_YAML, resumed, "training.epochs=4", b, &nb);
     /* 3 convs of 3x3 (36, 144, 144), 3 BatchNorms of 4 (gamma, beta, moving mean, variance),
      * the dense 4x2 + 2 */
-    assert_int_equal(na, 36 + 144 + 144 + 3 * 4 * 4 + 4 * 2 + 2);
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, sizeof(float) * (size_t)na);
+    const int count = 36 + 144 + 144 + 3 * 4 * 4 + 4 * 2 + 2;
+    static float vars[512];
+    expect_exact_resume(((fixture *)*state)->ctx, RESNET_YAML, "res", count, vars);
     /* and training moved the moving statistics off their initial values (0 and 1) */
     int moved = 0;
-    for (int i = 0; i < na; i++) moved += a[i] != 0.0f && a[i] != 1.0f;
-    assert_true(moved > na / 2);
+    for (int i = 0; i < count; i++) moved += vars[i] != 0.0f && vars[i] != 1.0f;
+    assert_true(moved > count / 2);
 }
 
 /* The document with line `at` (1-based, within the layers) replaced by `layer` */
