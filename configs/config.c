@@ -216,7 +216,7 @@ static void warn_if_cpu_precision(tfl_ctx *ctx, tfl_precision precision)
     if (!d || d != tfl__cpu(ctx)) return;
     tfl__log(ctx, TFL_LOG_WARNING,
              "training.precision %s applies to a GPU's matmuls and convolutions: on %s they "
-             "run in float32", tfl_precision_name(precision), d->name);
+             "run in float32", tfl_precision_name(precision), tfl__dev_name(d));
 }
 
 tfl_status tfl_config_apply_context(tfl_config *cfg)

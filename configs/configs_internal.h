@@ -6,7 +6,7 @@
 #ifndef TFL_CONFIGS_INTERNAL_H
 #define TFL_CONFIGS_INTERNAL_H
 
-#include "internal.h" /* framework's (tfl_framework_private) */
+#include "core_api/module_api.h" /* the framework core's declared API for modules */
 
 #include <tapeflow/config.h>
 

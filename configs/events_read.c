@@ -12,7 +12,7 @@
  * double_val 6, string_val 8}. Other fields are skipped; what is neither a scalar, a
  * histogram, a text, a file version nor a session log is TFL_EVENT_OTHER.
  */
-#include "internal.h"
+#include "core_api/module_api.h"
 #include "io/crc32c.h"
 #include "io/pb.h"
 

@@ -5,7 +5,7 @@
 #ifndef TFL_IO_PLOT_INTERNAL_H
 #define TFL_IO_PLOT_INTERNAL_H
 
-#include "internal.h"
+#include "core_api/module_api.h"
 
 #include <tapeflow/plot.h>
 

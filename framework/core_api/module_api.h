@@ -1,11 +1,11 @@
 /*
  * framework/core_api/module_api.h: what the framework's core declares for the modules above
- * it (tape/, optim/, layers/), on top of core_api.h: the tensor record, which they read (its
- * shape, dtype, id, references) but never change outside the core's functions; tensors made
- * and copied on a device; the device seen as a handle (memory, streams and events through
- * functions, never its table); variables made by name; the context's settings and the tape
- * module's hooks through functions. The context, storage, variable and device records stay
- * in internal.h, which includes this header. Never installed.
+ * it (tape/, optim/, layers/, configs/), on top of core_api.h: the tensor record, which they
+ * read (its shape, dtype, id, references) but never change outside the core's functions;
+ * tensors made and copied on a device; the device seen as a handle (memory, streams and events
+ * through functions, never its table); variables made by name; the context's settings and the
+ * tape module's hooks through functions. The context, storage, variable and device records
+ * stay in internal.h, which includes this header. Never installed.
  */
 #ifndef TFL_FRAMEWORK_MODULE_API_H
 #define TFL_FRAMEWORK_MODULE_API_H

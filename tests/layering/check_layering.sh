@@ -10,7 +10,7 @@
 #     outside it that includes one of its headers (the core never depends on it), and a file
 #     of it that includes a private header of the framework other than its own and
 #     core_api/core_api.h, the core's declared API (internal.h, ops/op.h, ...);
-#   - in tape/, optim/ and layers/: an include of a private header of the framework's core
+#   - in tape/, optim/, layers/ and configs/: an include of a private header of the framework's core
 #     other than those of core_api/ (the core's declared API for the modules: module_api.h,
 #     op_api.h, optim_api.h); the headers of the framework's sub-modules (dist/, io/) are
 #     theirs to declare.
@@ -37,7 +37,7 @@ submodules=()
 for d in framework/io; do [ -d "$src/$d" ] && submodules+=("$d"); done
 core_api=framework/core_api/core_api.h
 # The modules above the core that see only its declared API (core_api/).
-declared_only=(tape optim layers)
+declared_only=(tape optim layers configs)
 # resolve HEADER DIR: the file a quoted include names, relative to $src (the including file's
 # folder first, then framework/ and framework/core_api/, the include folders of the library's
 # targets), or nothing.
