@@ -120,9 +120,9 @@ done:
         (result) = acc_[0];                                                                      \
     } while (0)
 
-
+/* the terms summed: x, (x - mean)^2, g = dy gamma, g (x - mean) */
 #define LN_X(j) x[j]
-#define LN_SQ(j) ((double)x[j] - m) * ((double)x[j] - m)
+#define LN_SQ(j) (((double)x[j] - m) * ((double)x[j] - m))
 #define LN_G(j) ((double)dy[j] * (double)ga[j])
 #define LN_GX(j) ((double)dy[j] * (double)ga[j] * ((double)x[j] - m))
 
