@@ -246,15 +246,23 @@ static tfl_status k_dropout(const tfl__kcall *k)
     return st;
 }
 
+/* in[i]: the call's first n inputs, contiguous (copies in tmp[i], which the caller releases;
+ * all NULL on entry) */
+static tfl_status contiguous_inputs(const tfl__kcall *k, int n, const tfl_tensor **in,
+                                    tfl_tensor **tmp)
+{
+    for (int i = 0; i < n; i++) {
+        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
+        if (!in[i]) return k->ctx->err_code;
+    }
+    return TFL_OK;
+}
+
 static tfl_status k_batch_norm(const tfl__kcall *k)
 {
     tfl_tensor *tmp[5] = {NULL};
     const tfl_tensor *in[5];
-    tfl_status st = TFL_OK;
-    for (int i = 0; i < 5 && st == TFL_OK; i++) {
-        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
-        if (!in[i]) st = k->ctx->err_code;
-    }
+    tfl_status st = contiguous_inputs(k, 5, in, tmp);
     if (st == TFL_OK) st = tfl__cuda_use(k->dev); /* current before cuDNN's handle is made */
     if (st == TFL_OK && !tfl__cudnn_batch_norm(k, in, &st)) {
         /* tapeflow's kernel: cuDNN off, absent, or refusing the shape (cudnn_norm.c) */
@@ -278,11 +286,7 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
 {
     tfl_tensor *tmp[3] = {NULL};
     const tfl_tensor *in[3];
-    tfl_status st = TFL_OK;
-    for (int i = 0; i < 3 && st == TFL_OK; i++) {
-        in[i] = tfl__cuda_contiguous(k, k->in[i], &tmp[i]);
-        if (!in[i]) st = k->ctx->err_code;
-    }
+    tfl_status st = contiguous_inputs(k, 3, in, tmp);
     if (st == TFL_OK) {
         const bool grad = k->op == TFL_OP_LAYER_NORM_GRAD;
         const tfl_tensor *x = grad ? in[1] : in[0];

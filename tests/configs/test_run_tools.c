@@ -75,6 +75,20 @@ static void test_summary(void **state)
     assert_int_equal(tfl_run_summary(NULL, small, sizeof small), -1);
 }
 
+/* A run of BASE_YAML in dir trained for `epochs` (an override such as "training.epochs=2"),
+ * still open; *cfg receives its config, which the caller frees after closing the run. */
+static tfl_run *trained_run(tfl_ctx *ctx, const char *dir, const char *epochs, tfl_config **cfg)
+{
+    tfl_status st;
+    const char *sets[] = {epochs};
+    *cfg = parse_with(ctx, BASE_YAML "training: {batch_size: 2, seed: 3}\n", sets, 1, &st);
+    tfl_run *run = tfl_run_open(*cfg, &(tfl_run_opts){.run_dir = dir}, &st);
+    assert_non_null(run);
+    tfl_run_result res;
+    assert_int_equal(tfl_run_train(run, &res), TFL_OK);
+    return run;
+}
+
 static void test_latest_checkpoint(void **state)
 {
     fixture *f = *state;
@@ -88,15 +102,8 @@ static void test_latest_checkpoint(void **state)
     expect_kept_error(f->ctx, TFL_NOT_FOUND, want);
     assert_int_equal(step, -1);
     /* a trained run: its newest checkpoint, the same the run restores */
-    tfl_status st;
-    const char *sets[] = {"training.epochs=3"};
-    tfl_config *cfg = parse_with(f->ctx, BASE_YAML "training: {batch_size: 2, seed: 3}\n", sets,
-                                 1, &st);
-    tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir}, &st);
-    assert_non_null(run);
-    tfl_run_result res;
-    assert_int_equal(tfl_run_train(run, &res), TFL_OK);
-    tfl_run_close(run);
+    tfl_config *cfg;
+    tfl_run_close(trained_run(f->ctx, dir, "training.epochs=3", &cfg));
     tfl_config_free(cfg);
     assert_int_equal(tfl_run_latest_checkpoint(f->ctx, dir, path, sizeof path, &step), TFL_OK);
     snprintf(want, sizeof want, "%s/checkpoints/ckpt-00000006.safetensors", dir);
@@ -129,14 +136,8 @@ static void test_save_predictions(void **state)
     fixture *f = *state;
     char dir[256], path[512], bad[512];
     temp_dir(dir, sizeof dir, "preds");
-    tfl_status st;
-    const char *sets[] = {"training.epochs=2"};
-    tfl_config *cfg = parse_with(f->ctx, BASE_YAML "training: {batch_size: 2, seed: 3}\n", sets,
-                                 1, &st);
-    tfl_run *run = tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir}, &st);
-    assert_non_null(run);
-    tfl_run_result res;
-    assert_int_equal(tfl_run_train(run, &res), TFL_OK);
+    tfl_config *cfg;
+    tfl_run *run = trained_run(f->ctx, dir, "training.epochs=2", &cfg);
     assert_int_equal(tfl_run_restore(run, NULL, NULL, 0, NULL), TFL_OK);
     tfl_tensor *out = tfl_run_predict(run, XOR_CSV, NULL, NULL, NULL);
     assert_non_null(out);

@@ -31,7 +31,7 @@ extern "C" { /* cmocka.h has no C++ linkage block of its own */
 #include "pool_elems.cuh"
 
 extern "C" {
-/* framework/ops/op.h (the gradient ops' entry points; the static library has them) */
+/* framework/core_api/op_api.h (the gradient ops' entry points; the static library has them) */
 tfl_tensor *tfl__max_pool_grad(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *dy,
                                const tfl_pool2d_opts *opts);
 tfl_tensor *tfl__max_pool_grad_grad(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *g,
