@@ -190,10 +190,6 @@ tfl_status tfl_ctx_set_precision(tfl_ctx *ctx, tfl_precision precision)
     TFL_CHECK(ctx, (unsigned)precision < TFL_PRECISION_COUNT, TFL_INVALID_ARGUMENT,
               "tfl_ctx_set_precision: %d is not a tfl_precision (float32, tf32, bfloat16, "
               "float16)", (int)precision);
-    TFL_CHECK(ctx, precision != TFL_PRECISION_BFLOAT16 && precision != TFL_PRECISION_FLOAT16,
-              TFL_UNIMPLEMENTED,
-              "tfl_ctx_set_precision: mixed precision (%s) is not available yet; the policies "
-              "are float32 (the default) and tf32", precision_names[precision]);
     ctx->precision = precision;
     return TFL_OK;
 }

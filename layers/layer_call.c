@@ -323,6 +323,16 @@ static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
     return tfl_layer_norm(CTX, x, gamma, beta, s->epsilon);
 }
 
+/* x is in the 16-bit dtype of the context's mixed precision policy: the layer's ops take it
+ * as it is (their own autocast decides what runs in float32) */
+static bool policy_dtype(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    tfl_precision p = tfl_ctx_precision(ctx);
+    tfl_dtype dt = tfl_tensor_dtype(x);
+    return (p == TFL_PRECISION_BFLOAT16 && dt == TFL_DTYPE_BFLOAT16) ||
+           (p == TFL_PRECISION_FLOAT16 && dt == TFL_DTYPE_FLOAT16);
+}
+
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
     const tfl_layer_spec *s = &l->spec;
@@ -331,8 +341,8 @@ tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)
                     s->kind == TFL_LAYER_BATCH_NORM || s->kind == TFL_LAYER_LAYER_NORM ||
                     s->kind == TFL_LAYER_POSITION_EMBEDDING ||
                     s->kind == TFL_LAYER_MULTI_HEAD_ATTENTION;
-    if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32) /* Keras's autocast */
-        x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32);
+    if (weighted && tfl_tensor_dtype(x) != TFL_DTYPE_FLOAT32 && !policy_dtype(CTX, x))
+        x = tfl_cast(CTX, x, TFL_DTYPE_FLOAT32); /* Keras's autocast */
     if (!x) return NULL;
     int rank = tfl_tensor_rank(x);
     int64_t out[TFL_MAX_RANK];

@@ -48,11 +48,28 @@ int tfl__merge_shape(tfl_layer *l, int n, const int *ranks, const int64_t *const
     return r;
 }
 
+/* Under a mixed precision policy a merge may meet float32 and 16-bit inputs (a
+ * normalisation's float32 output beside a convolution's bfloat16 one). */
+static bool mixed_policy(tfl_ctx *ctx)
+{
+    tfl_precision p = tfl_ctx_precision(ctx);
+    return p == TFL_PRECISION_BFLOAT16 || p == TFL_PRECISION_FLOAT16;
+}
+
 tfl_tensor *tfl__merge_forward(tfl_layer *l, int n, const tfl_tensor *const *xs)
 {
     if (l->spec.kind == TFL_LAYER_CONCATENATE) {
         int axis = l->spec.axis < 0 ? tfl_tensor_rank(xs[0]) + l->spec.axis : l->spec.axis;
-        return tfl_concat(l->ctx, n, xs, axis);
+        /* inputs of two dtypes (a mixed policy) meet in the 16-bit one, as the ops' do */
+        tfl_dtype dt = tfl_tensor_dtype(xs[0]);
+        for (int i = 1; i < n; i++)
+            if (tfl_tensor_dtype(xs[i]) != TFL_DTYPE_FLOAT32) dt = tfl_tensor_dtype(xs[i]);
+        const tfl_tensor *same[TFL_MAX_LAYER_INPUTS];
+        for (int i = 0; i < n; i++) {
+            same[i] = tfl_tensor_dtype(xs[i]) == dt ? xs[i] : tfl_cast(l->ctx, xs[i], dt);
+            if (!same[i]) return NULL;
+        }
+        return tfl_concat(l->ctx, n, same, axis);
     }
     tfl_tensor *y = NULL;
     const tfl_tensor *acc = xs[0];
@@ -113,7 +130,9 @@ tfl_tensor *tfl_layer_call_n(tfl_layer *l, int n, const tfl_tensor *const *xs, b
         TFL_CHECK_RET(ctx, x->ctx == ctx, NULL, TFL_MISUSE,
                       "%s: input %d belongs to another context", l->name, i);
         TFL_CHECK_RET(ctx, tfl_dtype_is_floating(tfl_tensor_dtype(x)) &&
-                               tfl_tensor_dtype(x) == tfl_tensor_dtype(xs[0]), NULL,
+                               (tfl_tensor_dtype(x) == tfl_tensor_dtype(xs[0]) ||
+                                mixed_policy(ctx)),
+                      NULL,
                       TFL_INVALID_ARGUMENT, "%s: %s needs floating inputs of one dtype: input "
                       "%d is %s, input 0 %s", l->name, tfl_layer_kind_name(l->spec.kind), i,
                       tfl_dtype_name(tfl_tensor_dtype(x)), tfl_dtype_name(tfl_tensor_dtype(xs[0])));

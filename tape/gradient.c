@@ -26,6 +26,16 @@ static void release_saved(tfl_tape *tape, tfl__tape_node *node)
     }
 }
 
+/* Under a mixed policy a rule may give float32 for a 16-bit input or the reverse (a sum of a
+ * bfloat16 gradient runs in float32, tfl__autocast): the pair that the policy mixes. */
+static bool mixed_pair(tfl_ctx *ctx, tfl_dtype a, tfl_dtype b)
+{
+    tfl_precision p = tfl_ctx_precision(ctx);
+    if (p != TFL_PRECISION_BFLOAT16 && p != TFL_PRECISION_FLOAT16) return false;
+    tfl_dtype half = p == TFL_PRECISION_BFLOAT16 ? TFL_DTYPE_BFLOAT16 : TFL_DTYPE_FLOAT16;
+    return (a == half && b == TFL_DTYPE_FLOAT32) || (a == TFL_DTYPE_FLOAT32 && b == half);
+}
+
 /* Adds dx (checked against input r) to the gradient its entry has summed so far. */
 static tfl_status accumulate(tfl_tape *tape, const tfl__tape_node *node, int i,
                              const tfl__tape_in *r, tfl_tensor *dx)
@@ -37,6 +47,9 @@ static tfl_status accumulate(tfl_tape *tape, const tfl__tape_node *node, int i,
         return tfl__set_error(ctx, TFL_INTERNAL, "tape: the gradient rule of %s gave no gradient "
                               "for input %d", op, i);
     }
+    if (dx->dtype != r->dtype && mixed_pair(ctx, (tfl_dtype)dx->dtype, (tfl_dtype)r->dtype) &&
+        !(dx = tfl_cast(ctx, dx, (tfl_dtype)r->dtype)))
+        return tfl_ctx_status(ctx);
     if (dx->dtype != r->dtype || !tfl__same_shape(dx->rank, dx->shape, r->rank, r->shape)) {
         char a[128], b[128];
         return tfl__set_error(ctx, TFL_INTERNAL, "tape: the gradient rule of %s gave input %d a "

@@ -50,12 +50,13 @@ static bool check_shape_arg(tfl_ctx *ctx, const char *name, const char *what, co
 }
 
 /* Both operands of one floating dtype: "dtypes differ: input is float32, filter is float64" */
-static bool check_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, const char *an,
-                       const tfl_tensor *b, const char *bn)
+static bool check_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor **pa, const char *an,
+                       const tfl_tensor **pb, const char *bn)
 {
-    const tfl_tensor *in[2] = {a, b};
-    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype))
-        return false;
+    const tfl_tensor *in[2] = {*pa, *pb};
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return false;
+    const tfl_tensor *a = *pa = in[0], *b = *pb = in[1];
+    if (!tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype)) return false;
     TFL_CHECK_RET(ctx, a->dtype == b->dtype, false, TFL_INVALID_ARGUMENT,
                   "%s: dtypes differ: %s is %s, %s is %s (tapeflow does not promote; use "
                   "tfl_cast)",
@@ -169,7 +170,7 @@ tfl_tensor *tfl_conv2d(tfl_ctx *ctx, const tfl_tensor *input, const tfl_tensor *
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_CONV2D;
     const char *name = tfl__op_defs[op].name;
-    if (!check_pair(ctx, op, input, "input", filter, "filter") ||
+    if (!check_pair(ctx, op, &input, "input", &filter, "filter") ||
         !check_rank4(ctx, name, "input", input, "(N, H, W, C)") ||
         !check_rank4(ctx, name, "filter", filter, "(KH, KW, Cin, Cout)"))
         return NULL;
@@ -188,7 +189,7 @@ tfl_tensor *tfl_conv2d_backprop_input(tfl_ctx *ctx, const int64_t input_shape[4]
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_CONV2D_BACKPROP_INPUT;
     const char *name = tfl__op_defs[op].name;
-    if (!check_pair(ctx, op, filter, "filter", dy, "dy") ||
+    if (!check_pair(ctx, op, &filter, "filter", &dy, "dy") ||
         !check_shape_arg(ctx, name, "input_shape", input_shape) ||
         !check_rank4(ctx, name, "filter", filter, "(KH, KW, Cin, Cout)") ||
         !check_rank4(ctx, name, "dy", dy, "(N, OH, OW, Cout)"))
@@ -212,7 +213,7 @@ tfl_tensor *tfl_conv2d_backprop_filter(tfl_ctx *ctx, const tfl_tensor *input,
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_CONV2D_BACKPROP_FILTER;
     const char *name = tfl__op_defs[op].name;
-    if (!check_pair(ctx, op, input, "input", dy, "dy") ||
+    if (!check_pair(ctx, op, &input, "input", &dy, "dy") ||
         !check_shape_arg(ctx, name, "filter_shape", filter_shape) ||
         !check_rank4(ctx, name, "input", input, "(N, H, W, C)") ||
         !check_rank4(ctx, name, "dy", dy, "(N, OH, OW, Cout)"))
@@ -303,7 +304,7 @@ static tfl_tensor *max_pool_grads(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor 
 {
     if (!ctx) return NULL;
     const char *name = tfl__op_defs[op].name;
-    if (!check_pair(ctx, op, x, "x", other, other_name) ||
+    if (!check_pair(ctx, op, &x, "x", &other, other_name) ||
         !check_rank4(ctx, name, "x", x, "(N, H, W, C)"))
         return NULL;
     tfl__window_attrs a;

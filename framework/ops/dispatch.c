@@ -56,6 +56,36 @@ bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, con
     return true;
 }
 
+/* A device whose arithmetic the mixed policies change: any but the CPU's. */
+static bool computes_half(const tfl_tensor *t)
+{
+    return strcmp(tfl__tensor_device(t)->ops->type_name, "CPU") != 0;
+}
+
+bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **in)
+{
+    tfl_dtype half =
+        ctx->precision == TFL_PRECISION_BFLOAT16 ? TFL_DTYPE_BFLOAT16 : TFL_DTYPE_FLOAT16;
+    unsigned flags = tfl__op_defs[op].flags;
+    bool any_half = false, on_device = false;
+    for (int i = 0; i < n; i++) {
+        if (!in[i]) return true; /* the op's own checks name it */
+        any_half |= in[i]->dtype == half;
+        on_device |= computes_half(in[i]);
+    }
+    if (!on_device) return true;
+    tfl_dtype from = TFL_DTYPE_FLOAT32, to = half; /* AMP_LOW, and a 16-bit input's partners */
+    if (flags & TFL_OPF_AMP_F32) {
+        from = half;
+        to = TFL_DTYPE_FLOAT32;
+    } else if (!(flags & TFL_OPF_AMP_LOW) && !any_half) {
+        return true;
+    }
+    for (int i = 0; i < n; i++)
+        if (in[i]->dtype == from && !(in[i] = tfl_cast(ctx, in[i], to))) return false;
+    return true;
+}
+
 /* Allocates the output and runs the device's kernel on inputs already in place. */
 static tfl_tensor *run_kernel(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, int n_in,
                               const tfl_tensor *const *in, tfl_dtype out_dtype, int out_rank,

@@ -23,8 +23,10 @@ static tfl_tensor *binary(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a, cons
 {
     if (!ctx) return NULL;
     const tfl_tensor *in[2] = {a, b};
-    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__check_same_dtype(ctx, op, a, b) ||
-        !tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype))
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return NULL;
+    a = in[0];
+    b = in[1];
+    if (!tfl__check_same_dtype(ctx, op, a, b) || !tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype))
         return NULL;
     int rank;
     int64_t shape[TFL_MAX_RANK];
@@ -102,7 +104,8 @@ tfl_tensor *tfl_gelu(tfl_ctx *ctx, const tfl_tensor *x, bool approximate)
 static tfl_tensor *softmax_like(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int axis)
 {
     if (!ctx) return NULL;
-    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
         return NULL;
     int rank = x->rank > 0 ? x->rank : 1;
     int a = tfl__norm_axis(axis, rank);

@@ -9,13 +9,13 @@
 #include <stdio.h>
 
 /* logits floating, labels of the same dtype ("logits is float32, labels is float64") */
-static bool check_float_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *logits,
-                             const tfl_tensor *labels)
+static bool check_float_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor **plogits,
+                             const tfl_tensor **plabels)
 {
-    const tfl_tensor *in[2] = {logits, labels};
-    if (!tfl__check_inputs(ctx, op, 2, in) ||
-        !tfl__check_dtype(ctx, op, (tfl_dtype)logits->dtype))
-        return false;
+    const tfl_tensor *in[2] = {*plogits, *plabels};
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return false;
+    const tfl_tensor *logits = *plogits = in[0], *labels = *plabels = in[1];
+    if (!tfl__check_dtype(ctx, op, (tfl_dtype)logits->dtype)) return false;
     TFL_CHECK_RET(ctx, logits->dtype == labels->dtype, false, TFL_INVALID_ARGUMENT,
                   "%s: dtypes differ: logits is %s, labels is %s (tapeflow does not promote; "
                   "use tfl_cast)", tfl__op_defs[op].name, tfl_dtype_name((tfl_dtype)logits->dtype),
@@ -29,7 +29,7 @@ tfl_tensor *tfl_softmax_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_SOFTMAX_XENT;
     const char *name = tfl__op_defs[op].name;
-    if (!check_float_pair(ctx, op, logits, labels)) return NULL;
+    if (!check_float_pair(ctx, op, &logits, &labels)) return NULL;
     char sa[128], sb[128];
     TFL_CHECK_RET(ctx, tfl__same_shape(logits->rank, logits->shape, labels->rank, labels->shape),
                   NULL, TFL_INVALID_ARGUMENT,
@@ -58,9 +58,10 @@ tfl_tensor *tfl_sparse_softmax_cross_entropy(tfl_ctx *ctx, const tfl_tensor *log
     const tfl__op_id op = TFL_OP_SPARSE_SOFTMAX_XENT;
     const char *name = tfl__op_defs[op].name;
     const tfl_tensor *in[2] = {logits, labels};
-    if (!tfl__check_inputs(ctx, op, 2, in) ||
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 1, &logits) ||
         !tfl__check_dtype(ctx, op, (tfl_dtype)logits->dtype))
         return NULL;
+    in[0] = logits;
     TFL_CHECK_RET(ctx, tfl_dtype_is_integer((tfl_dtype)labels->dtype), NULL,
                   TFL_INVALID_ARGUMENT,
                   "%s: labels dtype %s is not supported; expected one of int32, int64", name,
@@ -83,7 +84,7 @@ tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
 {
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_SIGMOID_XENT;
-    if (!check_float_pair(ctx, op, logits, labels)) return NULL;
+    if (!check_float_pair(ctx, op, &logits, &labels)) return NULL;
     int rank;
     int64_t shape[TFL_MAX_RANK];
     char sa[128], sb[128];

@@ -9,8 +9,10 @@ tfl_tensor *tfl_matmul(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b, u
     if (!ctx) return NULL;
     const tfl_tensor *in[2] = {a, b};
     const tfl__op_id op = TFL_OP_MATMUL;
-    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__check_same_dtype(ctx, op, a, b) ||
-        !tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype))
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return NULL;
+    a = in[0];
+    b = in[1];
+    if (!tfl__check_same_dtype(ctx, op, a, b) || !tfl__check_dtype(ctx, op, (tfl_dtype)a->dtype))
         return NULL;
     char sa[128], sb[128];
     TFL_CHECK_RET(ctx, a->rank >= 2 && b->rank >= 2, NULL, TFL_INVALID_ARGUMENT,

@@ -43,7 +43,8 @@ tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
     const tfl__op_id op = TFL_OP_BATCH_NORM;
     const char *name = tfl__op_defs[op].name;
     const tfl_tensor *req[3] = {x, mean, variance};
-    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 1, &x) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
         return NULL;
     TFL_CHECK_RET(ctx, x->rank >= 1, NULL, TFL_INVALID_ARGUMENT,
                   "%s: x must have rank >= 1 (channels on the last axis), got shape ()", name);
@@ -116,7 +117,8 @@ tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
 {
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_LAYER_NORM;
-    if (!tfl__check_inputs(ctx, op, 1, &x) || !check_layer_norm(ctx, op, x, epsilon) ||
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
+        !check_layer_norm(ctx, op, x, epsilon) ||
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;
@@ -129,7 +131,10 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
 {
     const tfl__op_id op = TFL_OP_LAYER_NORM_GRAD;
     const tfl_tensor *req[2] = {dy, x};
-    if (!tfl__check_inputs(ctx, op, 2, req) || !check_layer_norm(ctx, op, x, epsilon) ||
+    if (!tfl__check_inputs(ctx, op, 2, req) || !tfl__autocast(ctx, op, 2, req)) return NULL;
+    dy = req[0];
+    x = req[1];
+    if (!check_layer_norm(ctx, op, x, epsilon) ||
         !tfl__check_same_dtype(ctx, op, x, dy) || (gamma && !check_param(ctx, op, x, gamma, "gamma")))
         return NULL;
     char sx[128], sd[128];

@@ -29,6 +29,23 @@ bool tfl__check_dtype(tfl_ctx *ctx, tfl__op_id op, tfl_dtype dtype);
 /** Checks two inputs have one dtype ("dtypes differ: a is int32, b is float32"). */
 bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
                            const tfl_tensor *b);
+/**
+ * Mixed precision, as torch.autocast does it: under a BFLOAT16 or FLOAT16 policy
+ * (tfl_ctx_set_precision), for an op with an input on a device other than the CPU, replaces
+ * in[0..n) by casts (recorded on the tape, so gradients flow back in each input's dtype):
+ * TFL_OPF_AMP_LOW ops (MatMul, the convolutions) get their float32 inputs in the policy's
+ * 16-bit dtype; TFL_OPF_AMP_F32 ops (sums, softmax, losses, normalisation) get their 16-bit
+ * inputs in float32; any other op with a 16-bit input gets its float32 inputs in 16 bits (a
+ * bias added to a bfloat16 product). float64, integers and the CPU's tensors are left alone.
+ * Call it after tfl__check_inputs and before the dtype checks. false: a cast failed (the
+ * error is kept). Free under the float32 and tf32 policies.
+ */
+bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **in);
+static inline bool tfl__autocast(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **in)
+{
+    return TFL_LIKELY(ctx->precision < TFL_PRECISION_BFLOAT16) ||
+           tfl__autocast_slow(ctx, op, n, in);
+}
 /** Logs "op Name on DEVICE" when placement logging is on (views log too). */
 void tfl__log_placement(tfl_ctx *ctx, tfl__op_id op, const tfl__device *dev);
 

@@ -14,6 +14,9 @@
 #define TFL_OPF_NO_GRAD 1u       /* no gradient flows through (int/bool results, StopGradient) */
 #define TFL_OPF_VIEW 2u          /* no kernel: the result views the input's storage */
 #define TFL_OPF_HALF_VIA_F32 4u  /* float16/bfloat16 run through the float32 kernel */
+/* Mixed precision (ops/dispatch.c's tfl__autocast, under a bfloat16 or float16 policy): */
+#define TFL_OPF_AMP_LOW 8u  /* float32 inputs are cast to the policy's 16-bit dtype */
+#define TFL_OPF_AMP_F32 16u /* 16-bit inputs are cast to float32 (sums, softmax, losses, norms) */
 
 /*
  * The elementwise ops, one line each:
@@ -114,45 +117,50 @@
 #define TFL_EW_KEEP(...) __VA_ARGS__
 #define TFL_EW_DROP(...)
 
-#define TFL_OP_LIST(X)                                                                     \
-    X(IDENTITY, "Identity", 1, TFL_MASK_ALL, 0)                                            \
-    TFL_EW_OPS(X)                                                                          \
-    X(SOFTMAX, "Softmax", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                         \
-    X(LOG_SOFTMAX, "LogSoftmax", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                  \
-    X(SUM, "Sum", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)                               \
-    X(MEAN, "Mean", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)                             \
-    X(MAX, "Max", 1, TFL_MASK_REAL, TFL_OPF_HALF_VIA_F32)                                  \
-    X(MIN, "Min", 1, TFL_MASK_REAL, TFL_OPF_HALF_VIA_F32)                                  \
-    X(ARGMAX, "ArgMax", 1, TFL_MASK_REAL, TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32)          \
-    X(ARGMIN, "ArgMin", 1, TFL_MASK_REAL, TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32)          \
-    X(MATMUL, "MatMul", 2, TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64) | TFL_MASK_COMPLEX, 0) \
-    X(RESHAPE, "Reshape", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                                   \
-    X(TRANSPOSE, "Transpose", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                               \
-    X(SLICE, "Slice", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                                       \
-    X(CONCAT, "ConcatV2", -1, TFL_MASK_ALL, 0)                                             \
-    X(GATHER, "GatherV2", 2, TFL_MASK_ALL, 0)                                              \
-    X(ONE_HOT, "OneHot", 1, TFL_MASK_INT, TFL_OPF_NO_GRAD)                                 \
-    X(CAST, "Cast", 1, TFL_MASK_ALL, 0)                                                    \
-    X(WHERE, "SelectV2", 3, TFL_MASK_ALL, 0)                                               \
-    X(STOP_GRADIENT, "StopGradient", 1, TFL_MASK_ALL, TFL_OPF_NO_GRAD | TFL_OPF_VIEW)      \
-    X(BROADCAST_TO, "BroadcastTo", 1, TFL_MASK_ALL, 0)                                     \
-    X(PAD, "PadV2", 1, TFL_MASK_ALL, 0)                                                    \
-    X(SEGMENT_SUM, "UnsortedSegmentSum", 2, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32)        \
-    X(SOFTMAX_XENT, "SoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
-    X(SPARSE_SOFTMAX_XENT, "SparseSoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT,        \
-      TFL_OPF_HALF_VIA_F32)                                                                \
-    X(BATCH_NORM, "BatchNorm", 5, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                     \
-    X(DROPOUT, "Dropout", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                         \
-    X(CONV2D, "Conv2D", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                           \
-    X(CONV2D_BACKPROP_INPUT, "Conv2DBackpropInput", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
-    X(CONV2D_BACKPROP_FILTER, "Conv2DBackpropFilter", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32) \
-    X(MAX_POOL, "MaxPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                        \
-    X(MAX_POOL_GRAD, "MaxPoolGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)               \
-    X(MAX_POOL_GRAD_GRAD, "MaxPoolGradGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)      \
-    X(AVG_POOL, "AvgPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                        \
-    X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)               \
-    X(LAYER_NORM, "LayerNorm", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                    \
-    X(LAYER_NORM_GRAD, "LayerNormGrad", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)
+#define TFL_OP_LIST(X)                                                                            \
+    X(IDENTITY, "Identity", 1, TFL_MASK_ALL, 0)                                                   \
+    TFL_EW_OPS(X)                                                                                 \
+    X(SOFTMAX, "Softmax", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)              \
+    X(LOG_SOFTMAX, "LogSoftmax", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)       \
+    X(SUM, "Sum", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                    \
+    X(MEAN, "Mean", 1, TFL_MASK_NUMERIC, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                  \
+    X(MAX, "Max", 1, TFL_MASK_REAL, TFL_OPF_HALF_VIA_F32)                                         \
+    X(MIN, "Min", 1, TFL_MASK_REAL, TFL_OPF_HALF_VIA_F32)                                         \
+    X(ARGMAX, "ArgMax", 1, TFL_MASK_REAL, TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32)                 \
+    X(ARGMIN, "ArgMin", 1, TFL_MASK_REAL, TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32)                 \
+    X(MATMUL, "MatMul", 2, TFL_MASK_INT | TFL_MASK_FLOAT | TFL_MASK_COMPLEX,                      \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_LOW)                                                     \
+    X(RESHAPE, "Reshape", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                                          \
+    X(TRANSPOSE, "Transpose", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                                      \
+    X(SLICE, "Slice", 1, TFL_MASK_ALL, TFL_OPF_VIEW)                                              \
+    X(CONCAT, "ConcatV2", -1, TFL_MASK_ALL, 0)                                                    \
+    X(GATHER, "GatherV2", 2, TFL_MASK_ALL, 0)                                                     \
+    X(ONE_HOT, "OneHot", 1, TFL_MASK_INT, TFL_OPF_NO_GRAD)                                        \
+    X(CAST, "Cast", 1, TFL_MASK_ALL, 0)                                                           \
+    X(WHERE, "SelectV2", 3, TFL_MASK_ALL, 0)                                                      \
+    X(STOP_GRADIENT, "StopGradient", 1, TFL_MASK_ALL, TFL_OPF_NO_GRAD | TFL_OPF_VIEW)             \
+    X(BROADCAST_TO, "BroadcastTo", 1, TFL_MASK_ALL, 0)                                            \
+    X(PAD, "PadV2", 1, TFL_MASK_ALL, 0)                                                           \
+    X(SEGMENT_SUM, "UnsortedSegmentSum", 2, TFL_MASK_NUMERIC,                                     \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(SOFTMAX_XENT, "SoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT,                           \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(SPARSE_SOFTMAX_XENT, "SparseSoftmaxCrossEntropyWithLogits", 2, TFL_MASK_FLOAT,              \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(BATCH_NORM, "BatchNorm", 5, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)         \
+    X(DROPOUT, "Dropout", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                                \
+    X(CONV2D, "Conv2D", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_LOW)                \
+    X(CONV2D_BACKPROP_INPUT, "Conv2DBackpropInput", 2, TFL_MASK_FLOAT,                            \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_LOW)                                                     \
+    X(CONV2D_BACKPROP_FILTER, "Conv2DBackpropFilter", 2, TFL_MASK_FLOAT,                          \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_LOW)                                                     \
+    X(MAX_POOL, "MaxPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                               \
+    X(MAX_POOL_GRAD, "MaxPoolGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                      \
+    X(MAX_POOL_GRAD_GRAD, "MaxPoolGradGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)             \
+    X(AVG_POOL, "AvgPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                               \
+    X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                      \
+    X(LAYER_NORM, "LayerNorm", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)         \
+    X(LAYER_NORM_GRAD, "LayerNormGrad", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

@@ -9,7 +9,8 @@ static tfl_tensor *reduce(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int 
 {
     if (!ctx) return NULL;
     const char *name = tfl__op_defs[op].name;
-    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
         return NULL;
     TFL_CHECK_RET(ctx, n_axes >= 0 && (n_axes == 0 || axes), NULL, TFL_INVALID_ARGUMENT,
                   "%s: n_axes is %d but axes is %s", name, n_axes, axes ? "set" : "NULL");

@@ -213,7 +213,10 @@ tfl_tensor *tfl_where(tfl_ctx *ctx, const tfl_tensor *cond, const tfl_tensor *x,
 {
     if (!ctx) return NULL;
     const tfl_tensor *in[3] = {cond, x, y};
-    if (!tfl__check_inputs(ctx, TFL_OP_WHERE, 3, in)) return NULL;
+    if (!tfl__check_inputs(ctx, TFL_OP_WHERE, 3, in) || !tfl__autocast(ctx, TFL_OP_WHERE, 3, in))
+        return NULL;
+    x = in[1];
+    y = in[2];
     TFL_CHECK_RET(ctx, cond->dtype == TFL_DTYPE_BOOL, NULL, TFL_INVALID_ARGUMENT,
                   "SelectV2: cond must be bool, got %s", tfl_dtype_name((tfl_dtype)cond->dtype));
     if (!tfl__check_same_dtype(ctx, TFL_OP_WHERE, x, y)) return NULL;
@@ -287,8 +290,10 @@ tfl_tensor *tfl_unsorted_segment_sum(tfl_ctx *ctx, const tfl_tensor *data,
     if (!ctx) return NULL;
     const tfl_tensor *in[2] = {data, segment_ids};
     const tfl__op_id op = TFL_OP_SEGMENT_SUM;
-    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__check_dtype(ctx, op, (tfl_dtype)data->dtype))
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 1, &data) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)data->dtype))
         return NULL;
+    in[0] = data;
     TFL_CHECK_RET(ctx, tfl_dtype_is_integer((tfl_dtype)segment_ids->dtype), NULL,
                   TFL_INVALID_ARGUMENT,
                   "UnsortedSegmentSum: segment_ids dtype %s is not supported; expected one of "

@@ -3,7 +3,7 @@
 #include "test_ops_helpers.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define MATMUL_DTYPES "int32, int64, float32, float64, complex64, complex128"
+#define MATMUL_DTYPES "int32, int64, float16, bfloat16, float32, float64, complex64, complex128"
 
 static const tfl_dtype k_real[] = {TH_I32, TH_I64, TH_F32, TH_F64};
 static const tfl_dtype k_cplx[] = {TH_C64, TH_C128};
@@ -158,6 +158,32 @@ static double tol_for(tfl_dtype dt)
 }
 
 /* ---- hand values -------------------------------------------------------------------------- */
+
+/* float16 and bfloat16 run through the float32 kernel: the float32 product of the 16-bit
+ * values, rounded once to 16 bits */
+static void test_matmul_half_via_float32(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    const tfl_dtype halves[2] = {TH_F16, TH_BF16};
+    tfl_tensor *a = TH_T(ctx, TH_F32, (2, 3), (1 / 7., 2 / 7., 3 / 7., 4 / 7., 5 / 7., 6 / 7.));
+    tfl_tensor *b = TH_T(ctx, TH_F32, (3, 2), (0.3, -1.7, 2.9, 0.11, -0.5, 3.3));
+    for (int d = 0; d < 2; d++) {
+        tfl_tensor *ah = tfl_cast(ctx, a, halves[d]), *bh = tfl_cast(ctx, b, halves[d]);
+        tfl_tensor *got = tfl_matmul(ctx, ah, bh, 0);
+        tfl_tensor *want = tfl_cast(ctx, tfl_matmul(ctx, tfl_cast(ctx, ah, TH_F32),
+                                                    tfl_cast(ctx, bh, TH_F32), 0), halves[d]);
+        assert_non_null(got);
+        assert_non_null(want);
+        assert_int_equal(tfl_tensor_dtype(got), halves[d]);
+        for (int64_t i = 0; i < 4; i++) {
+            double g = 0, w = 1;
+            assert_int_equal(tfl_tensor_get(got, i, &g), TFL_OK);
+            assert_int_equal(tfl_tensor_get(want, i, &w), TFL_OK);
+            assert_true(g == w);
+        }
+    }
+    th_end(ctx);
+}
 
 static void test_matmul_2x3_3x2_all_dtypes(void **state)
 {
@@ -477,11 +503,8 @@ static void test_matmul_errors(void **state)
     TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, bo, bo, 0), "MatMul",
                       "dtype bool is not supported; expected one of " MATMUL_DTYPES);
     tfl_tensor *h = tfl_ones(ctx, TH_F16, 2, TH_SHAPE(2, 2));
-    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, h, h, 0), "MatMul",
-                      "dtype float16 is not supported; expected one of " MATMUL_DTYPES);
-    tfl_tensor *bh = tfl_ones(ctx, TH_BF16, 2, TH_SHAPE(2, 2));
-    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, bh, bh, 0), "MatMul",
-                      "dtype bfloat16 is not supported; expected one of " MATMUL_DTYPES);
+    TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, h, a23, 0), "MatMul",
+                      "dtypes differ: a is float16, b is float32");
     /* NULL */
     TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, NULL, b32, 0), "MatMul", "input 0 is NULL");
     TH_EXPECT_INVALID(ctx, tfl_matmul(ctx, a23, NULL, 0), "MatMul", "input 1 is NULL");
@@ -505,6 +528,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_matmul_2x3_3x2_all_dtypes),
+        TH_TEST(test_matmul_half_via_float32),
         TH_TEST(test_matmul_transpose_flags),
         TH_TEST(test_matmul_shapes_edge),
         TH_TEST(test_matmul_batched_hand),

@@ -137,7 +137,16 @@ TFL_API bool tfl_ctx_deterministic(const tfl_ctx *ctx);
  *             CUBLAS_TF32_TENSOR_OP_MATH, cuDNN's default math), as TensorFlow does by
  *             default and PyTorch with allow_tf32. The CPU has no TF32 format and computes in
  *             float32 under it, as TensorFlow does.
- *   BFLOAT16, FLOAT16  mixed precision (bf16 / fp16 compute, float32 master weights).
+ *   BFLOAT16, FLOAT16  mixed precision, as torch.autocast and Keras's mixed policies: on a
+ *             device other than the CPU, matmuls and convolutions cast their float32 inputs
+ *             to the 16-bit dtype (products accumulated in float32) and return it; an op
+ *             with a 16-bit input and float32 ones computes in 16 bits (a bias add, ReLU and
+ *             its gradient); sums and means, softmax, the losses and the normalisations cast
+ *             16-bit inputs to float32 and return float32. The casts are ops on the tape, so
+ *             a float32 variable's gradient comes back float32 and the optimizer updates the
+ *             float32 master weights. float16's range needs loss scaling
+ *             (tfl_optimizer_opts.loss_scale). The CPU's ops are left in float32 (the CPU
+ *             has no faster 16-bit arithmetic), as under TF32.
  */
 typedef enum tfl_precision {
     TFL_PRECISION_FLOAT32,
@@ -149,8 +158,7 @@ typedef enum tfl_precision {
 
 /**
  * Sets the precision policy for the ops that follow. Errors (the policy is unchanged):
- * INVALID_ARGUMENT (not a tfl_precision), UNIMPLEMENTED (BFLOAT16 and FLOAT16: mixed
- * precision is not built yet; the message says so).
+ * INVALID_ARGUMENT (not a tfl_precision).
  */
 TFL_API tfl_status tfl_ctx_set_precision(tfl_ctx *ctx, tfl_precision precision);
 /** The precision policy (FLOAT32 for a NULL ctx). */
