@@ -286,6 +286,13 @@ tfl_optimizer *tfl_config_build_optimizer(tfl_config *cfg)
         else
             *(double *)field = v->f;
     }
+    /* dynamic loss scaling: the key, or Keras's 2^15 under the float16 policy */
+    const rsec *tr = section(cfg, "training");
+    if ((v = GETV(o, "loss_scale")) && v->set)
+        opts.loss_scale = v->f;
+    else if (tfl__rget(tr, "precision")->i == TFL_PRECISION_FLOAT16)
+        opts.loss_scale = 32768;
+    if (opts.loss_scale > 0) opts.loss_scale_growth_steps = GETV(o, "loss_scale_growth_steps")->i;
     const rsec *s = SEC(o, "schedule");
     opts.schedule.kind = (tfl_schedule_kind)s->kind;
     if ((v = GETV(s, "decay_steps"))) opts.schedule.decay_steps = v->i;

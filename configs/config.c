@@ -208,15 +208,18 @@ static void warn_if_absent(tfl_ctx *ctx, const char *name)
 }
 
 /* A policy other than float32 where training runs on the CPU: one WARNING that the CPU
- * computes in float32 (it has no TF32 format), as TensorFlow's TF32 switch does nothing there. */
+ * computes in float32 (no TF32 format, no faster 16-bit arithmetic), as TensorFlow's TF32
+ * switch does nothing there. */
 static void warn_if_cpu_precision(tfl_ctx *ctx, tfl_precision precision)
 {
     if (precision == TFL_PRECISION_FLOAT32) return;
     const tfl__device *d = tfl__resolve_device(ctx, "training.precision", NULL); /* the model's */
     if (!d || d != tfl__cpu(ctx)) return;
     tfl__log(ctx, TFL_LOG_WARNING,
-             "training.precision %s applies to a GPU's matmuls and convolutions: on %s they "
-             "run in float32", tfl_precision_name(precision), tfl__dev_name(d));
+             "training.precision %s applies to a GPU's matmuls and convolutions%s: on %s they "
+             "run in float32", tfl_precision_name(precision),
+             precision == TFL_PRECISION_TF32 ? "" : " and the ops between them",
+             tfl__dev_name(d));
 }
 
 tfl_status tfl_config_apply_context(tfl_config *cfg)

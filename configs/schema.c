@@ -36,7 +36,8 @@ ENUM(tfl__enum_format, "data format", "idx", "csv", "text");
 ENUM(enum_text_tokens, "token kind", "bytes", "chars"); /* tfl_text_tokens' order */
 ENUM(enum_label_kind, "label kind", "class", "value"); /* tfl_label_kind's order */
 ENUM(enum_nonfinite, "on_nonfinite policy", "halt", "skip");
-ENUM(enum_precision, "precision policy", "float32", "tf32"); /* tfl_precision's order */
+ENUM(enum_precision, "precision policy", "float32", "tf32", "bfloat16",
+     "float16"); /* tfl_precision's order */
 ENUM(enum_monitor, "monitored figure", "loss", "accuracy", "val_loss", "val_accuracy");
 
 enum {
@@ -258,6 +259,12 @@ static const key_def optimizer_keys[] = {
      "clip each gradient's norm; null: off"},
     {"global_clipnorm", VT_FLOAT, ALL_OPT, NUL | RNG | K_MIN_EXCL, NULL, 0, INF, 0, 0, 0, 0,
      "clip the norm of all gradients together; null: off"},
+    {"loss_scale", VT_FLOAT, ALL_OPT, NUL | RNG | K_MIN_EXCL, NULL, 0, 3.4e38, 0, 0, 0, 0,
+     "dynamic loss scaling from this scale (halved on a step whose gradient is not finite, "
+     "which is skipped; doubled after loss_scale_growth_steps finite ones); null: 32768 "
+     "(Keras's 2^15) under training.precision float16, off otherwise"},
+    {"loss_scale_growth_steps", VT_INT, ALL_OPT, RNG, "2000", 1, 1e18, 0, 0, 0, 0,
+     "finite steps in a row before the loss scale doubles"},
     {"schedule", VT_SEC, ALL_OPT, 0, "", 0, 0, 0, &schedule_sec, 0, 0,
      "multiplies the learning rate"},
 };
@@ -305,8 +312,11 @@ static const key_def training_keys[] = {
      "deterministic either way)"},
     {"precision", VT_ENUM, 0, 0, "float32", 0, 0, &enum_precision, 0, 0, 0,
      "float32: float32 arithmetic everywhere; tf32: a GPU's float32 matmuls and convolutions "
-     "on TF32 tensor cores (as TensorFlow's default); the CPU computes in float32 either way "
-     "(a warning says so when training there)"},
+     "on TF32 tensor cores (as TensorFlow's default); bfloat16, float16: mixed precision on a "
+     "GPU (16-bit matmuls, convolutions and the elementwise ops between them; float32 "
+     "variables, sums, softmax, losses and normalisation; float16 with dynamic loss scaling, "
+     "optimizer.loss_scale); the CPU computes in float32 under every policy (a warning says "
+     "so when training there)"},
     {"sync_every", VT_INT, 0, NUL | RNG, NULL, 0, 1e9, 0, 0, 0, 0,
      "on a GPU, steps between the host's reads of the loss (the epoch's sums stay on the "
      "device); 0: every step; null: every step that logging or checkpoint.every_steps acts on "

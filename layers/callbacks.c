@@ -282,6 +282,13 @@ static tfl_status nf_grads(tfl_model *m, int n, tfl_tensor *const *vars, tfl_ten
     double norm = 0;
     tfl_status st = tfl_global_norm(m->ctx, n, (const tfl_tensor *const *)grads, &norm, &bad);
     if (st != TFL_OK) return st;
+    /* under loss scaling the gradients are the scaled loss's, and one that is not finite is
+     * the scaler's to handle (the optimizer skips the step and lowers the scale) */
+    const tfl_optimizer_opts *oo = tfl_optimizer_options(m->optimizer);
+    if (oo && oo->loss_scale > 0) {
+        norm /= tfl_optimizer_loss_scale(m->optimizer);
+        bad = -1;
+    }
     g->last_norm = norm;
     bool loss_ok = isfinite(lg->loss);
     /* data parallelism: every replica decides on what any replica saw */

@@ -164,8 +164,8 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
     tfl_tape_end(tape);
     tfl_status st = loss && gather_vars(m) ? TFL_OK : tfl_ctx_status(ctx);
     if (st == TFL_OK)
-        st = tfl_tape_gradient(tape, loss, m->n_train_vars, (const tfl_tensor *const *)m->train_vars,
-                               m->grads, 0);
+        st = tfl_optimizer_gradient(m->optimizer, tape, loss, m->n_train_vars,
+                                    (const tfl_tensor *const *)m->train_vars, m->grads);
     tfl_tape_free(tape);
     bool on_device = st == TFL_OK && tfl__fit_sums_on_device(fs, loss);
     if (on_device) {

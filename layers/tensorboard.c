@@ -117,6 +117,23 @@ static bool host_sum_squares(const tfl_tensor *t, double *out)
     return true;
 }
 
+/* The optimizer's loss scale: 1 without loss scaling (tfl_optimizer_loss_scale). */
+static double loss_scale(const tfl_model *m)
+{
+    return m->optimizer ? tfl_optimizer_loss_scale(m->optimizer) : 1.0;
+}
+
+/* Dynamic loss scaling's scale and skipped steps, after the step's apply. */
+static tfl_status scaler_scalars(tfl_model *m, tfl_summary_writer *w, int64_t g)
+{
+    const tfl_optimizer_opts *o = m->optimizer ? tfl_optimizer_options(m->optimizer) : NULL;
+    if (!o || o->loss_scale <= 0) return TFL_OK;
+    tfl_status st = tfl_summary_scalar(w, "step/loss_scale", g, loss_scale(m));
+    if (st != TFL_OK) return st;
+    return tfl_summary_scalar(w, "step/skipped_steps", g,
+                              (double)tfl_optimizer_skipped_steps(m->optimizer));
+}
+
 static tfl_status tb_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl_tensor **grads,
                                const tfl_step_logs *logs, void *user, bool *skip)
 {
@@ -137,7 +154,7 @@ static tfl_status tb_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl
             }
             sq += v;
         }
-        tb->grad_norm = sqrt(sq);
+        tb->grad_norm = sqrt(sq) / loss_scale(m); /* the loss's, not the scaled loss's */
     }
     if (tb->histograms && logs->batches > 0 && logs->batch == logs->batches - 1)
         return histograms(m, tb->train, "gradients", n, vars, grads, g);
@@ -164,6 +181,7 @@ static tfl_status tb_step(tfl_model *m, const tfl_step_logs *logs, void *user, b
         st = tfl_summary_scalar(tb->train, "step/learning_rate", g, tb->learning_rate);
     if (st == TFL_OK && !isnan(tb->grad_norm))
         st = tfl_summary_scalar(tb->train, "step/grad_norm", g, tb->grad_norm);
+    if (st == TFL_OK) st = scaler_scalars(m, tb->train, g);
     double dt = logs->seconds - tb->seconds_at_log;
     if (st == TFL_OK && dt > 0)
         st = tfl_summary_scalar(tb->train, "step/samples_per_second", g,

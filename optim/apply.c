@@ -156,15 +156,11 @@ static void make_hyper(const tfl_optimizer *opt, int64_t step, tfl__opt_hyper *h
     k->hyper(o, h);
 }
 
-/* Gradient scales for clip_norm / global_clip_norm, from the kernels' sums of squares. */
-static tfl_status clip_scales(tfl_optimizer *opt, int n)
+/* The sums of squares of the n live gradients into opt->norms, read by the host: one call
+ * per run of gradients on the same device with the same dtype (a GPU's kernels reduce a run
+ * in a few launches and one copy back). */
+static tfl_status host_sums(tfl_optimizer *opt, int n)
 {
-    const tfl_optimizer_opts *o = &opt->opts;
-    tfl__opt_clip clip = {.c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm,
-                          .per_variable = o->clip_norm > 0,
-                          .tf = o->formula == TFL_FORMULA_TENSORFLOW};
-    /* one call per run of gradients on the same device with the same dtype (a GPU's
-     * kernels reduce a run in a few launches and one copy back) */
     for (int i = 0, j; i < n; i = j) {
         const tfl_tensor *g = opt->grads[i];
         tfl__device *dev = tfl__device_of(g);
@@ -173,10 +169,61 @@ static tfl_status clip_scales(tfl_optimizer *opt, int n)
         TFL_TRY(tfl__dev_opt_kernels(dev)->sumsq(opt->ctx, dev, (tfl_dtype)g->dtype, j - i,
                                                  &opt->list[i], &opt->norms[i]));
     }
-    tfl__opt_clip_scales(&clip, n, opt->norms, opt->norms);
-    for (int i = 0; i < n; i++)
-        opt->list[i].gscale = opt->norms[i];
     return TFL_OK;
+}
+
+/* Gradient scales from the sums in opt->norms: clip_norm / global_clip_norm's (1 without),
+ * times `unscale` (1/S under loss scaling). */
+static void set_scales(tfl_optimizer *opt, int n, double unscale)
+{
+    const tfl_optimizer_opts *o = &opt->opts;
+    if (o->clip_norm > 0 || o->global_clip_norm > 0) {
+        tfl__opt_clip clip = {.c = o->clip_norm > 0 ? o->clip_norm : o->global_clip_norm,
+                              .per_variable = o->clip_norm > 0,
+                              .tf = o->formula == TFL_FORMULA_TENSORFLOW};
+        tfl__opt_clip_scales(&clip, n, opt->norms, opt->norms);
+    } else {
+        for (int i = 0; i < n; i++) opt->norms[i] = 1.0;
+    }
+    for (int i = 0; i < n; i++)
+        opt->list[i].gscale = opt->norms[i] * unscale;
+}
+
+/* Gradient scales for clip_norm / global_clip_norm, from the kernels' sums of squares. */
+static tfl_status clip_scales(tfl_optimizer *opt, int n)
+{
+    TFL_TRY(host_sums(opt, n));
+    set_scales(opt, n, 1.0);
+    return TFL_OK;
+}
+
+/* Dynamic loss scaling: the gradients are those of the loss times S. Sets *finite; when all
+ * are, the kernels' gradient scales (clipping on the unscaled sums, times 1/S). */
+static tfl_status unscale(tfl_optimizer *opt, int n, double s, bool *finite)
+{
+    TFL_TRY(host_sums(opt, n));
+    *finite = true;
+    for (int i = 0; i < n; i++) *finite &= isfinite(opt->norms[i]) != 0;
+    if (!*finite) return TFL_OK;
+    for (int i = 0; i < n; i++) opt->norms[i] /= s * s; /* S is a power of two times S0 */
+    set_scales(opt, n, 1.0 / s);
+    return TFL_OK;
+}
+
+/* The scaler's state after an apply: finite, the count of finite steps grows and the scale
+ * doubles at loss_scale_growth_steps; otherwise the scale halves and the skip is counted. */
+static void update_scaler(tfl_optimizer *opt, bool finite)
+{
+    float *s = tfl__tensor_data(opt->loss_scale);
+    int64_t *steps = tfl__tensor_data(opt->scale_steps);
+    if (!finite) {
+        *s *= 0.5f;
+        *steps = 0;
+        ++*(int64_t *)tfl__tensor_data(opt->skipped);
+    } else if (++*steps >= opt->opts.loss_scale_growth_steps) {
+        if (isfinite(*s * 2.0f)) *s *= 2.0f;
+        *steps = 0;
+    }
 }
 
 /* The device of every live gradient when they share one whose kernels clip on the device
@@ -350,6 +397,16 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     TFL_CHECK(ctx, *step >= 0 && *step < INT64_MAX, TFL_FAILED_PRECONDITION, "%s: the step "
               "counter '%s:0' is %lld; it must be >= 0 (and below 2^63 - 1)", who,
               tfl__var_name(opt->iterations), (long long)*step);
+    double scale = opt->loss_scale ? *(const float *)tfl__tensor_data(opt->loss_scale) : 1.0;
+    if (opt->loss_scale) {
+        int64_t steps = *(const int64_t *)tfl__tensor_data(opt->scale_steps);
+        int64_t skipped = *(const int64_t *)tfl__tensor_data(opt->skipped);
+        TFL_CHECK(ctx, isfinite(scale) && scale > 0 && steps >= 0 && skipped >= 0 &&
+                           skipped < INT64_MAX, TFL_FAILED_PRECONDITION,
+                  "%s: the loss scaling's state is invalid (loss_scale %g, loss_scale_steps %lld, "
+                  "skipped_steps %lld; a bad restore?): the scale must be finite and > 0, the "
+                  "counts >= 0", who, scale, (long long)steps, (long long)skipped);
+    }
 
     size_t keep = opt->n_entries;
     TFL_TRY(tfl_frame_push(ctx)); /* owns the copies of gradients (needs_copy, other device) */
@@ -364,13 +421,20 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
     double *dev_scales = NULL; /* the device path's buffer of scales (clip_scales_on) */
     size_t dev_got = 0;
     tfl__device *cdev = NULL;
-    if (st == TFL_OK && (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0)) {
+    bool finite = true;
+    if (st == TFL_OK && opt->loss_scale) { /* the host reads the sums: it decides */
+        st = tfl__variable_own(opt->loss_scale);
+        if (st == TFL_OK) st = tfl__variable_own(opt->scale_steps);
+        if (st == TFL_OK) st = tfl__variable_own(opt->skipped);
+        if (st == TFL_OK) st = unscale(opt, live, scale, &finite);
+    } else if (st == TFL_OK && (opt->opts.clip_norm > 0 || opt->opts.global_clip_norm > 0)) {
         cdev = clip_device(opt, live);
         st = cdev ? clip_scales_on(opt, cdev, live, &dev_scales, &dev_got) : clip_scales(opt, live);
     }
-    if (st == TFL_OK) st = run_groups(opt, live, &h);
+    if (st == TFL_OK && finite) st = run_groups(opt, live, &h);
     if (dev_scales) tfl__dev_scratch_put(cdev, dev_scales, dev_got);
-    if (st == TFL_OK) {
+    if (st == TFL_OK && opt->loss_scale) update_scaler(opt, finite);
+    if (st == TFL_OK && finite) {
         /* prepare may have moved it (copy-on-write) */
         ++*(int64_t *)tfl__tensor_data(opt->iterations);
         for (int i = 0; i < live; i++) {
@@ -378,7 +442,8 @@ tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *const *var
             if (own_step) ++*(int64_t *)tfl__tensor_data(own_step);
         }
     } else {
-        tfl__opt_truncate(opt, keep); /* slots made by this call go; values are unchanged */
+        tfl__opt_truncate(opt, keep); /* slots made by this call go (an error, or a step the
+                                         loss scaling skipped); values are unchanged */
     }
     tfl_frame_pop(ctx);
     return st;
@@ -413,6 +478,19 @@ tfl_status tfl_optimizer_build(tfl_optimizer *opt, int n, tfl_tensor *const *var
 }
 
 /* ---- minimize ------------------------------------------------------------------------------------ */
+
+tfl_status tfl_optimizer_gradient(tfl_optimizer *opt, tfl_tape *tape, const tfl_tensor *loss,
+                                  int n, const tfl_tensor *const *sources, tfl_tensor **grads)
+{
+    if (!opt) return TFL_INVALID_ARGUMENT;
+    if (!tfl__opt_alive(opt, "tfl_optimizer_gradient")) return TFL_MISUSE;
+    if (!opt->loss_scale || !loss) return tfl_tape_gradient(tape, loss, n, sources, grads, 0);
+    tfl_ctx *ctx = opt->ctx;
+    double s = *(const float *)tfl__tensor_data(opt->loss_scale);
+    tfl_tensor *seed = tfl_fill(ctx, tfl_tensor_dtype(loss), tfl_tensor_rank(loss),
+                                tfl_tensor_shape(loss), s); /* in the caller's frame */
+    return seed ? tfl_tape_vjp(tape, loss, seed, n, sources, grads, 0) : tfl_ctx_status(ctx);
+}
 
 tfl_status tfl_optimizer_minimize(tfl_optimizer *opt, tfl_loss_fn loss_fn, void *user, int n,
                                   tfl_tensor *const *variables, double *loss_value)
@@ -464,7 +542,7 @@ tfl_status tfl_optimizer_minimize(tfl_optimizer *opt, tfl_loss_fn loss_fn, void 
         st = tfl__set_error(ctx, TFL_INVALID_ARGUMENT, "%s: minimize: the loss must be a scalar, "
                             "got shape %s", who, tfl__shape_str(loss->rank, loss->shape, s, sizeof s));
     } else {
-        st = tfl_tape_gradient(tape, loss, n, (const tfl_tensor *const *)vars, grads, 0);
+        st = tfl_optimizer_gradient(opt, tape, loss, n, (const tfl_tensor *const *)vars, grads);
         if (st == TFL_OK && loss_value) st = tfl_tensor_get(loss, 0, loss_value);
         if (st == TFL_OK) st = tfl_optimizer_apply(opt, n, vars, grads);
     }

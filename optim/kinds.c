@@ -8,6 +8,7 @@
  */
 #include "optim_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -48,6 +49,7 @@ const tfl__opt_option tfl__opt_options[] = {
     {"clip_value", OPT(clip_value), false, 0, INFINITY, false, ">= 0 (0: off)"},
     {"clip_norm", OPT(clip_norm), false, 0, INFINITY, false, ">= 0 (0: off)"},
     {"global_clip_norm", OPT(global_clip_norm), false, 0, INFINITY, false, ">= 0 (0: off)"},
+    {"loss_scale", OPT(loss_scale), false, 0, FLT_MAX, false, "0 (off) or a float32 in (0, 3.4e38]"},
     {NULL, 0, false, 0, 0, false, NULL},
 };
 

@@ -76,6 +76,9 @@ struct tfl_optimizer {
     tfl_optimizer_opts opts;     /* resolved; opts.name points at `name` */
     char *name;
     tfl_tensor *iterations;      /* owned: int64 scalar on CPU:0 */
+    tfl_tensor *loss_scale;      /* owned, with loss scaling: float32 scalar on CPU:0 */
+    tfl_tensor *scale_steps;     /* owned, with loss scaling: finite steps since the last change */
+    tfl_tensor *skipped;         /* owned, with loss scaling: applies skipped */
     const char *slot_names[TFL_OPT_MAX_SLOTS];
     double slot_init[TFL_OPT_MAX_SLOTS];
 

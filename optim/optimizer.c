@@ -109,6 +109,10 @@ static bool check_opts(tfl_ctx *ctx, const tfl_optimizer_opts *o)
                   TFL_INVALID_ARGUMENT, "%s: nesterov momentum requires a momentum > 0 and zero "
                   "dampening (momentum %g, dampening %g)", who, o->momentum, o->dampening);
     int clips = (o->clip_value > 0) + (o->clip_norm > 0) + (o->global_clip_norm > 0);
+    TFL_CHECK_RET(ctx, o->loss_scale_growth_steps >= 0 && (o->loss_scale > 0 ||
+                                                           o->loss_scale_growth_steps == 0),
+                  false, TFL_INVALID_ARGUMENT, "%s: invalid loss_scale_growth_steps %lld; expected "
+                  ">= 0, and 0 without loss_scale", who, (long long)o->loss_scale_growth_steps);
     TFL_CHECK_RET(ctx, clips <= 1, false, TFL_INVALID_ARGUMENT,
                   "%s: only one of clip_value (%g), clip_norm (%g) and global_clip_norm (%g) can "
                   "be set", who, o->clip_value, o->clip_norm, o->global_clip_norm);
@@ -145,6 +149,23 @@ tfl_tensor *tfl__opt_counter(tfl_optimizer *opt, const char *name)
 
 /* ---- create, free ------------------------------------------------------------------------------ */
 
+/* The loss scaling's variables: the scale (float32, from opts.loss_scale) and two counters. */
+static bool make_scaler(tfl_optimizer *opt)
+{
+    char name[192];
+    snprintf(name, sizeof name, "%s/loss_scale", opt->name);
+    tfl_initializer init = tfl_init_constant(opt->opts.loss_scale);
+    tfl_variable_opts vo = {.device = "CPU:0", .flags = TFL_VAR_NOT_TRAINABLE};
+    opt->loss_scale = tfl__variable_new_named(opt->ctx, name, TFL_DTYPE_FLOAT32, 0, NULL, &init, &vo);
+    if (!opt->loss_scale) return false;
+    tfl__var_set_owner(opt->loss_scale, opt);
+    snprintf(name, sizeof name, "%s/loss_scale_steps", opt->name);
+    opt->scale_steps = tfl__opt_counter(opt, name);
+    snprintf(name, sizeof name, "%s/skipped_steps", opt->name);
+    opt->skipped = opt->scale_steps ? tfl__opt_counter(opt, name) : NULL;
+    return opt->skipped != NULL;
+}
+
 /* tfl_ctx_free's call for an optimizer still alive. */
 static void free_obj(tfl__ctx_obj *obj)
 {
@@ -173,10 +194,11 @@ tfl_optimizer *tfl_optimizer_new(tfl_ctx *ctx, const tfl_optimizer_opts *opts)
     opt->opts.name = opt->name;
     tfl__opt_kind_of(o.kind)->slots(&opt->opts, opt->slot_names, opt->slot_init);
 
+    if (o.loss_scale > 0 && !o.loss_scale_growth_steps) opt->opts.loss_scale_growth_steps = 2000;
     char counter[192];
     snprintf(counter, sizeof counter, "%s/iterations", name);
     if (opt->name) opt->iterations = tfl__opt_counter(opt, counter);
-    if (!opt->iterations) {
+    if (!opt->iterations || (o.loss_scale > 0 && !make_scaler(opt))) {
         tfl_optimizer_free(opt);
         return NULL;
     }
@@ -194,6 +216,9 @@ void tfl_optimizer_free(tfl_optimizer *opt)
     tfl_ctx *ctx = opt->ctx;
     tfl__opt_truncate(opt, 0);
     tfl_tensor_release(opt->iterations);
+    tfl_tensor_release(opt->loss_scale);
+    tfl_tensor_release(opt->scale_steps);
+    tfl_tensor_release(opt->skipped);
     tfl__host_free(ctx, opt->entries);
     tfl__host_free(ctx, opt->map);
     tfl__host_free(ctx, opt->list);
@@ -234,6 +259,18 @@ double tfl_optimizer_learning_rate(const tfl_optimizer *opt)
     return tfl_schedule_value(&opt->opts.schedule, opt->opts.learning_rate, step);
 }
 
+double tfl_optimizer_loss_scale(const tfl_optimizer *opt)
+{
+    if (!USABLE(opt, "tfl_optimizer_loss_scale")) return NAN;
+    return opt->loss_scale ? *(const float *)tfl__tensor_data(opt->loss_scale) : 1.0;
+}
+
+int64_t tfl_optimizer_skipped_steps(const tfl_optimizer *opt)
+{
+    if (!USABLE(opt, "tfl_optimizer_skipped_steps") || !opt->skipped) return 0;
+    return *(const int64_t *)tfl__tensor_data(opt->skipped);
+}
+
 tfl_tensor *tfl_optimizer_slot(const tfl_optimizer *opt, const tfl_tensor *variable, const char *slot)
 {
     if (!USABLE(opt, "tfl_optimizer_slot") || !variable || !slot) return NULL;
@@ -252,8 +289,12 @@ int64_t tfl_optimizer_variables(const tfl_optimizer *opt, tfl_tensor **out, int6
 {
     if (!USABLE(opt, "tfl_optimizer_variables")) return -1;
     int64_t n = 0;
-    if (out && n < cap) out[n] = opt->iterations;
-    n++;
+    tfl_tensor *own[4] = {opt->iterations, opt->loss_scale, opt->scale_steps, opt->skipped};
+    for (int i = 0; i < 4; i++)
+        if (own[i]) {
+            if (out && n < cap) out[n] = own[i];
+            n++;
+        }
     for (size_t i = 0; i < opt->n_entries; i++)
         for (int s = 0; s <= TFL_OPT_MAX_SLOTS; s++) {
             const tfl__opt_entry *e = &opt->entries[i];

@@ -510,8 +510,9 @@ static void keep_line(void *user, tfl_log_level level, const char *msg)
     if (level == TFL_LOG_WARNING) l->warnings++;
 }
 
-/* training.precision reaches the context (float32 by default); under tf32 training on the
- * CPU warns once that the CPU computes in float32; a policy the schema lacks is refused at
+/* training.precision reaches the context (float32 by default); under tf32 and the mixed
+ * policies training on the CPU warns once that the CPU computes in float32; float16 turns on
+ * the optimizer's loss scaling; a policy the schema lacks and a bad loss_scale are refused at
  * parse time. */
 static void test_apply_context_precision(void **state)
 {
@@ -541,11 +542,57 @@ static void test_apply_context_precision(void **state)
     tfl_config_free(cfg);
     assert_int_equal(tfl_ctx_set_precision(f->ctx, TFL_PRECISION_FLOAT32), TFL_OK);
 
-    const char *bf16[] = {"training.precision=bfloat16"};
-    cfg = parse_with(f->ctx, BASE_YAML, bf16, 1, &st);
+    /* the mixed policies: float16 turns on the optimizer's loss scaling (Keras's 2^15 unless
+     * optimizer.loss_scale says otherwise), bfloat16 does not */
+    static const struct {
+        const char *sets[3];
+        tfl_precision want;
+        double scale;
+        int64_t growth;
+    } mixed[] = {
+        {{"training.device=CPU:0", "training.precision=float16"}, TFL_PRECISION_FLOAT16, 32768,
+         2000},
+        {{"training.device=CPU:0", "training.precision=float16", "optimizer.loss_scale=1024"},
+         TFL_PRECISION_FLOAT16, 1024, 2000},
+        {{"training.device=CPU:0", "training.precision=bfloat16"}, TFL_PRECISION_BFLOAT16, 0, 0},
+        {{"training.device=CPU:0", "optimizer.loss_scale=8", "optimizer.loss_scale_growth_steps=5"},
+         TFL_PRECISION_FLOAT32, 8, 5},
+    };
+    for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
+        int n = mixed[i].sets[2] ? 3 : 2;
+        lines.warnings = 0;
+        lines.text[0] = '\0';
+        cfg = parse_with(f->ctx, BASE_YAML, mixed[i].sets, n, &st);
+        assert_int_equal(st, TFL_OK);
+        assert_int_equal(tfl_config_apply_context(cfg), TFL_OK);
+        assert_int_equal(tfl_ctx_precision(f->ctx), mixed[i].want);
+        assert_int_equal(lines.warnings, mixed[i].want != TFL_PRECISION_FLOAT32);
+        if (mixed[i].want != TFL_PRECISION_FLOAT32)
+            assert_non_null(strstr(lines.text, "applies to a GPU's matmuls and convolutions and "
+                                               "the ops between them: on CPU:0 they run in "
+                                               "float32"));
+        tfl_optimizer *opt = tfl_config_build_optimizer(cfg);
+        assert_non_null(opt);
+        assert_true(tfl_optimizer_options(opt)->loss_scale == mixed[i].scale);
+        assert_int_equal(tfl_optimizer_options(opt)->loss_scale_growth_steps, mixed[i].growth);
+        assert_true(tfl_optimizer_loss_scale(opt) == (mixed[i].scale ? mixed[i].scale : 1));
+        tfl_optimizer_free(opt);
+        assert_int_equal(tfl_device_scope_pop(f->ctx), TFL_OK);
+        tfl_config_free(cfg);
+    }
+    assert_int_equal(tfl_ctx_set_precision(f->ctx, TFL_PRECISION_FLOAT32), TFL_OK);
+
+    const char *half[] = {"training.precision=half"};
+    cfg = parse_with(f->ctx, BASE_YAML, half, 1, &st);
     assert_int_not_equal(st, TFL_OK);
     assert_non_null(strstr(tfl_ctx_error(f->ctx).message,
-                           "training.precision: unknown precision policy 'bfloat16'"));
+                           "training.precision: unknown precision policy 'half'"));
+    tfl_ctx_clear_error(f->ctx);
+    tfl_config_free(cfg);
+    const char *bad_scale[] = {"optimizer.loss_scale=-2"};
+    cfg = parse_with(f->ctx, BASE_YAML, bad_scale, 1, &st);
+    assert_int_not_equal(st, TFL_OK);
+    assert_non_null(strstr(tfl_ctx_error(f->ctx).message, "optimizer.loss_scale"));
     tfl_ctx_clear_error(f->ctx);
     tfl_config_free(cfg);
     tfl_ctx_set_logger(f->ctx, NULL, NULL, TFL_LOG_ERROR);

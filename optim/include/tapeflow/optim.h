@@ -100,6 +100,20 @@
  *                                     g ← g·min(1, c / (‖g‖ + 1e-6))  (PYTORCH's clip_grad_norm_).
  *  global_clip_norm c:  the same with ‖g‖ the norm of all gradients of the apply together.
  *
+ * Dynamic loss scaling (loss_scale > 0; for float16 mixed precision, whose gradients would
+ * underflow: Keras's LossScaleOptimizer, torch's GradScaler). The caller's gradients are
+ * those of the loss times S, the current scale (tfl_optimizer_loss_scale; the fit loop and
+ * tfl_optimizer_minimize multiply for you). An apply reads the sums of squares of all
+ * gradients (one host synchronisation) and then:
+ *   any not finite:  nothing is updated and iterations does not move; S ← S/2, the count of
+ *                    finite steps ← 0, skipped_steps + 1;
+ *   all finite:      the update runs on g/S (clipping sees the unscaled norms); the count of
+ *                    finite steps + 1, and when it reaches loss_scale_growth_steps, S ← 2S
+ *                    (unless 2S overflows float32) and the count ← 0.
+ * The state is three scalar variables on CPU:0 that checkpoints hold, so a resume is exact:
+ * "<name>/loss_scale" (float32), "<name>/loss_scale_steps" and "<name>/skipped_steps"
+ * (int64). Keras starts at 2^15 and grows after 2000 finite steps; torch at 2^16, also 2000.
+ *
  * Placement and dtypes. The variables and gradients of an apply may live on several devices;
  * each gradient must be on its variable's device, with its dtype (float32 or float64) and
  * shape. Both families store float32 slots for float32 variables.
@@ -108,6 +122,7 @@
 #define TAPEFLOW_OPTIM_H
 
 #include <tapeflow/base.h>
+#include <tapeflow/tape.h> /* tfl_optimizer_gradient takes a tape */
 
 #ifdef __cplusplus
 extern "C" {
@@ -194,6 +209,9 @@ typedef struct tfl_optimizer_opts {
     double clip_norm;          /* > 0: clip each gradient's L2 norm to c */
     double global_clip_norm;   /* > 0: clip the L2 norm of all gradients together to c */
     double momentum_decay;     /* NAdam: ψ >= 0, the decay of its momentum schedule */
+    double loss_scale;         /* > 0: dynamic loss scaling from this scale (see below); 0: off */
+    int64_t loss_scale_growth_steps; /* with loss_scale: finite steps in a row before the
+                                        scale doubles (>= 0; 0: 2000) */
 } tfl_optimizer_opts;
 
 /**
@@ -260,6 +278,16 @@ TFL_API tfl_status tfl_optimizer_apply(tfl_optimizer *opt, int n, tfl_tensor *co
  */
 TFL_API tfl_status tfl_optimizer_build(tfl_optimizer *opt, int n, tfl_tensor *const *variables);
 
+/**
+ * The gradients an apply of this optimizer expects: tfl_tape_gradient(tape, loss, n, sources,
+ * grads, 0) without loss scaling; with it, those of loss × tfl_optimizer_loss_scale(opt)
+ * (tfl_tape_vjp from a tensor of the scale), as torch's scaler.scale(loss).backward().
+ * Errors: tfl_tape_gradient's; MISUSE for a freed optimizer.
+ */
+TFL_API tfl_status tfl_optimizer_gradient(tfl_optimizer *opt, tfl_tape *tape,
+                                          const tfl_tensor *loss, int n,
+                                          const tfl_tensor *const *sources, tfl_tensor **grads);
+
 /** A loss to minimize: returns a scalar computed from the variables (inside the tape). */
 typedef tfl_tensor *(*tfl_loss_fn)(tfl_ctx *ctx, void *user);
 
@@ -298,6 +326,10 @@ TFL_API tfl_status tfl_global_norm(tfl_ctx *ctx, int n, const tfl_tensor *const 
 TFL_API tfl_tensor *tfl_optimizer_iterations(const tfl_optimizer *opt);
 /** The learning rate the next apply will use (the schedule at the current iterations). */
 TFL_API double tfl_optimizer_learning_rate(const tfl_optimizer *opt);
+/** The current loss scale S (dynamic loss scaling); 1 without loss scaling, NaN for NULL. */
+TFL_API double tfl_optimizer_loss_scale(const tfl_optimizer *opt);
+/** Applies skipped for a gradient that was not finite (dynamic loss scaling; 0 without). */
+TFL_API int64_t tfl_optimizer_skipped_steps(const tfl_optimizer *opt);
 
 /**
  * The slot `slot` ("m", "v", "momentum", ..., "step") of a variable, borrowed; NULL (no
@@ -307,7 +339,8 @@ TFL_API tfl_tensor *tfl_optimizer_slot(const tfl_optimizer *opt, const tfl_tenso
                                        const char *slot);
 
 /**
- * Every variable the optimizer owns, for checkpoints: iterations first, then each variable's
+ * Every variable the optimizer owns, for checkpoints: iterations first, the loss scaling's
+ * three (loss_scale, loss_scale_steps, skipped_steps) when it is on, then each variable's
  * slots (its "step" last) in the order the variables got them. Writes up to `cap` borrowed pointers to `out` (NULL when cap
  * is 0). Returns: how many there are (may exceed cap), or -1 for NULL opt.
  */
