@@ -24,6 +24,15 @@
  * TFL_BACKEND_DETERMINISTIC=1 for deterministic mode (framework/cuda/README.md). The pooling
  * cases and Dropout's are compared bit for bit on every device (is_exact_case).
  *
+ * TFL_BACKEND_PRECISION=bfloat16 (or float16) runs the device's cases under that mixed
+ * precision policy (tfl_ctx_set_precision; the CPU reference stays float32, as the policy
+ * leaves the CPU's ops alone): MatMul and the convolutions take 16-bit operands, the ops after
+ * them 16-bit values, sums, softmax, losses and normalisation float32. An output or gradient
+ * whose reference is float32 may then be 16-bit on the device, and is compared within a bound
+ * that follows from the format's unit roundoff u (2^-8, 2^-11): |device - cpu| <= MIXED_K u
+ * (|cpu| + max |cpu| of that tensor), a few roundings of each operand and of the result, the
+ * second term for sums whose terms cancel. The exact cases are then compared the same way.
+ *
  * Dropout's mask: after the cases, one seed must drop exactly the same elements on both
  * devices (and in float32 and float64), compared bit for bit; a second seed's mask must
  * differ, which shows that the comparison would catch a wrong mask. In deterministic mode,
@@ -38,6 +47,11 @@
 #include <string.h>
 
 #define MAX_OPS 128
+#define MIXED_K 8.0
+
+/* the mixed policy's 16-bit dtype and unit roundoff (TFL_BACKEND_PRECISION); eps 0: off */
+static tfl_dtype mixed_half;
+static double mixed_eps;
 
 typedef struct {
     const char *device; /* the device under test */
@@ -231,7 +245,10 @@ static void tolerance(tfl_dtype dt, double *rtol, double *atol)
 static bool compare(const char *what, const values *ref, const values *got, bool exact, char *msg,
                     size_t size)
 {
-    if (ref->dtype != got->dtype || ref->n != got->n) {
+    /* under a mixed policy a float32 result may come back in the policy's 16 bits */
+    bool mixed = mixed_eps > 0 && ref->dtype == TFL_DTYPE_FLOAT32 &&
+                 (got->dtype == TFL_DTYPE_FLOAT32 || got->dtype == mixed_half);
+    if ((ref->dtype != got->dtype && !mixed) || ref->n != got->n) {
         snprintf(msg, size, "%s: dtype/size differ (%s %lld vs %s %lld)", what,
                  tfl_dtype_name(ref->dtype), (long long)ref->n, tfl_dtype_name(got->dtype),
                  (long long)got->n);
@@ -239,6 +256,14 @@ static bool compare(const char *what, const values *ref, const values *got, bool
     }
     double rtol, atol;
     tolerance(ref->dtype, &rtol, &atol);
+    if (mixed) {
+        double scale = 0;
+        for (int64_t i = 0; i < ref->n; i++)
+            if (isfinite(ref->v[i])) scale = fmax(scale, fabs(ref->v[i]));
+        rtol = MIXED_K * mixed_eps;
+        atol = rtol * scale;
+        exact = false;
+    }
     for (int64_t i = 0; i < ref->n; i++) {
         double a = ref->v[i], b = got->v[i];
         if (isnan(a) && isnan(b)) continue;
@@ -517,6 +542,20 @@ int main(int argc, char **argv)
        cuDNN's deterministic algorithms) */
     const char *det = getenv("TFL_BACKEND_DETERMINISTIC");
     if (det && !strcmp(det, "1")) tfl_ctx_set_deterministic(ctx, true);
+    /* TFL_BACKEND_PRECISION=bfloat16|float16: the device's cases under that mixed policy */
+    const char *prec = getenv("TFL_BACKEND_PRECISION");
+    tfl_precision policy = TFL_PRECISION_FLOAT32;
+    if (prec && *prec) {
+        if (tfl_precision_parse(prec, &policy) != TFL_OK ||
+            (policy != TFL_PRECISION_BFLOAT16 && policy != TFL_PRECISION_FLOAT16)) {
+            printf("FAIL: TFL_BACKEND_PRECISION=%s is neither bfloat16 nor float16\n", prec);
+            tfl_ctx_free(ctx);
+            return 1;
+        }
+        tfl_ctx_set_precision(ctx, policy);
+        mixed_half = policy == TFL_PRECISION_BFLOAT16 ? TFL_DTYPE_BFLOAT16 : TFL_DTYPE_FLOAT16;
+        mixed_eps = policy == TFL_PRECISION_BFLOAT16 ? 0x1p-8 : 0x1p-11;
+    }
     bool found = false;
     for (int i = 0; i < tfl_device_count(ctx); i++)
         found |= !strcmp(tfl_device_name(ctx, i), dev);
@@ -612,8 +651,10 @@ int main(int argc, char **argv)
                tfl_op_name(op), dev);
         missing++;
     }
-    printf("%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of %d)\n",
-           dev, compared, (long long)n_values, failures, missing, tfl_op_count());
+    printf("%s%s%s: %d cases agree with CPU:0 (%lld values), %d fail, %d ops without a run (of "
+           "%d)\n",
+           dev, mixed_eps > 0 ? ", precision " : "", mixed_eps > 0 ? tfl_precision_name(policy) : "",
+           compared, (long long)n_values, failures, missing, tfl_op_count());
     tfl_ctx_free(ctx);
     return failures || missing ? 1 : 0;
 }

@@ -15,7 +15,10 @@
  *      2000; a broken kernel costs tens of points), and both must beat FLOOR (far above the
  *      10% of chance);
  *   3. a run under the tf32 precision policy (TF32 tensor cores in matmuls and convolutions):
- *      the same accuracy floor as 2 (TF32 rounds products to 10 mantissa bits);
+ *      the same accuracy floor as 2 (TF32 rounds products to 10 mantissa bits); runs under the
+ *      mixed policies, bfloat16 and float16 (with dynamic loss scaling from 2^15): within
+ *      MIXED_MARGIN (half a point) of the device's float32 accuracy, every weight finite and
+ *      float32;
  *   4. two runs on the device with tfl_ctx_set_deterministic on: every variable equal bit for
  *      bit (memcmp of tfl_tensor_to_host).
  * The weights after each run are saved to a checkpoint and restored into the CPU model's
@@ -41,6 +44,7 @@
 #define EPOCHS 2
 #define SEED 1
 #define MARGIN 0.015
+#define MIXED_MARGIN 0.005 /* the mixed policies against float32 on the same device */
 #define MAX_VARS 16
 
 static const double FLOOR[2] = {0.78, 0.78}; /* mlp, cnn: 2 epochs of 12000 images */
@@ -106,6 +110,7 @@ static bool make_model(run *r, const char *device, bool cnn, bool deterministic,
     if (r->model) fashion_mnist_add_layers(r->model, cnn);
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     oo.learning_rate = 1e-3;
+    if (precision == TFL_PRECISION_FLOAT16) oo.loss_scale = 32768; /* Keras's 2^15 */
     tfl_optimizer *opt = tfl_optimizer_new(r->ctx, &oo);
     if (tfl_ctx_status(r->ctx) == TFL_OK)
         tfl_model_compile(r->model, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
@@ -211,6 +216,7 @@ static void one_model(const char *device, bool cnn)
 
     ok = train(&dev, device, cnn, false);
     CHECK(ok, "%s on %s: %s", name, device, err(&dev));
+    double dev_acc = ok ? dev.accuracy : ref;
     if (ok) {
         CHECK(!strcmp(tfl_tensor_device(dev.vars[0]), device), "%s: weights on %s, not %s", name,
               tfl_tensor_device(dev.vars[0]), device);
@@ -235,6 +241,33 @@ static void one_model(const char *device, bool cnn)
               name, device, t.accuracy, ref, MARGIN);
     }
     drop(&t);
+
+    /* the mixed policies: master weights float32 and finite, float32's accuracy within half
+     * a point */
+    for (int p = 0; p < 2; p++) {
+        tfl_precision pol = p ? TFL_PRECISION_FLOAT16 : TFL_PRECISION_BFLOAT16;
+        ok = train_as(&t, device, cnn, false, pol);
+        CHECK(ok, "%s on %s, %s: %s", name, device, tfl_precision_name(pol), err(&t));
+        if (ok) {
+            printf("%s %s %s: accuracy %.4f (%.1f s)\n", name, device, tfl_precision_name(pol),
+                   t.accuracy, t.seconds);
+            CHECK(fabs(t.accuracy - dev_acc) <= MIXED_MARGIN,
+                  "%s on %s, %s: accuracy %.4f, float32's %.4f", name, device,
+                  tfl_precision_name(pol), t.accuracy, dev_acc);
+            for (int i = 0; i < t.n_vars; i++) {
+                CHECK(tfl_tensor_dtype(t.vars[i]) == TFL_DTYPE_FLOAT32, "%s, %s: %s is %s", name,
+                      tfl_precision_name(pol), tfl_variable_name(t.vars[i]),
+                      tfl_dtype_name(tfl_tensor_dtype(t.vars[i])));
+                tfl_tensor *sq = tfl_reduce_sum(t.ctx, tfl_mul(t.ctx, t.vars[i], t.vars[i]), 0,
+                                                NULL, false);
+                double v = NAN;
+                CHECK(sq && tfl_tensor_get(sq, 0, &v) == TFL_OK && isfinite(v),
+                      "%s, %s: %s is not finite", name, tfl_precision_name(pol),
+                      tfl_variable_name(t.vars[i]));
+            }
+        }
+        drop(&t);
+    }
 
     bool ok1 = train(&d1, device, cnn, true), ok2 = ok1 && train(&d2, device, cnn, true);
     CHECK(ok1 && ok2, "%s on %s, deterministic: %s", name, device, err(ok1 ? &d2 : &d1));
