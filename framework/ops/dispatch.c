@@ -69,7 +69,7 @@ bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **i
     unsigned flags = tfl__op_defs[op].flags;
     bool any_half = false, on_device = false;
     for (int i = 0; i < n; i++) {
-        if (!in[i]) return true; /* the op's own checks name it */
+        if (!in[i]) continue; /* an optional input left out */
         any_half |= in[i]->dtype == half;
         on_device |= computes_half(in[i]);
     }
@@ -82,7 +82,7 @@ bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **i
         return true;
     }
     for (int i = 0; i < n; i++)
-        if (in[i]->dtype == from && !(in[i] = tfl_cast(ctx, in[i], to))) return false;
+        if (in[i] && in[i]->dtype == from && !(in[i] = tfl_cast(ctx, in[i], to))) return false;
     return true;
 }
 

@@ -43,9 +43,15 @@ tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
     const tfl__op_id op = TFL_OP_BATCH_NORM;
     const char *name = tfl__op_defs[op].name;
     const tfl_tensor *req[3] = {x, mean, variance};
-    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 1, &x) ||
-        !tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype))
+    const tfl_tensor *all[5] = {x, mean, variance, offset, scale};
+    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 5, all) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)all[0]->dtype))
         return NULL;
+    x = all[0];
+    mean = all[1];
+    variance = all[2];
+    offset = all[3];
+    scale = all[4];
     TFL_CHECK_RET(ctx, x->rank >= 1, NULL, TFL_INVALID_ARGUMENT,
                   "%s: x must have rank >= 1 (channels on the last axis), got shape ()", name);
     TFL_CHECK_RET(ctx, epsilon > 0, NULL, TFL_INVALID_ARGUMENT, "%s: epsilon must be > 0, got %g",

@@ -32,7 +32,8 @@ bool tfl__check_same_dtype(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
 /**
  * Mixed precision, as torch.autocast does it: under a BFLOAT16 or FLOAT16 policy
  * (tfl_ctx_set_precision), for an op with an input on a device other than the CPU, replaces
- * in[0..n) by casts (recorded on the tape, so gradients flow back in each input's dtype):
+ * in[0..n) (NULL entries: optional inputs left out) by casts (recorded on the tape, so
+ * gradients flow back in each input's dtype):
  * TFL_OPF_AMP_LOW ops (MatMul, the convolutions) get their float32 inputs in the policy's
  * 16-bit dtype; TFL_OPF_AMP_F32 ops (sums, softmax, losses, normalisation) get their 16-bit
  * inputs in float32; any other op with a 16-bit input gets its float32 inputs in 16 bits (a

@@ -29,7 +29,8 @@ static double get(const tfl_tensor *t, int64_t i)
 static tfl_tensor *values(tfl_ctx *ctx, int rank, const int64_t *shape, uint64_t seed)
 {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
     float *v = malloc(sizeof(float) * (size_t)n);
     assert_non_null(v);
     for (int64_t i = 0; i < n; i++) {
@@ -45,8 +46,8 @@ static tfl_tensor *values(tfl_ctx *ctx, int rank, const int64_t *shape, uint64_t
 static tfl_tensor *variable(tfl_ctx *ctx, const char *name, int rank, const int64_t *shape,
                             uint64_t seed)
 {
-    tfl_tensor *v = tfl_variable_new(ctx, values(ctx, rank, shape, seed),
-                                     &(tfl_variable_opts){.name = name});
+    tfl_tensor *v =
+        tfl_variable_new(ctx, values(ctx, rank, shape, seed), &(tfl_variable_opts){.name = name});
     assert_non_null(v);
     return v; /* the caller's to release; its initial value the frame's */
 }
@@ -67,8 +68,7 @@ static void dense_step(tfl_ctx *ctx, tfl_tensor *x, tfl_tensor *w, tfl_tensor *b
     *prod_dt = tfl_tensor_dtype(prod);
     *loss_dt = tfl_tensor_dtype(l);
     *loss = get(l, 0);
-    assert_int_equal(tfl_tape_gradient(tape, l, 2, (const tfl_tensor *[]){w, b}, grads, 0),
-                     TFL_OK);
+    assert_int_equal(tfl_tape_gradient(tape, l, 2, (const tfl_tensor *[]){w, b}, grads, 0), TFL_OK);
     tfl_tape_free(tape);
 }
 
@@ -109,7 +109,8 @@ static void mixed_policies_cast_per_op(void **state)
                 assert_int_equal(tfl_tensor_dtype(g[v]), TFL_DTYPE_FLOAT32);
                 int64_t n = tfl_tensor_numel(g[v]);
                 double scale = 0;
-                for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(get(ref[v], i)));
+                for (int64_t i = 0; i < n; i++)
+                    scale = fmax(scale, fabs(get(ref[v], i)));
                 for (int64_t i = 0; i < n; i++) {
                     double a = get(g[v], i), r = get(ref[v], i);
                     /* a sum over 16 rows of products rounded to 16 bits: 8 eps of the largest */
@@ -145,7 +146,8 @@ static void mixed_policies_pick_dtypes(void **state)
     for (int p = 0; p < 2; p++) {
         tfl_tensor *h = tfl_cast(ctx, x, k_half[p]);
         assert_int_equal(tfl_ctx_set_precision(ctx, k_mixed[p]), TFL_OK);
-        assert_int_equal(tfl_tensor_dtype(tfl_reduce_sum(ctx, h, 0, NULL, false)), TFL_DTYPE_FLOAT32);
+        assert_int_equal(tfl_tensor_dtype(tfl_reduce_sum(ctx, h, 0, NULL, false)),
+                         TFL_DTYPE_FLOAT32);
         assert_int_equal(tfl_tensor_dtype(tfl_softmax(ctx, h, -1)), TFL_DTYPE_FLOAT32);
         assert_int_equal(tfl_tensor_dtype(tfl_log_softmax(ctx, h, -1)), TFL_DTYPE_FLOAT32);
         assert_int_equal(tfl_tensor_dtype(tfl_reduce_max(ctx, h, 0, NULL, false)), k_half[p]);
@@ -189,20 +191,22 @@ static void train(tfl_ctx *ctx, tfl_precision policy, double loss_scale, tfl_dat
     assert_int_equal(tfl_ctx_set_seed(ctx, 11), TFL_OK);
     assert_int_equal(tfl_ctx_set_precision(ctx, policy), TFL_OK);
     tfl_model *m = tfl_model_new(ctx, NULL);
-    assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32,
-                                                       .activation = TFL_ACT_RELU}));
+    assert_non_null(tfl_model_add(
+        m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 32, .activation = TFL_ACT_RELU}));
     assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 3}));
     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     o.learning_rate = 0.01;
     o.loss_scale = loss_scale;
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &o);
     assert_non_null(opt);
-    assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                       TFL_METRIC_ACCURACY), TFL_OK);
-    assert_int_equal(tfl_model_fit(m, tr, &(tfl_fit_opts){.epochs = 12, .batch_size = 32,
-                                                          .shuffle = true, .seed = 5},
-                                   NULL),
-                     TFL_OK);
+    assert_int_equal(
+        tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, TFL_METRIC_ACCURACY),
+        TFL_OK);
+    assert_int_equal(
+        tfl_model_fit(m, tr,
+                      &(tfl_fit_opts){.epochs = 12, .batch_size = 32, .shuffle = true, .seed = 5},
+                      NULL),
+        TFL_OK);
     assert_int_equal(tfl_model_evaluate(m, te, 64, loss, acc), TFL_OK);
     /* master weights: every variable float32, on GPU:0, finite */
     tfl_tensor *vars[8];
@@ -211,7 +215,8 @@ static void train(tfl_ctx *ctx, tfl_precision policy, double loss_scale, tfl_dat
     for (int i = 0; i < n; i++) {
         assert_int_equal(tfl_tensor_dtype(vars[i]), TFL_DTYPE_FLOAT32);
         assert_string_equal(tfl_tensor_device(vars[i]), "GPU:0");
-        for (int64_t j = 0; j < tfl_tensor_numel(vars[i]); j++) assert_true(isfinite(get(vars[i], j)));
+        for (int64_t j = 0; j < tfl_tensor_numel(vars[i]); j++)
+            assert_true(isfinite(get(vars[i], j)));
     }
     *skipped = tfl_optimizer_skipped_steps(opt);
     tfl_model_free(m);
@@ -249,7 +254,8 @@ static void mixed_policies_train_as_float32(void **state)
     tfl_dataset_free(te);
 }
 
-/* ---- the loss scaler, on CPU:0 ---------------------------------------------------------------- */
+/* ---- the loss scaler, on CPU:0 ----------------------------------------------------------------
+ */
 
 static tfl_optimizer *sgd_scaled(tfl_ctx *ctx, double scale, int64_t growth, double clip_norm)
 {
@@ -266,8 +272,8 @@ static tfl_optimizer *sgd_scaled(tfl_ctx *ctx, double scale, int64_t growth, dou
 static void apply2(tfl_optimizer *opt, tfl_tensor *p, double g0, double g1)
 {
     tfl_ctx *ctx = tfl_optimizer_ctx(opt);
-    tfl_tensor *g = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){2},
-                                   (float[]){(float)g0, (float)g1});
+    tfl_tensor *g =
+        tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){2}, (float[]){(float)g0, (float)g1});
     assert_int_equal(tfl_optimizer_apply(opt, 1, &p, &g), TFL_OK);
 }
 
@@ -309,7 +315,8 @@ static void loss_scaler_steps(void **state)
     assert_int_equal(tfl_optimizer_variables(opt, vars, 8), 5);
     const char *names[5] = {"SGD/iterations", "SGD/loss_scale", "SGD/loss_scale_steps",
                             "SGD/skipped_steps", "p/SGD/step"};
-    for (int i = 0; i < 5; i++) assert_string_equal(tfl_variable_name(vars[i]), names[i]);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(tfl_variable_name(vars[i]), names[i]);
     assert_int_equal(tfl_tensor_dtype(vars[1]), TFL_DTYPE_FLOAT32);
     assert_true(get(vars[2], 0) == 1 && get(vars[3], 0) == 2);
     /* a bad restore is refused before anything changes */
@@ -365,8 +372,9 @@ static void loss_scaler_clip_growth_and_gradient(void **state)
     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     o.loss_scale = -1;
     assert_null(tfl_optimizer_new(ctx, &o));
-    assert_string_equal(tfl_ctx_error(ctx).message,
-                        "Adam: invalid loss_scale -1; expected 0 (off) or a float32 in (0, 3.4e38]");
+    assert_string_equal(
+        tfl_ctx_error(ctx).message,
+        "Adam: invalid loss_scale -1; expected 0 (off) or a float32 in (0, 3.4e38]");
     tfl_ctx_clear_error(ctx);
     o.loss_scale = 0;
     o.loss_scale_growth_steps = 10;
