@@ -432,10 +432,11 @@ static tfl_status k_matmul(const tfl__kcall *k)
 #define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
 #define M_R (TFL_MASK_INT | M_F)
 #define M_CMP (M_R | TFL_DT(BOOL))
-/* the lines of TFL_EW_LIST with GPU functors (k_elementwise.cu), by their `gpu` set */
-#define GPU_MASK_R M_R
-#define GPU_MASK_F M_F
-#define GPU_MASK_RB M_CMP
+/* the lines of TFL_EW_LIST with GPU functors (k_elementwise.cu), by their `gpu` set; the sets
+ * with float32 run float16 and bfloat16 too, through the float32 formulas (Half) */
+#define GPU_MASK_R (M_R | TFL_MASK_HALF)
+#define GPU_MASK_F (M_F | TFL_MASK_HALF)
+#define GPU_MASK_RB (M_CMP | TFL_MASK_HALF)
 #define GPU_MASK_B TFL_DT(BOOL)
 #define GPU_MASK_C TFL_MASK_COMPLEX
 #define EW_(id, gpu) [TFL_OP_##id] = {k_elementwise, GPU_MASK_##gpu, NULL},

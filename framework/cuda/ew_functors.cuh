@@ -5,6 +5,9 @@
  * Each has an operator() per dtype of the line's `gpu` set, callable on the host and the
  * device: k_elementwise.cu launches them, and tests/test_ew_functors.cu (this folder) runs
  * them on the host against the CPU's kernels, bit for bit. A is the op's scalar attribute.
+ * Half<H, F> runs a functor on float16 or bfloat16 (H) through its float32 overload, as the
+ * CPU runs those dtypes: the inputs widened (exact), the float32 formula, the result rounded
+ * once to nearest even, so both devices agree bit for bit.
  */
 #ifndef TFL_CUDA_EW_FUNCTORS_CUH
 #define TFL_CUDA_EW_FUNCTORS_CUH
@@ -12,6 +15,8 @@
 #include "ops/ew_math.h"
 #include "ops/op_list.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 /* the dtypes of each `gpu` set: L(p, q, DTYPE, C type, sfx) for each, p and q passed through */
@@ -66,6 +71,32 @@ namespace tflcu_ew
     FUNCTOR_(F_##fn, fn, OV_UA, gpu) FUNCTOR_(F_##fn##_grad, fn, OV_GA, gpu)
 #define FUNCTORS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) FUNCTORS_##kind(fn, gpu)
 TFL_EW_LIST(FUNCTORS_, ~)
+
+/* the 16-bit dtypes widened to float32 and a float32 result rounded back (a comparison's
+ * uint8_t result stays as it is) */
+__host__ __device__ __forceinline__ float widen(__half x) { return __half2float(x); }
+__host__ __device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename H> struct narrow;
+template <> struct narrow<__half> {
+    __host__ __device__ static __half of(float v) { return __float2half_rn(v); }
+    __host__ __device__ static uint8_t of(uint8_t b) { return b; }
+};
+template <> struct narrow<__nv_bfloat16> {
+    __host__ __device__ static __nv_bfloat16 of(float v) { return __float2bfloat16_rn(v); }
+    __host__ __device__ static uint8_t of(uint8_t b) { return b; }
+};
+
+template <typename H, typename F> struct Half {
+    F f;
+    __host__ __device__ __forceinline__ auto operator()(H x) const
+    {
+        return narrow<H>::of(f(widen(x)));
+    }
+    __host__ __device__ __forceinline__ auto operator()(H x, H y) const
+    {
+        return narrow<H>::of(f(widen(x), widen(y)));
+    }
+};
 
 } // namespace tflcu_ew
 

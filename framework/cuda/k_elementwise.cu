@@ -64,17 +64,36 @@ template <typename TI, typename F> int bin(const tflcu_iter *it, F f, cudaStream
 #define CASE_BIN_(p, q, DT, T, S)                                                                  \
     case TFL_DTYPE_##DT:                                                                           \
         return bin<T>(it, f, s);
+/* float16 and bfloat16 through the float32 overload (Half), for the sets that have float32 */
+#define HALF_UN_R                                                                                  \
+    case TFL_DTYPE_FLOAT16:                                                                        \
+        return un<__half>(it, Half<__half, F>{f}, s);                                              \
+    case TFL_DTYPE_BFLOAT16:                                                                       \
+        return un<__nv_bfloat16>(it, Half<__nv_bfloat16, F>{f}, s);
+#define HALF_BIN_R                                                                                 \
+    case TFL_DTYPE_FLOAT16:                                                                        \
+        return bin<__half>(it, Half<__half, F>{f}, s);                                             \
+    case TFL_DTYPE_BFLOAT16:                                                                       \
+        return bin<__nv_bfloat16>(it, Half<__nv_bfloat16, F>{f}, s);
+#define HALF_UN_F HALF_UN_R
+#define HALF_BIN_F HALF_BIN_R
+#define HALF_UN_RB HALF_UN_R
+#define HALF_BIN_RB HALF_BIN_R
+#define HALF_UN_B
+#define HALF_BIN_B
+#define HALF_UN_C
+#define HALF_BIN_C
 #define DISPATCH_(gpu)                                                                             \
     template <typename F> int un_##gpu(int dt, const tflcu_iter *it, F f, cudaStream_t s)          \
     {                                                                                              \
         switch (dt) {                                                                              \
-            GSET_##gpu(CASE_UN_, ~, ~) default : return -1;                                        \
+            GSET_##gpu(CASE_UN_, ~, ~) HALF_UN_##gpu default : return -1;                          \
         }                                                                                          \
     }                                                                                              \
     template <typename F> int bin_##gpu(int dt, const tflcu_iter *it, F f, cudaStream_t s)         \
     {                                                                                              \
         switch (dt) {                                                                              \
-            GSET_##gpu(CASE_BIN_, ~, ~) default : return -1;                                       \
+            GSET_##gpu(CASE_BIN_, ~, ~) HALF_BIN_##gpu default : return -1;                        \
         }                                                                                          \
     }
 DISPATCH_(R)

@@ -3,7 +3,8 @@
  * (framework/cuda/ew_functors.cuh, generated from framework/ops/op_list.h's TFL_EW_LIST),
  * compiled by nvcc and run on the host, against the CPU's kernels through the public ops, bit
  * for bit: every real op of the list with GPU dtypes, in each of them, and the gradient ops
- * of the activations (reached through a tape). Without a GPU this checks what k_elementwise.cu
+ * of the activations (reached through a tape); float16 and bfloat16 through Half, against
+ * the CPU's path for them (the float32 kernels between two conversions). Without a GPU this checks what k_elementwise.cu
  * computes per element: the dtype overloads, the attribute passing and the formulas; on the
  * device only CUDA's libm differs from the host's. Built only with the CUDA backend.
  */
@@ -47,14 +48,33 @@ template <typename T> static void values(const tfl_tensor *t, T *out)
     assert_int_equal(tfl_tensor_to_host(t, out, sizeof(T) * N), TFL_OK);
 }
 
-/* the CPU's result and the functor's, element for element and bit for bit */
+/* a value as a double, for messages */
+template <typename T> static double to_d(T v) { return (double)v; }
+static double to_d(__half v) { return (double)widen(v); }
+static double to_d(__nv_bfloat16 v) { return (double)widen(v); }
+
+/* the functor that runs on dtype T: f itself, or Half<T, F> for the 16-bit dtypes */
+template <typename T, typename F> struct on {
+    static F of(F f) { return f; }
+};
+template <typename F> struct on<__half, F> {
+    static Half<__half, F> of(F f) { return Half<__half, F>{f}; }
+};
+template <typename F> struct on<__nv_bfloat16, F> {
+    static Half<__nv_bfloat16, F> of(F f) { return Half<__nv_bfloat16, F>{f}; }
+};
+
+/* the CPU's result and the functor's, element for element and bit for bit (NaN against NaN
+ * by value: a 16-bit NaN's payload is the conversion's) */
 template <typename T, typename TO>
 static void same_bits(const char *what, const char *dt, const TO *cpu, const TO *gpu)
 {
-    for (int i = 0; i < N; i++)
-        if (memcmp(&cpu[i], &gpu[i], sizeof(TO)) != 0)
-            fail_msg("%s (%s) element %d: the CPU gives %.17g, the functor %.17g", what, dt, i,
-                     (double)cpu[i], (double)gpu[i]);
+    for (int i = 0; i < N; i++) {
+        double c = to_d(cpu[i]), g = to_d(gpu[i]);
+        if (memcmp(&cpu[i], &gpu[i], sizeof(TO)) != 0 && !(c != c && g != g))
+            fail_msg("%s (%s) element %d: the CPU gives %.17g, the functor %.17g", what, dt, i, c,
+                     g);
+    }
 }
 
 typedef tfl_tensor *(*un_op)(tfl_ctx *ctx, const tfl_tensor *x);
@@ -67,10 +87,11 @@ static void unary(tfl_ctx *ctx, const char *what, un_op op, F f, tfl_dtype dt)
     tfl_tensor *x = input(ctx, k_x, dt);
     T xv[N];
     values(x, xv);
-    typedef decltype(f(T())) TO;
+    auto g = on<T, F>::of(f);
+    typedef decltype(g(T())) TO;
     TO cpu[N], gpu[N];
     values(op(ctx, x), cpu);
-    for (int i = 0; i < N; i++) gpu[i] = f(xv[i]);
+    for (int i = 0; i < N; i++) gpu[i] = g(xv[i]);
     same_bits<T>(what, tfl_dtype_name(dt), cpu, gpu);
     tfl_frame_pop(ctx);
 }
@@ -83,10 +104,11 @@ static void binary(tfl_ctx *ctx, const char *what, bin_op op, F f, tfl_dtype dt)
     T xv[N], yv[N];
     values(x, xv);
     values(y, yv);
-    typedef decltype(f(T(), T())) TO;
+    auto g = on<T, F>::of(f);
+    typedef decltype(g(T(), T())) TO;
     TO cpu[N], gpu[N];
     values(op(ctx, x, y), cpu);
-    for (int i = 0; i < N; i++) gpu[i] = f(xv[i], yv[i]);
+    for (int i = 0; i < N; i++) gpu[i] = g(xv[i], yv[i]);
     same_bits<T>(what, tfl_dtype_name(dt), cpu, gpu);
     tfl_frame_pop(ctx);
 }
@@ -106,7 +128,8 @@ static void gradient(tfl_ctx *ctx, const char *what, un_op op, F f, tfl_dtype dt
                      TFL_OK);
     tfl_tape_free(tape);
     values(g, cpu);
-    for (int i = 0; i < N; i++) gpu[i] = f(dyv[i], xv[i]);
+    auto h = on<T, F>::of(f);
+    for (int i = 0; i < N; i++) gpu[i] = h(dyv[i], xv[i]);
     same_bits<T>(what, tfl_dtype_name(dt), cpu, gpu);
     tfl_frame_pop(ctx);
 }
@@ -182,6 +205,8 @@ static void test_functors_match_the_cpu(void **state)
     assert_non_null(ctx);
     floats<float>(ctx, TFL_DTYPE_FLOAT32);
     floats<double>(ctx, TFL_DTYPE_FLOAT64);
+    floats<__half>(ctx, TFL_DTYPE_FLOAT16);
+    floats<__nv_bfloat16>(ctx, TFL_DTYPE_BFLOAT16);
     ints<int32_t>(ctx, TFL_DTYPE_INT32);
     ints<int64_t>(ctx, TFL_DTYPE_INT64);
     /* bool: logic and equality on 0/1 */
