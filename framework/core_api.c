@@ -1,7 +1,8 @@
 /*
  * framework/core_api.c: the functions of core_api/'s headers that stand for what the core's
  * files do with the records directly (liveness, data pointers, copies to the host, the
- * tapes' state in the context), for the sub-modules and modules that see no record.
+ * tapes' state in the context, a device's vendor handles), for the sub-modules and modules
+ * that see no record.
  */
 #include "internal.h"
 #include "core_api/native_api.h"
