@@ -159,8 +159,7 @@ void tfl__dev_scratch_put(tfl__device *dev, void *ptr, size_t got)
 
 int tfl__dev_native_ordinal(const tfl__device *dev)
 {
-    return dev->ops->native_ordinal && dev->ops->native_stream ? dev->ops->native_ordinal(dev)
-                                                               : -1;
+    return dev->ops->native_ordinal && dev->ops->native_stream ? dev->ops->native_ordinal(dev) : -1;
 }
 
 tfl_status tfl__dev_make_current(tfl__device *dev)

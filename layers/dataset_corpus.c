@@ -30,8 +30,10 @@ static void corpus_copy(const struct tfl__ds_text *t, int64_t pos, int64_t len, 
     int lo = 0, hi = t->nseg - 1; /* the last file starting at or before pos */
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        if (t->seg[mid].off <= pos) lo = mid;
-        else hi = mid - 1;
+        if (t->seg[mid].off <= pos)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     for (int i = lo; len > 0 && i < t->nseg; i++) {
         int64_t at = pos - t->seg[i].off, n = t->seg[i].len - at;
@@ -48,7 +50,9 @@ void tfl__ds_text_window(const struct tfl__ds_text *t, int64_t ex, uint8_t *scra
 {
     const int64_t c = t->context;
     corpus_copy(t, t->base + ex * t->stride, c + 1, scratch);
-    for (int64_t j = 0; j < c; j++) x[j] = t->id[scratch[j]];
+    for (int64_t j = 0; j < c; j++)
+        x[j] = t->id[scratch[j]];
     if (y)
-        for (int64_t j = 0; j < c; j++) y[j] = t->id[scratch[j + 1]];
+        for (int64_t j = 0; j < c; j++)
+            y[j] = t->id[scratch[j + 1]];
 }

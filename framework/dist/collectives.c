@@ -241,7 +241,9 @@ static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *
               "%s: tensor %d is not contiguous (a view): give a contiguous copy", who, i);
     if (!tfl__check_readable(ctx, who, t)) return TFL_FAILED_PRECONDITION;
     for (int j = 0; j < i; j++)
-        TFL_CHECK(ctx, !ts[j] || tfl_tensor_numel(t) == 0 || tfl__tensor_data(ts[j]) != tfl__tensor_data(t),
+        TFL_CHECK(ctx,
+                  !ts[j] || tfl_tensor_numel(t) == 0 ||
+                      tfl__tensor_data(ts[j]) != tfl__tensor_data(t),
                   TFL_INVALID_ARGUMENT,
                   "%s: tensors %d and %d share their data (a tensor given "
                   "twice)",
@@ -421,9 +423,9 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     if (!it) return TFL_RESOURCE_EXHAUSTED;
     for (int i = 0; i < n; i++)
         if (tensors[i])
-            it[i] =
-                (item){tfl__tensor_data(tensors[i]), tfl__tensor_data(tensors[i]), tfl_tensor_numel(tensors[i]),
-                       tfl_tensor_dtype(tensors[i]), is_gpu(comm, tensors[i])};
+            it[i] = (item){tfl__tensor_data(tensors[i]), tfl__tensor_data(tensors[i]),
+                           tfl_tensor_numel(tensors[i]), tfl_tensor_dtype(tensors[i]),
+                           is_gpu(comm, tensors[i])};
     tfl_status st = run_device(comm, who, dev, it, n, f, -1);
     tfl__host_free(ctx, it);
     comm->stats.allreduce_calls++;
@@ -495,14 +497,13 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
                 break;
             }
         }
-        out[i] =
-            tfl__tensor_alloc(ctx, tfl__device_of(v), tfl_tensor_dtype(v), v->rank, v->shape);
+        out[i] = tfl__tensor_alloc(ctx, tfl__device_of(v), tfl_tensor_dtype(v), v->rank, v->shape);
         if (!out[i]) {
             st = tfl_ctx_status(ctx);
             break;
         }
-        it[i] = (item){g ? tfl__tensor_data(g) : NULL, tfl__tensor_data(out[i]), tfl_tensor_numel(v),
-                       tfl_tensor_dtype(v), is_gpu(comm, v)};
+        it[i] = (item){g ? tfl__tensor_data(g) : NULL, tfl__tensor_data(out[i]),
+                       tfl_tensor_numel(v), tfl_tensor_dtype(v), is_gpu(comm, v)};
     }
     if (st == TFL_OK) st = run_device(comm, who, dev, it, n, f, -1);
     for (int i = 0; out && i < n; i++) {
