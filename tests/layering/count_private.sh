@@ -13,8 +13,8 @@
 #            the core's, the headers of framework/core_api/, and each framework sub-module's,
 #            framework/dist/dist_api.h and framework/io/io_api.h, with the framework headers
 #            they include, directly or not (ops/op_list.h, opt_kernels.h, opt_elems.h,
-#            random_internal.h, io/crc32c.h, io/pb.h), never internal.h: what reaches into
-#            another module's own side.
+#            io/crc32c.h, io/pb.h), never internal.h: what reaches into another module's
+#            own side.
 # Definitions come from Universal Ctags; comments and string literals are not counted.
 # A measure, not a test: it exits 0 whatever the counts. `-v` lists the names, and those
 # beyond.
