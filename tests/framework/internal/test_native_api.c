@@ -53,9 +53,8 @@ static void cpu_has_no_vendor_handles(void **state)
 static void native_slots_answer(void **state)
 {
     (void)state;
-    const tfl__device_ops ops = {.native_ordinal = ordinal_slot,
-                                 .make_current = current_slot,
-                                 .native_stream = stream_slot};
+    const tfl__device_ops ops = {
+        .native_ordinal = ordinal_slot, .make_current = current_slot, .native_stream = stream_slot};
     tfl__device dev = {.ops = &ops, .index = 2};
     current_calls = 0;
     assert_int_equal(tfl__dev_native_ordinal(&dev), 7);
