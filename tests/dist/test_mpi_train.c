@@ -6,7 +6,8 @@
  * its rows [floor(r m / p), floor((r + 1) m / p)) of every global batch of m = 128, and after
  * every step every rank's variables and Adam slots hash the same; after the steps they
  * equal, within a measured tolerance, one process trained on the whole batches (computed on
- * every rank in a context of its own). */
+ * every rank in a context of its own); fit refused on every rank when the ranks built
+ * different models. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
