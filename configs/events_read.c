@@ -13,8 +13,7 @@
  * histogram, a text, a file version nor a session log is TFL_EVENT_OTHER.
  */
 #include "core_api/module_api.h"
-#include "io/crc32c.h"
-#include "io/pb.h"
+#include "io/io_api.h"
 
 #include <tapeflow/events.h>
 

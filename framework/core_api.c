@@ -1,9 +1,11 @@
 /*
  * framework/core_api.c: the functions of core_api/'s headers that stand for what the core's
  * files do with the records directly (liveness, data pointers, copies to the host, the
- * tapes' state in the context), for the sub-modules and modules that see no record.
+ * tapes' state in the context, a device's vendor handles), for the sub-modules and modules
+ * that see no record.
  */
 #include "internal.h"
+#include "core_api/native_api.h"
 #include "core_api/optim_api.h"
 
 bool tfl__tensor_is_live(const tfl_tensor *t)
@@ -153,4 +155,19 @@ void *tfl__dev_scratch_get(tfl__device *dev, size_t bytes, size_t *got)
 void tfl__dev_scratch_put(tfl__device *dev, void *ptr, size_t got)
 {
     tfl__allocator_put(&dev->alloc, ptr, got);
+}
+
+int tfl__dev_native_ordinal(const tfl__device *dev)
+{
+    return dev->ops->native_ordinal && dev->ops->native_stream ? dev->ops->native_ordinal(dev) : -1;
+}
+
+tfl_status tfl__dev_make_current(tfl__device *dev)
+{
+    return dev->ops->make_current ? dev->ops->make_current(dev) : TFL_OK;
+}
+
+void *tfl__dev_native_stream(tfl__device *dev, tfl__stream *stream)
+{
+    return dev->ops->native_stream ? dev->ops->native_stream(dev, stream) : NULL;
 }

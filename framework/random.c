@@ -1,13 +1,13 @@
 /*
  * framework/random.c: seeded random tensors (tapeflow/random.h) from the counter-based
- * Philox4x32-10 generator (random_internal.h: constants, reference, block function).
+ * Philox4x32-10 generator (core_api/philox.h: constants, reference, block function).
  *
  * Every element is a pure function of (key, flat index): the fill is an OpenMP loop over
  * elements with no shared state, so the values never depend on the thread count, and a
  * GPU kernel following the layout documented in random.h gives the same values.
  */
 #include "internal.h"
-#include "random_internal.h"
+#include "core_api/philox.h"
 
 #include <math.h>
 

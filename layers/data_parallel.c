@@ -6,7 +6,7 @@
 
 #include <tapeflow/distributed.h>
 
-#include "dist/dist_internal.h"
+#include "dist/dist_api.h"
 #include "layers_internal.h"
 
 static tfl_status replicas_sum(double *values, int n, void *user)
@@ -18,8 +18,10 @@ tfl_replicas tfl_comm_replicas(tfl_comm *comm)
 {
     if (!comm || !tfl__comm_alive(comm, "tfl_comm_replicas"))
         return (tfl_replicas){.index = 0, .count = 1};
-    return (tfl_replicas){
-        .index = comm->t.rank, .count = comm->t.size, .sum = replicas_sum, .user = comm};
+    return (tfl_replicas){.index = tfl_comm_rank(comm),
+                          .count = tfl_comm_size(comm),
+                          .sum = replicas_sum,
+                          .user = comm};
 }
 
 /* The model's variables of `filter` (and, with opt, the optimizer's after them) in a new
@@ -47,16 +49,14 @@ static tfl_status agree(tfl_data_parallel *dp, tfl_model *m, int nm, int64_t no,
     const char *who = "data parallel: train begin";
     double mine[3] = {nm, (double)no, (double)numel}, root[3];
     memcpy(root, mine, sizeof root);
-    char msg[512] = "";
-    if (c->t.broadcast(c->t.impl, root, (int64_t)sizeof root, 0, msg, sizeof msg) != 0)
-        return tfl__comm_fail(c, who, msg);
+    TFL_TRY(tfl__comm_broadcast_bytes(c, who, root, (int64_t)sizeof root, 0));
     double differ = memcmp(root, mine, sizeof root) != 0;
     TFL_TRY(tfl_comm_allreduce_doubles(c, &differ, 1));
     TFL_CHECK(m->ctx, differ == 0, TFL_FAILED_PRECONDITION,
               "%s: %s: the ranks hold different variables (rank 0: %.0f model and %.0f "
               "optimizer variables of %.0f elements; rank %d: %d, %lld, %lld; %.0f ranks "
               "differ from rank 0): every rank must build the same model and optimizer state",
-              who, m->name, root[0], root[1], root[2], c->t.rank, nm, (long long)no,
+              who, m->name, root[0], root[1], root[2], tfl_comm_rank(c), nm, (long long)no,
               (long long)numel, differ);
     return TFL_OK;
 }
@@ -68,14 +68,14 @@ static tfl_status dp_train_begin(tfl_model *m, void *user)
     TFL_CHECK(m->ctx, dp->comm, TFL_INVALID_ARGUMENT, "%s: no communicator (dp->comm is NULL)",
               who);
     if (!tfl__comm_alive(dp->comm, who)) return TFL_MISUSE;
-    TFL_CHECK(m->ctx, dp->comm->ctx == m->ctx, TFL_MISUSE,
+    TFL_CHECK(m->ctx, tfl_comm_ctx(dp->comm) == m->ctx, TFL_MISUSE,
               "%s: the communicator belongs to "
               "another context than model %s",
               who, m->name);
     dp->steps = 0;
     dp->broadcast_done = false;
     /* each rank its own Dropout masks (the RNG state itself stays the same on every rank) */
-    TFL_TRY(tfl_ctx_set_rng_replica(m->ctx, dp->comm->t.rank));
+    TFL_TRY(tfl_ctx_set_rng_replica(m->ctx, tfl_comm_rank(dp->comm)));
     TFL_CHECK(m->ctx, m->in_rank > 0, TFL_FAILED_PRECONDITION,
               "%s: model %s is not built: "
               "call tfl_model_build before fit, so that every rank starts from rank 0's "
@@ -89,7 +89,7 @@ static tfl_status dp_train_begin(tfl_model *m, void *user)
     for (int64_t i = 0; i < nm + no; i++)
         numel += tfl_tensor_numel(v[i]);
     tfl_status st = TFL_OK;
-    if (dp->comm->t.size > 1) st = agree(dp, m, nm, no, numel);
+    if (tfl_comm_size(dp->comm) > 1) st = agree(dp, m, nm, no, numel);
     if (st == TFL_OK) st = tfl_comm_broadcast(dp->comm, (int)(nm + no), v, 0);
     tfl__host_free(m->ctx, v);
     dp->broadcast_done = st == TFL_OK;
@@ -109,7 +109,7 @@ static tfl_status dp_step_end(tfl_model *m, const tfl_step_logs *logs, void *use
     (void)stop;
     tfl_data_parallel *dp = user;
     dp->steps++;
-    if (dp->no_average_non_trainable || dp->comm->t.size == 1) return TFL_OK;
+    if (dp->no_average_non_trainable || tfl_comm_size(dp->comm) == 1) return TFL_OK;
     int nm;
     int64_t no;
     tfl_tensor **v = gather(m, TFL_VARS_NON_TRAINABLE, false, &nm, &no);

@@ -1,7 +1,16 @@
 /*
- * layers/dataset_internal.h: the shared example store behind tfl_dataset (bytes or float32
- * examples and int32 labels, refcounted so that splits share it) and the loaders' entry
- * points (dataset_io.c: IDX, dataset_csv.c: CSV). Never installed.
+ * layers/dataset_internal.h: what the dataset files share: text corpora (dataset_corpus.c);
+ * the example store behind tfl_dataset (bytes or float32 examples and int32 labels,
+ * refcounted so that splits share it) and its wrapping in a dataset (dataset.c); the uploads
+ * of batches to a device (dataset_upload.c); the loaders' file helpers (dataset_io.c, used
+ * by dataset_csv.c). Never installed.
+ *
+ * The dataset files read bottom-up (tests/layering/check_layers_order.sh enforces it, below
+ * the layers' files of layers_internal.h):
+ *   0 dataset_corpus.c dataset_upload.c   a text corpus's windows; batches to a device
+ *   1 dataset.c                           the store, the dataset, batching, splits
+ *   2 dataset_io.c dataset_arrays.c dataset_text.c   IDX and file helpers; arrays; text
+ *   3 dataset_csv.c                       CSV (through dataset_io.c's readers)
  */
 #ifndef TFL_DATASET_INTERNAL_H
 #define TFL_DATASET_INTERNAL_H
@@ -13,11 +22,38 @@
 typedef enum tfl__ds_kind {
     TFL__DS_U8 = 1, /* one byte per element (IDX ubyte) */
     TFL__DS_F32,    /* float32 per element */
-    TFL__DS_TEXT,   /* next-token windows over a mapped corpus (dataset_text.c); no x */
+    TFL__DS_TEXT,   /* next-token windows over a mapped corpus (dataset_corpus.c); no x */
 } tfl__ds_kind;
 
-/** A mapped text corpus and its windows (dataset_text.c). */
-struct tfl__ds_text;
+/** One mapped file of a text corpus. */
+typedef struct tfl__ds_text_seg {
+    const uint8_t *p; /* the mapping (len bytes) */
+    int64_t len;      /* bytes */
+    int64_t off;      /* the file's first byte in the corpus */
+} tfl__ds_text_seg;
+
+/** A mapped text corpus and its windows: made by tfl_dataset_from_text (dataset_text.c),
+ * read through the functions of dataset_corpus.c. */
+struct tfl__ds_text {
+    tfl_ctx *ctx;
+    int nseg;
+    tfl__ds_text_seg *seg; /* in corpus order */
+    int64_t base;          /* the corpus offset of window 0 (the subset's first token) */
+    int64_t stride;        /* tokens between consecutive windows */
+    int64_t context;       /* tokens per window */
+    uint8_t id[256];       /* byte -> token id */
+    uint8_t vocab[256];    /* token id -> byte */
+    int nvocab;
+};
+
+/** Unmaps and frees a corpus (NULL: nothing). */
+void tfl__ds_text_free(struct tfl__ds_text *t);
+/** Window ex (0-based, of the subset): its context tokens into x and, unless y is NULL, the
+ * next tokens into y; scratch holds context + 1 bytes. */
+void tfl__ds_text_window(const struct tfl__ds_text *t, int64_t ex, uint8_t *scratch, int32_t *x,
+                         int32_t *y);
+/** The vocabulary size; bytes (NULL, or room for 256) receives each token id's byte. */
+int tfl__ds_text_vocab(const struct tfl__ds_text *t, uint8_t *bytes);
 
 /** The examples of one load, shared by the datasets split from it. */
 typedef struct tfl__ds_store {
@@ -50,14 +86,6 @@ void tfl__ds_store_release(tfl__ds_store *s);
  * y stay NULL, batches come from tfl__ds_text_window. NULL with the error kept. */
 tfl__ds_store *tfl__ds_store_text(tfl_ctx *ctx, struct tfl__ds_text *t, int64_t n,
                                   int64_t context);
-/** Unmaps and frees a corpus (NULL: nothing). */
-void tfl__ds_text_free(struct tfl__ds_text *t);
-/** Window ex (0-based, of the subset): its context tokens into x and, unless y is NULL, the
- * next tokens into y; scratch holds context + 1 bytes. */
-void tfl__ds_text_window(const struct tfl__ds_text *t, int64_t ex, uint8_t *scratch, int32_t *x,
-                         int32_t *y);
-/** The vocabulary size; bytes (NULL, or room for 256) receives each token id's byte. */
-int tfl__ds_text_vocab(const struct tfl__ds_text *t, uint8_t *bytes);
 /** Gives a store without class labels room for tdim targets per example (uninitialised),
  * batches' y of rank trank + 1; false with RESOURCE_EXHAUSTED kept. */
 bool tfl__ds_store_add_targets(tfl__ds_store *s, int64_t tdim, int trank);

@@ -2,8 +2,8 @@
  * layers/dataset_text.c: tfl_dataset_from_text: next-token windows over a text file or the
  * files of a glob(3) pattern, memory-mapped read-only (nothing of the corpus is copied into
  * the context's memory; a batch gathers its windows from the mapping). The checks of the
- * files (empty, binary, too short) and the token vocabulary are here; batching is
- * dataset.c's (tfl__ds_text_window).
+ * files (empty, binary, too short) and the token vocabulary are here; the corpus record and
+ * its windows are dataset_corpus.c's, batching is dataset.c's.
  */
 #include "dataset_internal.h"
 
@@ -20,69 +20,6 @@
  * bytes are not part of a well-formed UTF-8 sequence (a Latin-1 text with a few accented
  * letters still loads). */
 #define BINARY_INVALID_PER 100
-
-/** One mapped file of the corpus. */
-typedef struct text_seg {
-    const uint8_t *p; /* the mapping (len bytes) */
-    int64_t len;      /* bytes */
-    int64_t off;      /* the file's first byte in the corpus */
-} text_seg;
-
-struct tfl__ds_text {
-    tfl_ctx *ctx;
-    int nseg;
-    text_seg *seg;    /* in corpus order */
-    int64_t base;     /* the corpus offset of window 0 (the subset's first token) */
-    int64_t stride;   /* tokens between consecutive windows */
-    int64_t context;  /* tokens per window */
-    uint8_t id[256];  /* byte -> token id */
-    uint8_t vocab[256]; /* token id -> byte */
-    int nvocab;
-};
-
-void tfl__ds_text_free(struct tfl__ds_text *t)
-{
-    if (!t) return;
-    for (int i = 0; i < t->nseg; i++)
-        if (t->seg[i].p) munmap((void *)(uintptr_t)t->seg[i].p, (size_t)t->seg[i].len);
-    tfl__host_free(t->ctx, t->seg);
-    tfl__host_free(t->ctx, t);
-}
-
-int tfl__ds_text_vocab(const struct tfl__ds_text *t, uint8_t *bytes)
-{
-    if (bytes) memcpy(bytes, t->vocab, (size_t)t->nvocab);
-    return t->nvocab;
-}
-
-/* Copies corpus bytes [pos, pos + len) into dst, across files. */
-static void corpus_copy(const struct tfl__ds_text *t, int64_t pos, int64_t len, uint8_t *dst)
-{
-    int lo = 0, hi = t->nseg - 1; /* the last file starting at or before pos */
-    while (lo < hi) {
-        int mid = lo + (hi - lo + 1) / 2;
-        if (t->seg[mid].off <= pos) lo = mid;
-        else hi = mid - 1;
-    }
-    for (int i = lo; len > 0 && i < t->nseg; i++) {
-        int64_t at = pos - t->seg[i].off, n = t->seg[i].len - at;
-        if (n > len) n = len;
-        memcpy(dst, t->seg[i].p + at, (size_t)n);
-        dst += n;
-        pos += n;
-        len -= n;
-    }
-}
-
-void tfl__ds_text_window(const struct tfl__ds_text *t, int64_t ex, uint8_t *scratch, int32_t *x,
-                         int32_t *y)
-{
-    const int64_t c = t->context;
-    corpus_copy(t, t->base + ex * t->stride, c + 1, scratch);
-    for (int64_t j = 0; j < c; j++) x[j] = t->id[scratch[j]];
-    if (y)
-        for (int64_t j = 0; j < c; j++) y[j] = t->id[scratch[j + 1]];
-}
 
 /* The bytes of p[0..n) outside well-formed UTF-8 sequences (RFC 3629: no overlong forms,
  * no surrogates, nothing above U+10FFFF); *nul: the offset of the first NUL, or -1. */
@@ -118,7 +55,7 @@ static int64_t utf8_invalid(const uint8_t *p, int64_t n, int64_t *nul)
 }
 
 /* Maps `file` (a regular, non-empty text file) into seg; false with the error kept. */
-static bool map_file(tfl_ctx *ctx, const char *file, text_seg *seg, bool *seen)
+static bool map_file(tfl_ctx *ctx, const char *file, tfl__ds_text_seg *seg, bool *seen)
 {
     int fd = open(file, O_RDONLY);
     if (fd < 0) {
@@ -251,7 +188,7 @@ tfl_dataset *tfl_dataset_from_text(tfl_ctx *ctx, const char *path, const tfl_tex
     struct tfl__ds_text *t = tfl__calloc(ctx, sizeof *t);
     if (t) {
         t->ctx = ctx;
-        t->seg = tfl__calloc(ctx, sizeof(text_seg) * (size_t)nfiles);
+        t->seg = tfl__calloc(ctx, sizeof(tfl__ds_text_seg) * (size_t)nfiles);
     }
     if (!t || !t->seg) {
         if (t) tfl__host_free(ctx, t);

@@ -83,7 +83,8 @@ static inline bool tfl__model_alive(const tfl_model *m, const char *what)
 
 /*
  * The files of layers/ read bottom-up: a file calls only functions of the files on the lines
- * above it (tests/layering/check_layers_order.sh enforces it):
+ * above it (tests/layering/check_layers_order.sh enforces it). The datasets' files come first
+ * (the levels dataset_internal.h lists), then:
  *   0 layer_base.c       kinds' names, unique names, a layer's variable list, a model's list
  *   1 layer_spatial.c    the kinds built on conv2d, pooling, batch_norm and dropout
  *   2 layer_attention.c  MultiHeadAttention

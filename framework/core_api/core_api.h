@@ -6,8 +6,9 @@
  * includes only this header (and the public ones) cannot reach into one. internal.h includes
  * it: for the core and the modules above, it is part of their private API. Never installed.
  *
- * This folder holds this header alone, so that a target can have it on its include path
- * without the rest of framework/ (tfl_io, framework/io/CMakeLists.txt).
+ * This folder holds the core's declared APIs alone, so that a target can have them on its
+ * include path without the rest of framework/ (tfl_io, framework/io/CMakeLists.txt; tfl_dist,
+ * framework/dist/CMakeLists.txt).
  */
 #ifndef TFL_FRAMEWORK_CORE_API_H
 #define TFL_FRAMEWORK_CORE_API_H

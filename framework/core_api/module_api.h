@@ -17,7 +17,7 @@
 #include <tapeflow/ops.h>
 #include <tapeflow/random.h>
 
-#include "random_internal.h" /* the Philox block function (self-contained) */
+#include "philox.h" /* the Philox block function (self-contained) */
 
 #define TFL_MAX_INPUTS 5       /* the most inputs an op kernel takes (variadic ops differ) */
 #define TFL_ALIGN 64           /* alignment of tensor data, bytes */

@@ -21,7 +21,7 @@
  * keep test is an integer compare; on 1e7 float32 elements dropout costs about 3 copies.
  */
 #include "ops/op.h"
-#include "random_internal.h"
+#include "core_api/philox.h"
 #include "cpu.h"
 #include "kernels.h"
 

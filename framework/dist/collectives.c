@@ -111,19 +111,19 @@ static tfl_status check_device(tfl_comm *c, const char *who, const char *what, i
                                const tfl_tensor *t, tfl__device **gpu)
 {
     tfl_ctx *ctx = c->ctx;
-    tfl__device *d = tfl__tensor_device(t);
+    tfl__device *d = tfl__device_of(t);
     if (d == tfl__cpu(ctx)) return TFL_OK;
     if (!*gpu) *gpu = d;
     TFL_CHECK(ctx, d == *gpu, TFL_INVALID_ARGUMENT,
               "%s: %s %d is on %s, an earlier one on %s; the tensors of one collective are on "
               "the host or on one GPU (one rank drives one GPU)",
-              who, what, i, d->name, (*gpu)->name);
+              who, what, i, tfl__dev_name(d), tfl__dev_name(*gpu));
     return TFL_OK;
 }
 
 static bool is_gpu(tfl_comm *c, const tfl_tensor *t)
 {
-    return tfl__tensor_device(t) != tfl__cpu(c->ctx);
+    return tfl__device_of(t) != tfl__cpu(c->ctx);
 }
 
 /* Whether NCCL can drive the device: a build with NCCL and a device that gives its vendor
@@ -131,7 +131,7 @@ static bool is_gpu(tfl_comm *c, const tfl_tensor *t)
  * (run_staged), as in a build without NCCL. */
 static bool nccl_drives(const tfl__device *gpu)
 {
-    return TFL_HAVE_NCCL && gpu && gpu->ops->native_ordinal && gpu->ops->native_stream;
+    return TFL_HAVE_NCCL && gpu && tfl__dev_native_ordinal(gpu) >= 0;
 }
 
 /* Whether the GPU tensors of a collective go through NCCL: with several ranks, or with one
@@ -241,7 +241,9 @@ static tfl_status check_tensor(tfl_comm *c, const char *who, tfl_tensor *const *
               "%s: tensor %d is not contiguous (a view): give a contiguous copy", who, i);
     if (!tfl__check_readable(ctx, who, t)) return TFL_FAILED_PRECONDITION;
     for (int j = 0; j < i; j++)
-        TFL_CHECK(ctx, !ts[j] || tfl_tensor_numel(t) == 0 || tfl__data(ts[j]) != tfl__data(t),
+        TFL_CHECK(ctx,
+                  !ts[j] || tfl_tensor_numel(t) == 0 ||
+                      tfl__tensor_data(ts[j]) != tfl__tensor_data(t),
                   TFL_INVALID_ARGUMENT,
                   "%s: tensors %d and %d share their data (a tensor given "
                   "twice)",
@@ -285,7 +287,7 @@ tfl_status tfl_comm_broadcast(tfl_comm *comm, int n, tfl_tensor *const *tensors,
         if (!tensors[i]) continue;
         size_t bytes =
             (size_t)tfl_tensor_numel(tensors[i]) * tfl_dtype_size(tfl_tensor_dtype(tensors[i]));
-        it[i] = (item){tfl__data(tensors[i]), tfl__data(tensors[i]), (int64_t)bytes,
+        it[i] = (item){tfl__tensor_data(tensors[i]), tfl__tensor_data(tensors[i]), (int64_t)bytes,
                        TFL_DTYPE_INVALID, is_gpu(comm, tensors[i])};
     }
     double t0 = tfl__comm_now();
@@ -421,9 +423,9 @@ tfl_status tfl_comm_allreduce(tfl_comm *comm, int n, tfl_tensor *const *tensors,
     if (!it) return TFL_RESOURCE_EXHAUSTED;
     for (int i = 0; i < n; i++)
         if (tensors[i])
-            it[i] =
-                (item){tfl__data(tensors[i]), tfl__data(tensors[i]), tfl_tensor_numel(tensors[i]),
-                       tfl_tensor_dtype(tensors[i]), is_gpu(comm, tensors[i])};
+            it[i] = (item){tfl__tensor_data(tensors[i]), tfl__tensor_data(tensors[i]),
+                           tfl_tensor_numel(tensors[i]), tfl_tensor_dtype(tensors[i]),
+                           is_gpu(comm, tensors[i])};
     tfl_status st = run_device(comm, who, dev, it, n, f, -1);
     tfl__host_free(ctx, it);
     comm->stats.allreduce_calls++;
@@ -466,7 +468,7 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
                   tfl__shape_str(g->rank, g->shape, a, sizeof a), tfl_dtype_name(dt),
                   tfl__shape_str(vars[i]->rank, vars[i]->shape, b, sizeof b));
         TFL_TRY(check_device(comm, who, "gradient", i, g, &dev));
-        TFL_CHECK(ctx, tfl__tensor_device(g) == tfl__tensor_device(vars[i]), TFL_INVALID_ARGUMENT,
+        TFL_CHECK(ctx, tfl__device_of(g) == tfl__device_of(vars[i]), TFL_INVALID_ARGUMENT,
                   "%s: gradient %d is on %s, its variable on %s", who, i, tfl_tensor_device(g),
                   tfl_tensor_device(vars[i]));
         TFL_CHECK(ctx, !is_gpu(comm, g) || tfl_tensor_is_contiguous(g), TFL_INVALID_ARGUMENT,
@@ -488,21 +490,20 @@ tfl_status tfl_comm_allreduce_gradients(tfl_comm *comm, int n, tfl_tensor *const
     for (int i = 0; i < n && st == TFL_OK; i++) {
         if (header[i + 1] == 0) continue; /* NULL on every rank: stays NULL */
         tfl_tensor *v = vars[i], *g = grads[i];
-        if (g && (!tfl_tensor_is_contiguous(g) || !tfl__dev_is_host(tfl__tensor_device(g)))) {
+        if (g && (!tfl_tensor_is_contiguous(g) || !tfl__dev_host_memory(tfl__device_of(g)))) {
             /* a dense host copy, through the device table (frame-owned) */
             if (!(g = tfl__tensor_copy_to(ctx, g, cpu))) {
                 st = tfl_ctx_status(ctx);
                 break;
             }
         }
-        out[i] =
-            tfl__tensor_alloc(ctx, tfl__tensor_device(v), tfl_tensor_dtype(v), v->rank, v->shape);
+        out[i] = tfl__tensor_alloc(ctx, tfl__device_of(v), tfl_tensor_dtype(v), v->rank, v->shape);
         if (!out[i]) {
             st = tfl_ctx_status(ctx);
             break;
         }
-        it[i] = (item){g ? tfl__data(g) : NULL, tfl__data(out[i]), tfl_tensor_numel(v),
-                       tfl_tensor_dtype(v), is_gpu(comm, v)};
+        it[i] = (item){g ? tfl__tensor_data(g) : NULL, tfl__tensor_data(out[i]),
+                       tfl_tensor_numel(v), tfl_tensor_dtype(v), is_gpu(comm, v)};
     }
     if (st == TFL_OK) st = run_device(comm, who, dev, it, n, f, -1);
     for (int i = 0; out && i < n; i++) {

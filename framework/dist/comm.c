@@ -33,6 +33,15 @@ tfl_status tfl__comm_fail(tfl_comm *comm, const char *what, const char *msg)
                           msg && msg[0] ? msg : "the transport failed without a message");
 }
 
+tfl_status tfl__comm_broadcast_bytes(tfl_comm *comm, const char *who, void *buf, int64_t bytes,
+                                     int root)
+{
+    char msg[512] = "";
+    if (comm->t.broadcast(comm->t.impl, buf, bytes, root, msg, sizeof msg) != 0)
+        return tfl__comm_fail(comm, who, msg);
+    return TFL_OK;
+}
+
 void *tfl__comm_buffer(tfl_comm *comm, size_t bytes)
 {
     if (bytes <= comm->buf_bytes) return comm->buf;

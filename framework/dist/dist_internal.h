@@ -1,14 +1,19 @@
 /*
- * framework/dist/dist_internal.h: the communicator's record, shared by the files of
- * framework/dist/ (comm.c: handles, transports, world; collectives.c: bucketed broadcast and
- * all-reduce) and layers/data_parallel.c (the fit callback and the replicas).
+ * framework/dist/dist_internal.h: the communicator's record and the functions shared by the
+ * files of framework/dist/ (comm.c: handles, transports, world; collectives.c: bucketed
+ * broadcast and all-reduce; nccl.c: the NCCL path). It sits on the core's declared API alone
+ * (core_api/module_api.h, native_api.h): framework/dist never sees internal.h. What the
+ * modules above use is dist_api.h.
  */
 #ifndef TFL_DIST_INTERNAL_H
 #define TFL_DIST_INTERNAL_H
 
 #include <tapeflow/comm.h>
+#include <tapeflow/version.h>
 
-#include "internal.h"
+#include "dist_api.h"
+#include "module_api.h"
+#include "native_api.h"
 
 typedef struct tfl__nccl tfl__nccl; /* nccl.c: the NCCL communicator of GPU tensors */
 
@@ -45,8 +50,6 @@ tfl_status tfl__nccl_run(tfl_comm *comm, const char *who, tfl__device *dev,
 /** Frees the communicator's NCCL state (ncclCommDestroy after its stream drained). */
 void tfl__nccl_close(tfl_comm *comm);
 
-/** True for a live communicator; MISUSE kept (in its ctx) naming `what` otherwise. */
-bool tfl__comm_alive(const tfl_comm *comm, const char *what);
 /** Records UNAVAILABLE "<what>: <transport> rank R of N: <msg>" and returns it. */
 tfl_status tfl__comm_fail(tfl_comm *comm, const char *what, const char *msg);
 /** Monotonic seconds. */

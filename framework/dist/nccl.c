@@ -10,7 +10,8 @@
  * on the device's stream (where the gradients were computed) is waited for by the NCCL
  * stream, the buckets are issued there (one ncclGroupStart/End each), and the device's
  * stream waits for an event recorded after the last: the host never waits. Streams and events
- * come from the device table (internal.h); only their CUDA handles come from the CUDA bridge.
+ * come from the device's functions (core_api/module_api.h); only their CUDA handles come from
+ * its native ones (core_api/native_api.h).
  *
  * libnccl is loaded with dlopen at the first use (as libtapeflow_mpi), so that programs that
  * never reduce GPU tensors do not load it, and machines without it still run the library.
@@ -65,8 +66,8 @@ static void *load(tfl__nccl *g, char *why, size_t size)
         snprintf(why, size, "cannot load %s: %s", TFL_NCCL_LIBRARY_SONAME, e ? e : "?");
         return NULL;
     }
-#define TFL_SYM(field, name)                                                                       \
-    if (!(*(void **)(void *)&g->field = dlsym(g->lib, name))) {                                    \
+#define TFL_SYM(entry, name)                                                                       \
+    if (!(*(void **)(void *)&g->entry = dlsym(g->lib, name))) {                                    \
         snprintf(why, size, "%s has no %s (NCCL >= 2.11 is needed)", TFL_NCCL_LIBRARY_SONAME,      \
                  name);                                                                            \
         return NULL;                                                                               \
@@ -99,32 +100,15 @@ void tfl__nccl_close(tfl_comm *c)
     tfl__nccl *g = c->nccl;
     if (!g) return;
     if (g->comm) {
-        if (g->dev->ops->stream_sync) (void)g->dev->ops->stream_sync(g->dev, g->stream);
+        (void)tfl__dev_stream_sync(g->dev, g->stream);
         (void)g->comm_destroy(g->comm);
     }
-    if (g->ready) g->dev->ops->event_free(g->dev, g->ready);
-    if (g->done) g->dev->ops->event_free(g->dev, g->done);
-    if (g->stream) g->dev->ops->stream_free(g->dev, g->stream);
+    tfl__dev_event_free(g->dev, g->ready);
+    tfl__dev_event_free(g->dev, g->done);
+    tfl__dev_stream_free(g->dev, g->stream);
     if (g->lib) dlclose(g->lib);
     tfl__host_free(c->ctx, g);
     c->nccl = NULL;
-}
-
-/* The device table's native slots (CUDA's device number, cudaSetDevice, a cudaStream_t);
- * a device without them is no NCCL device. */
-static int native_ordinal(const tfl__device *d)
-{
-    return d && d->ops->native_ordinal ? d->ops->native_ordinal(d) : -1;
-}
-
-static tfl_status make_current(tfl__device *d)
-{
-    return d->ops->make_current ? d->ops->make_current(d) : TFL_OK;
-}
-
-static void *native_stream(tfl__device *d, tfl__stream *stream)
-{
-    return d->ops->native_stream ? d->ops->native_stream(d, stream) : NULL;
 }
 
 /* The placement gather and check, the id's broadcast and ncclCommInitRank (collectives of
@@ -135,15 +119,15 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
     int size = c->t.size, rank = c->t.rank;
     char msg[512] = "";
     int gpus = 0;
-    for (int i = 0; i < ctx->n_devices; i++)
-        gpus += native_ordinal(ctx->devices[i]) >= 0;
+    for (int i = 0, n = tfl_device_count(ctx); i < n; i++)
+        gpus += tfl__dev_native_ordinal(tfl__find_device(ctx, tfl_device_name(ctx, i))) >= 0;
     int64_t *all = tfl__calloc(ctx, (size_t)size * 4 * sizeof(int64_t));
     if (!all) return TFL_RESOURCE_EXHAUSTED;
     char host[256] = "";
     (void)gethostname(host, sizeof host - 1);
     int64_t *mine = all + 4 * rank;
     mine[0] = tfl__nccl_host_hash(host);
-    mine[1] = native_ordinal(g->dev);
+    mine[1] = tfl__dev_native_ordinal(g->dev);
     mine[2] = gpus;
     mine[3] = why[0] ? 0 : 1; /* libnccl loaded */
     c->stats.messages++;
@@ -174,9 +158,9 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
                               bad_lib, size,
                               bad_lib == rank ? why : "could not load libnccl (see that rank)");
     if (verdict)
-        return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: NCCL on %s: %s", who, g->dev->name,
-                              msg);
-    TFL_TRY(make_current(g->dev));
+        return tfl__set_error(ctx, TFL_FAILED_PRECONDITION, "%s: NCCL on %s: %s", who,
+                              tfl__dev_name(g->dev), msg);
+    TFL_TRY(tfl__dev_make_current(g->dev));
     struct {
         int64_t ok;
         ncclUniqueId id;
@@ -201,12 +185,12 @@ static tfl_status open_comm(tfl_comm *c, const char *who, tfl__nccl *g, const ch
         nccl_msg(g, "ncclCommInitRank", r, msg, sizeof msg);
         return tfl__comm_fail(c, who, msg);
     }
-    const tfl__device_ops *ops = g->dev->ops;
-    TFL_CHECK(ctx, ops->stream_new && ops->event_new, TFL_INTERNAL,
-              "%s: %s has no streams or events in its device table", who, g->dev->name);
-    TFL_TRY(ops->stream_new(g->dev, &g->stream));
-    TFL_TRY(ops->event_new(g->dev, &g->ready));
-    return ops->event_new(g->dev, &g->done);
+    TFL_TRY(tfl__dev_stream_new(g->dev, &g->stream));
+    TFL_TRY(tfl__dev_event_new(g->dev, &g->ready));
+    TFL_TRY(tfl__dev_event_new(g->dev, &g->done));
+    TFL_CHECK(ctx, g->stream && g->ready && g->done, TFL_INTERNAL,
+              "%s: %s has no streams or events in its device table", who, tfl__dev_name(g->dev));
+    return TFL_OK;
 }
 
 /* The communicator's NCCL state bound to dev, opened at the first call. */
@@ -217,7 +201,7 @@ static tfl__nccl *nccl_for(tfl_comm *c, const char *who, tfl__device *dev)
         tfl__set_error(c->ctx, TFL_FAILED_PRECONDITION,
                        "%s: this communicator's NCCL runs on %s (its first GPU collective), the "
                        "tensors are on %s: one rank drives one GPU",
-                       who, c->nccl->dev->name, dev->name);
+                       who, tfl__dev_name(c->nccl->dev), tfl__dev_name(dev));
         return NULL;
     }
     tfl__nccl *g = tfl__calloc(c->ctx, sizeof *g);
@@ -254,7 +238,6 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
     tfl_ctx *ctx = c->ctx;
     tfl__nccl *g = nccl_for(c, who, dev);
     if (!g) return tfl_ctx_status(ctx);
-    const tfl__device_ops *ops = dev->ops;
     int64_t *numel = tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *numel);
     tfl_dtype *dts = numel ? tfl__calloc(ctx, (size_t)(n ? n : 1) * sizeof *dts) : NULL;
     if (!dts) {
@@ -273,17 +256,17 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
     tfl_status st = calls ? TFL_OK : TFL_RESOURCE_EXHAUSTED;
     if (st == TFL_OK)
         (void)tfl__nccl_plan(n, numel, dts, c->bucket_bytes, calls, n_calls, &n_buckets);
-    void *nstream = native_stream(dev, g->stream);
+    void *nstream = tfl__dev_native_stream(dev, g->stream);
     /* the NCCL stream starts after what the device's stream has issued */
-    if (st == TFL_OK) st = make_current(dev);
-    if (st == TFL_OK) st = ops->event_record(dev, g->ready, NULL);
-    if (st == TFL_OK) st = ops->event_wait(dev, g->stream, g->ready);
+    if (st == TFL_OK) st = tfl__dev_make_current(dev);
+    if (st == TFL_OK) st = tfl__dev_event_record(dev, g->ready, NULL);
+    if (st == TFL_OK) st = tfl__dev_event_wait(dev, g->stream, g->ready);
     /* a rank of weight 0, or a missing source, adds zeros (even where its data is NaN) */
     bool zero = root < 0 && f == 0.0;
     for (int i = 0; i < n && st == TFL_OK && root < 0; i++)
         if (numel[i] > 0 && (zero || !it[i].src))
-            st = ops->memset(dev, g->stream, it[i].dst, 0,
-                             (size_t)numel[i] * tfl_dtype_size(it[i].dtype));
+            st = tfl__dev_memset(dev, g->stream, it[i].dst, 0,
+                                 (size_t)numel[i] * tfl_dtype_size(it[i].dtype));
     /* one premultiplying sum per dtype when f scales (a mean) */
     ncclRedOp_t ops_of[TFL_DTYPE_COUNT];
     bool made[TFL_DTYPE_COUNT] = {false};
@@ -335,8 +318,8 @@ tfl_status tfl__nccl_run(tfl_comm *c, const char *who, tfl__device *dev, const t
     for (int d = 0; d < TFL_DTYPE_COUNT; d++)
         if (made[d]) (void)g->redop_destroy(ops_of[d], g->comm);
     /* the device's stream (the optimizer's kernels) goes on after the last bucket */
-    if (st == TFL_OK) st = ops->event_record(dev, g->done, g->stream);
-    if (st == TFL_OK) st = ops->event_wait(dev, NULL, g->done);
+    if (st == TFL_OK) st = tfl__dev_event_record(dev, g->done, g->stream);
+    if (st == TFL_OK) st = tfl__dev_event_wait(dev, NULL, g->done);
     tfl__host_free(ctx, calls);
     tfl__host_free(ctx, dts);
     tfl__host_free(ctx, numel);

@@ -6,7 +6,8 @@
  * its rows [floor(r m / p), floor((r + 1) m / p)) of every global batch of m = 128, and after
  * every step every rank's variables and Adam slots hash the same; after the steps they
  * equal, within a measured tolerance, one process trained on the whole batches (computed on
- * every rank in a context of its own). */
+ * every rank in a context of its own); fit refused on every rank when the ranks built
+ * different models. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -468,12 +469,64 @@ static void test_fit(void **state)
     free(d);
 }
 
+/* ranks that built different models: fit is refused on every rank at train begin (none is
+ * left waiting in a collective), each naming rank 0's figures, which reached it through the
+ * host transport, its own, and how many ranks differ from rank 0 */
+static void test_fit_refuses_different_models(void **state)
+{
+    (void)state;
+    data *d = malloc(sizeof *d);
+    make_data(d);
+    tfl_ctx *ctx = new_ctx(5);
+    tfl_comm *comm = world(ctx, 0);
+    int rank = tfl_comm_rank(comm), size = tfl_comm_size(comm);
+    tfl_model *m = tfl_model_new(ctx, "mlp");
+    if (rank > 0) /* a hidden layer rank 0 does not have: 4 variables instead of 2 */
+        assert_non_null(tfl_model_add(
+            m,
+            &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = 16, .activation = TFL_ACT_RELU}));
+    assert_non_null(tfl_model_add(m, &(tfl_layer_spec){.kind = TFL_LAYER_DENSE, .units = CLASSES}));
+    assert_int_equal(tfl_model_build(m, 2, (int64_t[]){-1, FEATURES}), TFL_OK);
+    tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_SGD, TFL_FORMULA_DEFAULT);
+    tfl_optimizer *opt = tfl_optimizer_new(ctx, &o);
+    assert_non_null(opt);
+    assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0),
+                     TFL_OK);
+    tfl_dataset *ds = dataset(ctx, d, BATCH);
+    tfl_data_parallel dp = {.comm = comm};
+    tfl_callback cb = tfl_data_parallel_callback(&dp);
+    tfl_fit_opts fo = {.epochs = 1, .batch_size = BATCH, .callbacks = &cb, .n_callbacks = 1};
+    assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_FAILED_PRECONDITION);
+    const char *msg = tfl_ctx_error(ctx).message;
+    char own[96];
+    snprintf(own, sizeof own, "rank %d: %d, ", rank, rank > 0 ? 4 : 2);
+    char differ[64];
+    snprintf(differ, sizeof differ, "; %d ranks differ from rank 0", size - 1);
+    if (!strstr(msg, "the ranks hold different variables (rank 0: 2 model and ") ||
+        !strstr(msg, own) || !strstr(msg, differ))
+        print_error("rank %d: %s\n", rank, msg);
+    assert_non_null(strstr(msg, "data parallel: train begin: mlp: the ranks hold different "
+                                "variables (rank 0: 2 model and "));
+    assert_non_null(strstr(msg, own));
+    assert_non_null(strstr(msg, differ));
+    assert_false(dp.broadcast_done);
+    tfl_ctx_clear_error(ctx);
+    tfl_dataset_free(ds);
+    tfl_model_free(m);
+    tfl_optimizer_free(opt);
+    tfl_comm_free(comm);
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    tfl_ctx_free(ctx);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_custom_loop_matches_one_process),
         cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_fit_refuses_different_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

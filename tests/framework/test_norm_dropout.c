@@ -8,7 +8,7 @@
 #include "test_ops_helpers.h"
 
 /* The block function is a static inline in a private header: nothing extra is exported. */
-#include "../../framework/random_internal.h"
+#include "../../framework/core_api/philox.h"
 
 #define BN "BatchNorm"
 #define MOM "Moments"

@@ -20,7 +20,7 @@
 #include "test_fixture.h"
 
 /* The block function is a static inline in a private header: nothing extra is exported. */
-#include "../../framework/random_internal.h"
+#include "../../framework/core_api/philox.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 

@@ -6,14 +6,15 @@
 #     module's folder;
 #   - an include of a header of a module above the file's own (private "x_internal.h" or
 #     public <tapeflow/x.h>), and of the umbrella <tapeflow/tapeflow.h>, which includes all;
-#   - across the boundary of a framework sub-module (framework/io): a file of the framework
-#     outside it that includes one of its headers (the core never depends on it), and a file
-#     of it that includes a private header of the framework other than its own and
-#     core_api/core_api.h, the core's declared API (internal.h, ops/op.h, ...);
+#   - across the boundary of a framework sub-module (framework/io, framework/dist): a file of
+#     the framework outside it that includes one of its headers (the core and the other
+#     sub-modules never depend on it), and a file of it that includes a private header of the
+#     framework other than its own and the core's declared API it may use (io/:
+#     core_api/core_api.h; dist/: the headers of core_api/), such as internal.h or ops/op.h;
 #   - in tape/, optim/, layers/ and configs/: an include of a private header of the framework's core
 #     other than those of core_api/ (the core's declared API for the modules: module_api.h,
-#     op_api.h, optim_api.h); the headers of the framework's sub-modules (dist/, io/) are
-#     theirs to declare.
+#     op_api.h, optim_api.h), and of a sub-module's header other than the one it declares for
+#     them, <name>_api.h (dist/dist_api.h, io/io_api.h).
 # The build enforces the same (a module gets only the include folders of those below it);
 # this names the offending line when someone adds an include folder by hand.
 set -euo pipefail
@@ -32,10 +33,11 @@ owner() {
     if [ "$quoted" = 0 ] && [ -f "$src/$m/include/$h" ]; then echo "$m"; return; fi
   done
 }
-# The framework's sub-modules, and the one core header they may include.
+# The framework's sub-modules, and the core headers each may include (a pattern).
 submodules=()
-for d in framework/io; do [ -d "$src/$d" ] && submodules+=("$d"); done
-core_api=framework/core_api/core_api.h
+for d in framework/io framework/dist; do [ -d "$src/$d" ] && submodules+=("$d"); done
+declare -A core_allowed=([framework/io]=framework/core_api/core_api.h
+                         [framework/dist]='framework/core_api/*')
 # The modules above the core that see only its declared API (core_api/).
 declared_only=(tape optim layers configs)
 # resolve HEADER DIR: the file a quoted include names, relative to $src (the including file's
@@ -86,16 +88,23 @@ for m in "${modules[@]}"; do
                "the other sub-modules never depend on it"
           bad=1; continue
         fi
-        if [ -n "$r" ] && [ -n "$sf" ] && [ "$sr" != "$sf" ] && [ "$r" != "$core_api" ]; then
+        # shellcheck disable=SC2053 # core_allowed holds patterns
+        if [ -n "$r" ] && [ -n "$sf" ] && [ "$sr" != "$sf" ] && [[ "$r" != ${core_allowed[$sf]} ]]
+        then
           echo "$rel:$n: ${sf#framework/}/ includes $h, a private header of the framework's" \
-               "core: it may use only ${core_api#framework/} and the public headers"
+               "core: it may use only ${core_allowed[$sf]#framework/} and the public headers"
           bad=1; continue
         fi
       fi
       if [[ " ${declared_only[*]} " == *" $m "* ]] && [ "$q" = 1 ]; then
         r=$(resolve "$h" "$(dirname "$f")")
-        if [[ "$r" == framework/* && "$r" != framework/core_api/* && "$r" != framework/dist/* &&
-              "$r" != framework/io/* ]]; then
+        sr=$(submodule_of "$r")
+        if [ -n "$sr" ] && [ "$r" != "$sr/${sr#framework/}_api.h" ]; then
+          echo "$rel:$n: $m includes $h, a private header of ${sr#framework/}/: it may use only" \
+               "${sr#framework/}/${sr#framework/}_api.h, the sub-module's declared API"
+          bad=1; continue
+        fi
+        if [[ "$r" == framework/* && "$r" != framework/core_api/* && -z "$sr" ]]; then
           echo "$rel:$n: $m includes $h, a private header of the framework's core: it may use" \
                "only the headers of core_api/, the core's declared API"
           bad=1; continue
