@@ -7,7 +7,7 @@
  */
 #include "cu_common.cuh"
 
-#include "random_internal.h"
+#include "core_api/philox.h"
 
 namespace
 {

@@ -9,10 +9,11 @@
  *       scope, on in-memory float32 images (28x28, values in [0, 1)) and random labels in
  *       host memory, as torch_gpu_train.py's (the data's values do not change the work);
  *       WARM steps first, then the timed ones (mlp 400, cnn 200; --quick 10).
- *   gpu_train_big_cnn_samples_per_s, gpu_train_big_cnn_tf32_samples_per_s  samples/s: the
- *       same for a VGG-style CNN (conv 3x3 SAME relu: 64, 64, pool, 128, 128, pool, 256, 256,
- *       pool, dense 512 relu, dense 10) in batches of 256 (timed steps 100; --quick 5), under
- *       the float32 and the tf32 precision policies (tfl_ctx_set_precision);
+ *   gpu_train_big_cnn[_tf32|_bf16|_fp16]_samples_per_s  samples/s: the same for a VGG-style
+ *       CNN (conv 3x3 SAME relu: 64, 64, pool, 128, 128, pool, 256, 256, pool, dense 512
+ *       relu, dense 10) in batches of 256 (timed steps 100; --quick 5), under the float32,
+ *       tf32, bfloat16 and float16 precision policies (tfl_ctx_set_precision; float16 with
+ *       dynamic loss scaling from 2^15, as Keras);
  *   gpu_adam_<1e7|1e8>, gpu_adam_1e8_x64  GB/s: one tfl_optimizer_apply of Adam (PyTorch's
  *       formulas) on n float32 parameters on GPU:0 (one tensor, or 64 tensors of n/64),
  *       counted as 28 n bytes: it reads g, p, m, v (16 n) and writes p, m, v (12 n);
@@ -112,6 +113,7 @@ static double train_samples_per_s(model_kind kind, int steps, tfl_precision prec
         fashion_mnist_add_layers(m, kind == CNN);
     tfl_optimizer_opts oo = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
     oo.learning_rate = 1e-3;
+    if (precision == TFL_PRECISION_FLOAT16) oo.loss_scale = 32768;
     tfl_optimizer *opt = tfl_optimizer_new(ctx, &oo);
     check_status(
         ctx,
@@ -308,10 +310,12 @@ int main(int argc, char **argv)
                train_samples_per_s(cnn ? CNN : MLP, steps, TFL_PRECISION_FLOAT32));
         fflush(stdout);
     }
-    for (int tf32 = 0; tf32 < 2; tf32++) {
-        printf("bench gpu_train_big_cnn%s_samples_per_s %.0f samples/s\n", tf32 ? "_tf32" : "",
-               train_samples_per_s(BIG_CNN, quick ? 5 : 100,
-                                   tf32 ? TFL_PRECISION_TF32 : TFL_PRECISION_FLOAT32));
+    static const tfl_precision policies[4] = {TFL_PRECISION_FLOAT32, TFL_PRECISION_TF32,
+                                              TFL_PRECISION_BFLOAT16, TFL_PRECISION_FLOAT16};
+    static const char *const suffix[4] = {"", "_tf32", "_bf16", "_fp16"};
+    for (int p = 0; p < 4; p++) {
+        printf("bench gpu_train_big_cnn%s_samples_per_s %.0f samples/s\n", suffix[p],
+               train_samples_per_s(BIG_CNN, quick ? 5 : 100, policies[p]));
         fflush(stdout);
     }
 
