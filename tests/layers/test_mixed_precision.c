@@ -335,6 +335,14 @@ static void loss_scaler_steps(void **state)
 
 /* Clipping sees the loss's gradient, not the scaled one; the scale never grows past float32;
  * tfl_optimizer_gradient gives the gradients of loss × S; options are checked. */
+/* sum(q * (0.5, -3)) for minimize */
+static tfl_tensor *dot_c(tfl_ctx *ctx, void *user)
+{
+    const tfl_tensor *q = user;
+    tfl_tensor *c = tfl_tensor_new(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){2}, (float[]){0.5f, -3});
+    return tfl_reduce_sum(ctx, tfl_mul(ctx, q, c), 0, NULL, false);
+}
+
 static void loss_scaler_clip_growth_and_gradient(void **state)
 {
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
@@ -367,6 +375,11 @@ static void loss_scaler_clip_growth_and_gradient(void **state)
     assert_true(get(g, 0) == 32 && get(g, 1) == -192);
     tfl_tape_free(tape);
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    /* minimize scales and unscales: q -= 0.5 c, as without loss scaling */
+    double q0[2] = {get(p, 0), get(p, 1)}, loss_value = 0;
+    assert_int_equal(tfl_optimizer_minimize(opt, dot_c, p, 1, &p, &loss_value), TFL_OK);
+    assert_true(get(p, 0) == (float)(q0[0] - 0.25) && get(p, 1) == (float)(q0[1] + 1.5));
+    assert_true(fabs(loss_value - (0.5 * q0[0] - 3 * q0[1])) < 1e-6); /* the loss, not times S */
     tfl_optimizer_free(opt);
     /* options */
     tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_ADAM, TFL_FORMULA_DEFAULT);
