@@ -346,6 +346,39 @@ static void apply_state(tfl_model *m, const restored *r, tfl_train_state *s)
     }
 }
 
+/*
+ * Dynamic loss scaling's state (tfl_optimizer_opts.loss_scale) across a change of precision
+ * policy: a checkpoint without it (trained without loss scaling) leaves the scaler at its
+ * start, and one with it restored into an optimizer without loss scaling has it ignored. The
+ * first drops the scaler's variables from vars (returns the new count); the second fills
+ * ignore with the tensor names (names[] holds them).
+ */
+static int64_t scaler_state(tfl_model *m, tfl_ckpt *ck, tfl_tensor **vars, int64_t nv,
+                            char names[3][192], const char *ignore[4])
+{
+    static const char *const suffix[3] = {"loss_scale", "loss_scale_steps", "skipped_steps"};
+    const char *opt = tfl_optimizer_name(m->optimizer);
+    bool scales = tfl_optimizer_options(m->optimizer)->loss_scale > 0;
+    int k = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(names[i], sizeof names[i], "%s/%s", opt, suffix[i]);
+        bool in_file = tfl_ckpt_find(ck, names[i]) >= 0;
+        if (!scales && in_file) ignore[k++] = names[i];
+        if (!scales || in_file) continue;
+        for (int64_t j = 0; j < nv; j++) /* not in the file: keeps its start */
+            if (!strcmp(tfl_variable_name(vars[j]), names[i])) {
+                memmove(vars + j, vars + j + 1, sizeof *vars * (size_t)(nv - j - 1));
+                nv--;
+                break;
+            }
+    }
+    if (k || (scales && tfl_ckpt_find(ck, names[0]) < 0))
+        tfl__log(m->ctx, TFL_LOG_INFO, "%s: %s", tfl_ckpt_path(ck),
+                 k ? "its loss scaling state is left out: the optimizer does not scale the loss"
+                   : "no loss scaling state: the optimizer's scaler starts afresh");
+    return nv;
+}
+
 tfl_status tfl_train_state_restore(tfl_model *m, const char *path, tfl_train_state *s)
 {
     if (!m) return TFL_INVALID_ARGUMENT;
@@ -364,9 +397,13 @@ tfl_status tfl_train_state_restore(tfl_model *m, const char *path, tfl_train_sta
     tfl_tensor **vars = NULL;
     int64_t nv = st == TFL_OK ? all_vars(m, true, &vars) : 0;
     if (nv < 0) st = tfl_ctx_status(ctx);
+    char scaler[3][192];
+    const char *ignore[4] = {NULL};
+    if (st == TFL_OK) nv = scaler_state(m, ck, vars, nv, scaler, ignore);
     if (st == TFL_OK)
-        st = tfl_ckpt_restore_from(ck, nv, vars, &(tfl_ckpt_restore_opts){.ignore_prefix = PFX},
-                                   NULL);
+        st = tfl_ckpt_restore_from(
+            ck, nv, vars, &(tfl_ckpt_restore_opts){.ignore_prefix = PFX, .ignore_names = ignore},
+            NULL);
     if (st == TFL_OK) apply_state(m, &r, s);
     tfl__host_free(ctx, vars);
     tfl__host_free(ctx, r.hist);

@@ -207,6 +207,14 @@ static size_t edit_distance(const char *a, const char *b)
 }
 
 /* The unused tensor name closest to `name`, or NULL when none is close. */
+/* name is in the NULL-ended list (NULL: an empty list) */
+static bool listed(const char *const *list, const char *name)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, name)) return true;
+    return false;
+}
+
 static const char *did_you_mean(const tfl_ckpt *ck, const bool *used, const char *name)
 {
     const char *best = NULL;
@@ -347,7 +355,9 @@ tfl_status tfl_ckpt_restore_from(tfl_ckpt *ck, int64_t n, tfl_tensor *const *var
     }
     size_t lp = o->ignore_prefix ? strlen(o->ignore_prefix) : 0;
     for (int64_t i = 0; i < ck->n && st == TFL_OK; i++) {
-        if (used[i] || (lp && strncmp(ck->e[i].name, o->ignore_prefix, lp) == 0)) continue;
+        if (used[i] || (lp && strncmp(ck->e[i].name, o->ignore_prefix, lp) == 0) ||
+            listed(o->ignore_names, ck->e[i].name))
+            continue;
         rep.unexpected++;
         /* expect_partial: the caller said so, a note (INFO) and no warning */
         tfl__log(ctx, o->allow_unexpected ? TFL_LOG_INFO : TFL_LOG_ERROR,

@@ -5,7 +5,8 @@
  * float16 and resume exactly: 2 + 2 epochs give the variables of 4, bit for bit. Under float16
  * with a loss scale too large for float16 (2^20), the first steps are skipped and the scale
  * comes down; the checkpoint holds the scale and the skips, so the resumed run skips the same
- * steps, and TensorBoard has the scale and the skipped steps of every logged step. */
+ * steps, and TensorBoard has the scale and the skipped steps of every logged step. A run
+ * resumed under another policy starts or drops the loss scaler's state. */
 #include "graph_runs.h"
 
 #include <math.h>
@@ -111,6 +112,54 @@ static void float16_skips_and_resumes(void **state)
     assert_true(last_scale == scale && last_skipped == skipped);
 }
 
+/* trains GRAPH_YAML on GPU:0 to `epochs` under `precision` in dir, resuming what is there
+ * although the precision changed */
+static void train_switch(tfl_ctx *ctx, const char *dir, const char *epochs, const char *precision)
+{
+    tfl_status st;
+    const char *sets[3] = {"training.device=GPU:0", epochs, precision};
+    tfl_config *cfg = parse_with(ctx, GRAPH_YAML, sets, 3, &st);
+    assert_int_equal(st, TFL_OK);
+    tfl_run *run =
+        tfl_run_open(cfg, &(tfl_run_opts){.run_dir = dir, .allow_config_change = true}, &st);
+    assert_non_null(run);
+    tfl_run_result res;
+    st = tfl_run_train(run, &res);
+    if (st != TFL_OK) print_error("%s\n", tfl_ctx_error(ctx).message);
+    assert_int_equal(st, TFL_OK);
+    tfl_run_close(run);
+    tfl_config_free(cfg);
+}
+
+/* A run may change its policy on resume (--allow-config-change): float32 -> float16 starts the
+ * loss scaler afresh, float16 -> bfloat16 leaves its state out of the restore; the checkpoints
+ * hold the scaler's state only while the optimizer scales. */
+static void precision_switch_resumes(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    char dir[256];
+    temp_dir(dir, sizeof dir, "switch");
+    train_switch(ctx, dir, "training.epochs=2", "training.precision=float32");
+    char path[512];
+    int64_t step = 0;
+    assert_int_equal(tfl_run_latest_checkpoint(ctx, dir, path, sizeof path, &step), TFL_OK);
+    tfl_ckpt *ck = tfl_ckpt_open(ctx, path);
+    assert_true(tfl_ckpt_find(ck, "Adam/loss_scale") < 0);
+    tfl_ckpt_close(ck);
+    train_switch(ctx, dir, "training.epochs=4", "training.precision=float16");
+    double scale = ckpt_scalar(ctx, dir, "Adam/loss_scale"),
+           skipped = ckpt_scalar(ctx, dir, "Adam/skipped_steps");
+    assert_true(scale == 32768 / pow(2, skipped)); /* from the start, 2^15 */
+    train_switch(ctx, dir, "training.epochs=6", "training.precision=bfloat16");
+    int64_t last = 0;
+    assert_int_equal(tfl_run_latest_checkpoint(ctx, dir, path, sizeof path, &last), TFL_OK);
+    assert_true(last > step);
+    ck = tfl_ckpt_open(ctx, path);
+    assert_true(tfl_ckpt_find(ck, "Adam/loss_scale") < 0);
+    assert_true(tfl_ckpt_find(ck, "Adam/iterations") >= 0);
+    tfl_ckpt_close(ck);
+}
+
 int main(void)
 {
     /* every context of this test has the fake GPU:0 */
@@ -118,6 +167,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(policies_resume_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(float16_skips_and_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(precision_switch_resumes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

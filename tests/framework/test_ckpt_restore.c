@@ -84,6 +84,20 @@ static void test_roundtrip(void **state)
     assert_true(tfl_variable_is_initialized(def));
     expect_f32(def, (const float[]){1, 2, 3}, 3, 0);
     assert_int_equal(rep.unexpected, 2);
+    /* ignore_names: the tensors named are never unexpected; any other still is */
+    const char *both[3] = {tfl_variable_name(s.v[1]), tfl_variable_name(s.v[2]), NULL};
+    assert_int_equal(tfl_ckpt_restore(ctx, path, 1, &s.v[0],
+                                      &(tfl_ckpt_restore_opts){.ignore_names = both}, &rep),
+                     TFL_OK);
+    assert_int_equal(rep.unexpected, 0);
+    assert_int_equal(rep.restored, 1);
+    const char *one[2] = {tfl_variable_name(s.v[1]), NULL};
+    assert_int_equal(tfl_ckpt_restore(ctx, path, 1, &s.v[0],
+                                      &(tfl_ckpt_restore_opts){.ignore_names = one}, &rep),
+                     TFL_INVALID_ARGUMENT);
+    assert_int_equal(rep.unexpected, 1);
+    assert_non_null(strstr(tfl_ctx_error(ctx).message, tfl_variable_name(s.v[2])));
+    tfl_ctx_clear_error(ctx);
     tfl_tensor_release(def);
     release3(&s);
     tmpdir_remove(&d);

@@ -154,6 +154,8 @@ typedef struct tfl_ckpt_restore_opts {
                                   each is logged at INFO, not as a warning) */
     const char *ignore_prefix; /* tensors whose names start with it are not variables' (a
                                   training checkpoint's "_tapeflow/" state): never unexpected */
+    const char *const *ignore_names; /* NULL, or a NULL-ended list of tensor names that are
+                                        never unexpected either (state the caller left out) */
 } tfl_ckpt_restore_opts;
 
 /** What a restore found (every field is set, also on error). */
