@@ -14,6 +14,8 @@
  */
 #include "layers_internal.h"
 
+#include <string.h>
+
 #define NAME (l->name)
 #define CTX (l->ctx)
 
@@ -323,14 +325,16 @@ static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
     return tfl_layer_norm(CTX, x, gamma, beta, s->epsilon);
 }
 
-/* x is in the 16-bit dtype of the context's mixed precision policy: the layer's ops take it
- * as it is (their own autocast decides what runs in float32) */
+/* x is in the 16-bit dtype of the context's mixed precision policy, on a device the policy
+ * applies to (not the CPU): the layer's ops take it as it is (their own autocast decides what
+ * runs in float32) */
 static bool policy_dtype(tfl_ctx *ctx, const tfl_tensor *x)
 {
     tfl_precision p = tfl_ctx_precision(ctx);
     tfl_dtype dt = tfl_tensor_dtype(x);
-    return (p == TFL_PRECISION_BFLOAT16 && dt == TFL_DTYPE_BFLOAT16) ||
-           (p == TFL_PRECISION_FLOAT16 && dt == TFL_DTYPE_FLOAT16);
+    bool half = (p == TFL_PRECISION_BFLOAT16 && dt == TFL_DTYPE_BFLOAT16) ||
+                (p == TFL_PRECISION_FLOAT16 && dt == TFL_DTYPE_FLOAT16);
+    return half && strncmp(tfl_tensor_device(x), "CPU:", 4) != 0;
 }
 
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)

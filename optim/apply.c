@@ -211,13 +211,14 @@ static tfl_status unscale(tfl_optimizer *opt, int n, double s, bool *finite)
 }
 
 /* The scaler's state after an apply: finite, the count of finite steps grows and the scale
- * doubles at loss_scale_growth_steps; otherwise the scale halves and the skip is counted. */
+ * doubles at loss_scale_growth_steps; otherwise the scale halves (not below 1, as
+ * TensorFlow's DynamicLossScale) and the skip is counted. */
 static void update_scaler(tfl_optimizer *opt, bool finite)
 {
     float *s = tfl__tensor_data(opt->loss_scale);
     int64_t *steps = tfl__tensor_data(opt->scale_steps);
     if (!finite) {
-        *s *= 0.5f;
+        *s = fmaxf(*s * 0.5f, fminf(*s, 1.0f));
         *steps = 0;
         ++*(int64_t *)tfl__tensor_data(opt->skipped);
     } else if (++*steps >= opt->opts.loss_scale_growth_steps) {

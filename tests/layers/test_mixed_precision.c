@@ -357,6 +357,16 @@ static void loss_scaler_clip_growth_and_gradient(void **state)
     apply2(opt, p, 3 * 1024, 4 * 1024);
     assert_true(fabs(get(p, 0) + 0.3) < 1e-7 && fabs(get(p, 1) + 0.4) < 1e-7);
     tfl_optimizer_free(opt);
+    /* halving stops at 1 (a scale below 1 from the start stays) */
+    opt = sgd_scaled(ctx, 2, 0, 0);
+    for (int i = 0; i < 3; i++) apply2(opt, p, NAN, 0);
+    assert_true(tfl_optimizer_loss_scale(opt) == 1);
+    assert_int_equal(tfl_optimizer_skipped_steps(opt), 3);
+    tfl_optimizer_free(opt);
+    opt = sgd_scaled(ctx, 0.25, 0, 0);
+    apply2(opt, p, INFINITY, 0);
+    assert_true(tfl_optimizer_loss_scale(opt) == 0.25);
+    tfl_optimizer_free(opt);
     /* growth stops below float32's overflow */
     opt = sgd_scaled(ctx, 0x1p127, 1, 0);
     apply2(opt, p, 0, 0);

@@ -105,8 +105,9 @@
  * those of the loss times S, the current scale (tfl_optimizer_loss_scale; the fit loop and
  * tfl_optimizer_minimize multiply for you). An apply reads the sums of squares of all
  * gradients (one host synchronisation) and then:
- *   any not finite:  nothing is updated and iterations does not move; S ← S/2, the count of
- *                    finite steps ← 0, skipped_steps + 1;
+ *   any not finite:  nothing is updated and iterations does not move; S ← max(S/2, 1) (S
+ *                    below 1 from the start stays), the count of finite steps ← 0,
+ *                    skipped_steps + 1;
  *   all finite:      the update runs on g/S (clipping sees the unscaled norms); the count of
  *                    finite steps + 1, and when it reaches loss_scale_growth_steps, S ← 2S
  *                    (unless 2S overflows float32) and the count ← 0.
