@@ -47,6 +47,11 @@ typedef struct tfl__kcall {
 
 typedef tfl_status (*tfl__kernel_fn)(const tfl__kcall *k);
 
+/* A kernel's answer, nothing kept in the ctx, for a float16/bfloat16 call it has no 16-bit
+ * path for at this shape (cuDNN refusing a padding, say): the dispatcher then runs the op's
+ * float32 kernel between two conversions, as for a dtype the kernel does not list. */
+#define TFL__KERNEL_DECLINED ((tfl_status)(TFL_STATUS_COUNT + 1))
+
 /** A device's kernel for one op: NULL fn means none (placement skips the device). */
 typedef struct tfl__kernel {
     tfl__kernel_fn fn;

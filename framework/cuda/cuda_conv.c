@@ -196,7 +196,8 @@ static tfl_status backprop_input(const tfl__kcall *k, const tflcu_conv *g, const
 
 /* One of the three convolutions: a and b are the kind's operands (tfl__conv_kind: x and w, x
  * and dy, or w and dy), made contiguous; an output that nothing flows into is zeroed; else
- * cuDNN runs it, or when cuDNN does not take it (false; else st is cuDNN's status) im2col. */
+ * cuDNN runs it, or when cuDNN does not take it (false; else st is cuDNN's status) im2col
+ * (float32 and float64; a 16-bit call is declined, TFL__KERNEL_DECLINED). */
 static tfl_status conv(const tfl__kcall *k, tfl__conv_kind kind)
 {
     const tfl_tensor *a, *b;
@@ -221,12 +222,16 @@ static tfl_status conv(const tfl__kcall *k, tfl__conv_kind kind)
         empty = g.f == 0 || g.n * g.oh * g.ow == 0; /* nothing flows back: dx = 0 */
     }
     st = tfl__cuda_use(k->dev); /* the device current before cuDNN's handle is made */
+    /* float16 and bfloat16 run through cuDNN only; a shape it does not take goes back to the
+     * dispatcher, which runs it in float32 between conversions */
+    const bool half = k->out->dtype == TFL_DTYPE_FLOAT16 || k->out->dtype == TFL_DTYPE_BFLOAT16;
     const char *ad = tfl__data(a), *bd = tfl__data(b);
     char *out = tfl__data(k->out);
     if (st == TFL_OK && empty)
         st = zero(k);
     else if (st == TFL_OK && !tfl__cudnn_conv(k, kind, &g, ad, bd, out, &st))
-        st = kind == TFL__CONV_FWD          ? from_col(k, &g, false, ad, bd, out)
+        st = half                           ? TFL__KERNEL_DECLINED /* float32 im2col instead */
+             : kind == TFL__CONV_FWD        ? from_col(k, &g, false, ad, bd, out)
              : kind == TFL__CONV_BWD_FILTER ? from_col(k, &g, true, ad, bd, out)
                                             : backprop_input(k, &g, ad, bd, out);
 done:

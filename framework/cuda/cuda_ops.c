@@ -476,7 +476,9 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_F, NULL},
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
-    [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F, NULL},
-    [TFL_OP_CONV2D_BACKPROP_INPUT] = {tfl__cuda_conv2d_backprop_input, M_F, NULL},
-    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F, NULL},
+    /* float16 and bfloat16 through cuDNN, declined where cuDNN does not take the shape */
+    [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F | TFL_MASK_HALF, NULL},
+    [TFL_OP_CONV2D_BACKPROP_INPUT] = {tfl__cuda_conv2d_backprop_input, M_F | TFL_MASK_HALF, NULL},
+    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F | TFL_MASK_HALF,
+                                       NULL},
 };

@@ -204,6 +204,18 @@ struct cudnnContext *tfl__cudnn_handle(const tfl__kcall *k, bool *failed)
     return s && !s->off ? s->h : NULL;
 }
 
+/* the bytes of one element of data type dt (float, double, half, bfloat16) */
+static size_t dt_size(cudnnDataType_t dt)
+{
+    return dt == CUDNN_DATA_DOUBLE ? 8 : dt == CUDNN_DATA_FLOAT ? 4 : 2;
+}
+
+/* the type a convolution of dt data accumulates in: float for the 16-bit types */
+static cudnnDataType_t compute_type(cudnnDataType_t dt)
+{
+    return dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : dt;
+}
+
 static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bool det,
                      cudnnMathType_t math, int64_t align, const tflcu_conv *g)
 {
@@ -213,10 +225,12 @@ static void make_key(int64_t key[KEY_LEN], tfl__conv_kind kind, tfl_dtype dt, bo
     memcpy(key, v, sizeof v);
 }
 
-/* The math type the policy allows for data type dt: tensor cores (TF32) only for float32
- * data under the tf32 policy, plain FMA otherwise. */
+/* The math type the policy allows for data type dt: tensor cores for the 16-bit types (what
+ * they are for: the mixed precision policies), TF32 tensor cores for float32 data under the
+ * tf32 policy, plain FMA otherwise. */
 static cudnnMathType_t policy_math(const tfl__kcall *k, cudnnDataType_t dt)
 {
+    if (dt_size(dt) == 2) return CUDNN_TENSOR_OP_MATH;
     return dt == CUDNN_DATA_FLOAT && tfl_ctx_precision(k->ctx) == TFL_PRECISION_TF32
                ? CUDNN_TENSOR_OP_MATH
                : CUDNN_FMA_MATH;
@@ -236,7 +250,8 @@ static cudnnStatus_t describe(struct tfl__cudnn_state *s, const tflcu_conv *g, c
                                        (int)g->kh, (int)g->kw);
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnSetConvolution2dDescriptor(s->cd, (int)g->pt, (int)g->pl, (int)g->sh, (int)g->sw,
-                                            (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION, dt);
+                                            (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
+                                            compute_type(dt));
     if (r == CUDNN_STATUS_SUCCESS) r = cudnnSetConvolutionMathType(s->cd, math);
     return r;
 }
@@ -387,12 +402,21 @@ static int pick(tfl__conv_kind kind, const candidate *c, int count, bool det, cu
     return -1;
 }
 
+
 /* dst (cols x rows, row-major) = the transpose of src (rows x cols, row-major), on the
- * device's stream */
-static cublasStatus_t transpose(const tfl__kcall *k, bool dbl, const void *src, int64_t rows,
-                                int64_t cols, void *dst)
+ * device's stream: cuBLAS's geam for float and double, a strided copy for the 16-bit types
+ * (geam has none) */
+static cublasStatus_t transpose(const tfl__kcall *k, cudnnDataType_t dt, const void *src,
+                                int64_t rows, int64_t cols, void *dst)
 {
+    if (dt_size(dt) == 2) {
+        tflcu_iter it = {.rank = 2, .n_ops = 2, .numel = rows * cols, .shape = {cols, rows},
+                         .strides = {{rows, 1}, {1, cols}}, .ptr = {dst, (void *)src}};
+        return tflcu_copy(2, &it, tfl__cuda_stream(k->dev)) == 0 ? CUBLAS_STATUS_SUCCESS
+                                                                 : CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     cublasHandle_t b = tfl__cuda(k->dev)->blas;
+    bool dbl = dt == CUDNN_DATA_DOUBLE;
     /* column-major: src is cols x rows (ld cols), dst rows x cols (ld rows) = src^T */
     if (dbl) {
         const double one = 1.0, zero = 0.0;
@@ -405,9 +429,9 @@ static cublasStatus_t transpose(const tfl__kcall *k, bool dbl, const void *src, 
 }
 
 /* the KRSC filter's bytes, rounded up so that a workspace after it stays aligned */
-static size_t krsc_bytes(const tflcu_conv *g, bool dbl)
+static size_t krsc_bytes(const tflcu_conv *g, cudnnDataType_t dt)
 {
-    size_t es = dbl ? sizeof(double) : sizeof(float);
+    size_t es = dt_size(dt);
     return ((size_t)(g->kh * g->kw * g->c * g->f) * es + 255) / 256 * 256;
 }
 
@@ -430,16 +454,16 @@ static void *timing_block(const tfl__kcall *k, const struct tfl__cudnn_state *s,
 /* Times the algorithms of the described shape (rank_measured) with a workspace of the limit:
  * c and *count; false with the allocator's error kept when there is no memory for it. */
 static bool measure(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind kind,
-                    const tflcu_conv *g, bool dbl, const void *a, const void *b, void *out,
-                    candidate *c, int *count, cudnnStatus_t *r)
+                    const tflcu_conv *g, cudnnDataType_t dt, const void *a, const void *b,
+                    void *out, candidate *c, int *count, cudnnStatus_t *r)
 {
-    size_t filt = krsc_bytes(g, dbl), got = 0, ws = s->ws_limit;
+    size_t filt = krsc_bytes(g, dt), got = 0, ws = s->ws_limit;
     char *block = timing_block(k, s, filt, &got);
     if (!block) return false;
     int64_t K = g->kh * g->kw * g->c, F = g->f;
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
     if (kind != TFL__CONV_BWD_FILTER)
-        bs = transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, K, F, block);
+        bs = transpose(k, dt, kind == TFL__CONV_FWD ? b : a, K, F, block);
     *r = bs == CUBLAS_STATUS_SUCCESS
              ? rank_measured(s, kind, a, b, out, block, ws ? block + filt : NULL, ws, c, count)
              : CUDNN_STATUS_EXECUTION_FAILED;
@@ -471,8 +495,8 @@ static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__c
                          const void *a, const void *b, void *out, tfl_status *failed,
                          float *timed_ms)
 {
-    bool dbl = dt == CUDNN_DATA_DOUBLE, tune = s->autotune && !det;
-    size_t filt = krsc_bytes(g, dbl), got = 0, limit = s->ws_limit;
+    bool tune = s->autotune && !det;
+    size_t filt = krsc_bytes(g, dt), got = 0, limit = s->ws_limit;
     char *block = NULL;
     if (tune) { /* the op's buffers for the timing, and a KRSC filter and a workspace */
         block = timing_block(k, s, filt, &got);
@@ -481,7 +505,7 @@ static bool graph_choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__c
             return true;
         }
         if (kind != TFL__CONV_BWD_FILTER &&
-            transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, g->kh * g->kw * g->c, g->f, block) !=
+            transpose(k, dt, kind == TFL__CONV_FWD ? b : a, g->kh * g->kw * g->c, g->f, block) !=
                 CUBLAS_STATUS_SUCCESS) {
             tfl__allocator_put(&k->dev->alloc, block, got);
             *failed = tfl__set_error(k->ctx, TFL_INTERNAL,
@@ -580,7 +604,7 @@ static void choose(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_ki
     int count = 0;
     size_t limit = s->ws_limit;
     bool timed = s->autotune && !det;
-    if (timed && !measure(k, s, kind, g, dt == CUDNN_DATA_DOUBLE, a, b, out, c, &count, &r)) {
+    if (timed && !measure(k, s, kind, g, dt, a, b, out, c, &count, &r)) {
         /* no memory to time in: the op fails */
         *failed = k->ctx->err_code != TFL_OK ? k->ctx->err_code : TFL_RESOURCE_EXHAUSTED;
         return;
@@ -642,9 +666,9 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
                 const tflcu_conv *g, cudnnDataType_t dt, const entry *e, const void *a,
                 const void *b, void *out, tfl_status *st, char *why, size_t size)
 {
-    bool dbl = dt == CUDNN_DATA_DOUBLE;
+    bool dbl = dt == CUDNN_DATA_DOUBLE; /* alpha and beta: double, else float (also 16-bit) */
     int64_t K = g->kh * g->kw * g->c, F = g->f;
-    size_t filt = krsc_bytes(g, dbl), got = 0;
+    size_t filt = krsc_bytes(g, dt), got = 0;
     char *ws = tfl__allocator_get(&k->dev->alloc, filt + e->ws, &got);
     if (!ws) {
         *st = k->ctx->err_code;
@@ -658,14 +682,14 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
     cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
     cudnnStatus_t r = e->plan ? CUDNN_STATUS_SUCCESS : describe(s, g, dt, e->math);
     if (r == CUDNN_STATUS_SUCCESS && kind != TFL__CONV_BWD_FILTER)
-        bs = transpose(k, dbl, kind == TFL__CONV_FWD ? b : a, K, F, krsc);
+        bs = transpose(k, dt, kind == TFL__CONV_FWD ? b : a, K, F, krsc);
 #ifndef TFL_CUDNN_NO_GRAPH
     if (e->plan && bs == CUBLAS_STATUS_SUCCESS) {
         const void *x, *w, *y;
         graph_operands(kind, a, b, out, krsc, &x, &w, &y);
         r = tfl__dnn_plan_execute(s->h, e->plan, x, w, y, work);
         if (r == CUDNN_STATUS_SUCCESS && kind == TFL__CONV_BWD_FILTER)
-            bs = transpose(k, dbl, krsc, F, K, out);
+            bs = transpose(k, dt, krsc, F, K, out);
     } else
 #endif
     if (r == CUDNN_STATUS_SUCCESS && bs == CUBLAS_STATUS_SUCCESS) {
@@ -681,7 +705,7 @@ static bool run(const tfl__kcall *k, struct tfl__cudnn_state *s, tfl__conv_kind 
             r = cudnnConvolutionBackwardFilter(s->h, one, s->xd, a, s->yd, b, s->cd,
                                                (cudnnConvolutionBwdFilterAlgo_t)e->algo, work,
                                                e->ws, zero, s->wd, krsc);
-            if (r == CUDNN_STATUS_SUCCESS) bs = transpose(k, dbl, krsc, F, K, out);
+            if (r == CUDNN_STATUS_SUCCESS) bs = transpose(k, dt, krsc, F, K, out);
         }
     }
     tfl__allocator_put(&k->dev->alloc, ws, got);
@@ -715,6 +739,10 @@ bool tfl__cudnn_conv(const tfl__kcall *k, tfl__conv_kind kind, const tflcu_conv 
         dt = CUDNN_DATA_FLOAT;
     else if (dtype == TFL_DTYPE_FLOAT64)
         dt = CUDNN_DATA_DOUBLE;
+    else if (dtype == TFL_DTYPE_FLOAT16)
+        dt = CUDNN_DATA_HALF;
+    else if (dtype == TFL_DTYPE_BFLOAT16)
+        dt = CUDNN_DATA_BFLOAT16;
     else
         return false;
     bool det = tfl_ctx_deterministic(k->ctx);

@@ -95,6 +95,9 @@ static cudnnStatus_t tensor(desc *d, int64_t uid, cudnnDataType_t dt, int64_t n,
 /* the convolution descriptor of shape g: padding before and after, strides, dilations */
 static cudnnStatus_t convolution(desc *d, const tflcu_conv *g, cudnnDataType_t dt)
 {
+    /* the 16-bit types accumulate in float */
+    const cudnnDataType_t comp =
+        dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : dt;
     int64_t pb_h = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1 - g->h - g->pt;
     int64_t pb_w = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 - g->w - g->pl;
     const int64_t dims = 2, pre[2] = {g->pt, g->pl};
@@ -107,7 +110,7 @@ static cudnnStatus_t convolution(desc *d, const tflcu_conv *g, cudnnDataType_t d
                                      &dims);
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnBackendSetAttribute(*d, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
-                                     &dt);
+                                     &comp);
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnBackendSetAttribute(*d, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
                                      CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);

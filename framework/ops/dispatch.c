@@ -86,16 +86,23 @@ bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **i
     return true;
 }
 
-/* Allocates the output and runs the device's kernel on inputs already in place. */
+/* Allocates the output and runs the device's kernel on inputs already in place. *declined
+ * (NULL: not allowed) is set when the kernel declined a 16-bit call (TFL__KERNEL_DECLINED). */
 static tfl_tensor *run_kernel(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, int n_in,
                               const tfl_tensor *const *in, tfl_dtype out_dtype, int out_rank,
-                              const int64_t *out_shape, const void *attrs)
+                              const int64_t *out_shape, const void *attrs, bool *declined)
 {
     tfl_tensor *out = tfl__tensor_alloc(ctx, dev, out_dtype, out_rank, out_shape);
     if (!out) return NULL;
     tfl__kcall call = {ctx, dev, op, n_in, in, out, attrs};
-    if (dev->kernels[op].fn(&call) != TFL_OK) {
+    tfl_status st = dev->kernels[op].fn(&call);
+    if (st != TFL_OK) {
         tfl_tensor_release(out);
+        if (st == TFL__KERNEL_DECLINED && declined && ctx->err_code == TFL_OK)
+            *declined = true;
+        else if (st == TFL__KERNEL_DECLINED)
+            tfl__set_error(ctx, TFL_INTERNAL, "%s: the kernel of %s declined a call it must run",
+                           tfl__op_defs[op].name, dev->name);
         return NULL;
     }
     tfl__log_placement(ctx, op, dev);
@@ -133,7 +140,7 @@ static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, 
     }
     if (ok) {
         tfl_dtype run_dtype = half && out_dtype == key ? TFL_DTYPE_FLOAT32 : out_dtype;
-        out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs);
+        out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs, NULL);
         if (out && run_dtype != out_dtype) out = tfl_cast(ctx, out, out_dtype);
     }
     ctx->tape_pause--;
@@ -155,11 +162,16 @@ tfl_tensor *tfl__op_run(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, int n_in,
     bool moved = false;
     for (int i = 0; i < n_in; i++) moved |= tfl__tensor_device(in[i]) != dev;
     tfl_tensor *out;
+    bool declined = false;
     if (TFL_UNLIKELY(half || moved))
         out = run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
                             half);
     else
-        out = run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs);
+        out = run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs,
+                         (TFL_MASK_HALF >> key & 1u) ? &declined : NULL);
+    if (TFL_UNLIKELY(declined)) /* a 16-bit call the kernel has no path for: through float32 */
+        out = run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
+                            true);
     tfl__record(ctx, op, n_in, in, out, attrs);
     return out;
 }

@@ -216,6 +216,25 @@ int tflcu_col2im(int dtype, const tflcu_conv *g, const void *dcol, int64_t m0, i
     return dtype == TFL_DTYPE_FLOAT32 || dtype == TFL_DTYPE_FLOAT64 ? 0 : -1;
 }
 
+/* k_elementwise.cu's strided copy (cudnn_conv.c's transpose of 16-bit filters): ptr[0] from
+ * ptr[1], element by element in row-major order of the shape */
+int tflcu_copy(int esize, const tflcu_iter *it, void *stream)
+{
+    (void)stream;
+    for (int64_t i = 0; i < it->numel; i++) {
+        int64_t rest = i, off[2] = {0, 0};
+        for (int d = it->rank - 1; d >= 0; d--) {
+            int64_t c = rest % it->shape[d];
+            rest /= it->shape[d];
+            off[0] += c * it->strides[0][d];
+            off[1] += c * it->strides[1][d];
+        }
+        memcpy((char *)it->ptr[0] + off[0] * esize, (const char *)it->ptr[1] + off[1] * esize,
+               (size_t)esize);
+    }
+    return 0;
+}
+
 /* ---- the comparison ------------------------------------------------------------------------ */
 
 static uint64_t emu_rng = 0x2545f4914f6cdd1dull;
@@ -250,6 +269,30 @@ int64_t emu_numel4(const int64_t *s)
 }
 
 /* n random values of dt (NaN bytes when !fill) */
+uint16_t emu_bf16(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float emu_from_bf16(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* value i of an array of dt (float32, float64 or bfloat16) */
+static double value_at(tfl_dtype dt, const void *p, int64_t i)
+{
+    return dt == TFL_DTYPE_FLOAT32    ? ((const float *)p)[i]
+           : dt == TFL_DTYPE_BFLOAT16 ? emu_from_bf16(((const uint16_t *)p)[i])
+                                      : ((const double *)p)[i];
+}
+
 void *emu_values(tfl_dtype dt, int64_t n, bool fill)
 {
     size_t es = tfl_dtype_size(dt);
@@ -261,6 +304,8 @@ void *emu_values(tfl_dtype dt, int64_t n, bool fill)
             memset(p + (size_t)i * es, 0xff, es);
         else if (dt == TFL_DTYPE_FLOAT32)
             ((float *)p)[i] = (float)v;
+        else if (dt == TFL_DTYPE_BFLOAT16)
+            ((uint16_t *)p)[i] = emu_bf16((float)v);
         else
             ((double *)p)[i] = v;
     }
@@ -277,9 +322,10 @@ void emu_expect_close(const char *what, const char *desc, tfl_dtype dt, const vo
     assert_int_equal(tfl_tensor_to_host(ref, r, es * (size_t)n), TFL_OK);
     double tol = dt == TFL_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
     for (int64_t i = 0; i < n; i++) {
-        double a = dt == TFL_DTYPE_FLOAT32 ? ((float *)r)[i] : ((double *)r)[i];
-        double b = dt == TFL_DTYPE_FLOAT32 ? ((const float *)got)[i] : ((const double *)got)[i];
-        if (!(fabs(a - b) <= tol * (1 + fabs(a)))) {
+        double a = value_at(dt, r, i), b = value_at(dt, got, i);
+        bool ok = dt == TFL_DTYPE_BFLOAT16 ? fabs(a - b) <= 0x1p-7 * fabs(a) + 1e-3
+                                           : fabs(a - b) <= tol * (1 + fabs(a));
+        if (!ok) {
             print_error("%s of %s differs at %lld: CPU %.17g, emulated GPU path %.17g\n", what,
                         desc, (long long)i, a, b);
             fail();
@@ -314,7 +360,7 @@ bool emu_check_shape(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dt, const int64_t
     snprintf(desc, sizeof desc,
              "%s x (%lld, %lld, %lld, %lld) w (%lld, %lld, %lld, %lld) strides (%d, %d) "
              "dilations (%d, %d) %s",
-             dt == TFL_DTYPE_FLOAT32 ? "float32" : "float64", (long long)xs[0], (long long)xs[1],
+             tfl_dtype_name(dt), (long long)xs[0], (long long)xs[1],
              (long long)xs[2], (long long)xs[3], (long long)fs[0], (long long)fs[1],
              (long long)fs[2], (long long)fs[3], sh, sw, dh, dw, same ? "SAME" : "VALID");
     int64_t nx = emu_numel4(xs), nw = emu_numel4(fs), ny = emu_numel4(ys);

@@ -32,9 +32,14 @@ typedef struct emu_fake {
 int64_t emu_rnd(int64_t lo, int64_t hi);
 void emu_fake_init(emu_fake *f, tfl_dtype dt, const int64_t *shape, void *data);
 int64_t emu_numel4(const int64_t *s);
-/* n random values of dt (NaN bytes when !fill), malloc'ed */
+/* bfloat16's bits of a float (round to nearest even; no NaN among the tests' values), and back */
+uint16_t emu_bf16(float v);
+float emu_from_bf16(uint16_t b);
+/* n random values of dt (float32, float64, bfloat16; NaN bytes when !fill), malloc'ed */
 void *emu_values(tfl_dtype dt, int64_t n, bool fill);
-/* got (n values of dt) against the CPU's ref: float32 1e-5, float64 1e-12 relative */
+/* got (n values of dt) against the CPU's ref: float32 1e-5, float64 1e-12 relative; bfloat16
+ * one unit in the last place (2^-7 relative) and 1e-3 absolute: the CPU sums in float32,
+ * cuDNN's stand-in in double, and each rounds once */
 void emu_expect_close(const char *what, const char *desc, tfl_dtype dt, const void *got,
                       const tfl_tensor *ref, int64_t n);
 /* TensorFlow's window rule (framework/ops/conv.c): output size, *pad the padding before */
