@@ -112,11 +112,12 @@ static tfl_tensor *run_kernel(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, int
 /*
  * The slow path: some input lives on another device, or float16/bfloat16 runs through the
  * float32 kernel. Temporaries live in a frame of their own; the result is handed on.
+ * *declined as run_kernel's (a 16-bit call run as it is, !half, that the kernel declined).
  */
 static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, tfl_dtype key,
                                  int n_in, const tfl_tensor *const *in, tfl_dtype out_dtype,
                                  int out_rank, const int64_t *out_shape, const void *attrs,
-                                 bool half)
+                                 bool half, bool *declined)
 {
     enum { MAX_IN = 64 };
     const tfl_tensor *moved[MAX_IN];
@@ -140,7 +141,8 @@ static tfl_tensor *run_converted(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, 
     }
     if (ok) {
         tfl_dtype run_dtype = half && out_dtype == key ? TFL_DTYPE_FLOAT32 : out_dtype;
-        out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs, NULL);
+        out = run_kernel(ctx, dev, op, n_in, moved, run_dtype, out_rank, out_shape, attrs,
+                         half ? NULL : declined);
         if (out && run_dtype != out_dtype) out = tfl_cast(ctx, out, out_dtype);
     }
     ctx->tape_pause--;
@@ -162,16 +164,16 @@ tfl_tensor *tfl__op_run(tfl_ctx *ctx, tfl__op_id op, tfl_dtype key, int n_in,
     bool moved = false;
     for (int i = 0; i < n_in; i++) moved |= tfl__tensor_device(in[i]) != dev;
     tfl_tensor *out;
-    bool declined = false;
+    bool declined = false, *may_decline = (TFL_MASK_HALF >> key & 1u) ? &declined : NULL;
     if (TFL_UNLIKELY(half || moved))
         out = run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
-                            half);
+                            half, may_decline);
     else
         out = run_kernel(ctx, dev, op, n_in, in, out_dtype, out_rank, out_shape, attrs,
-                         (TFL_MASK_HALF >> key & 1u) ? &declined : NULL);
+                         may_decline);
     if (TFL_UNLIKELY(declined)) /* a 16-bit call the kernel has no path for: through float32 */
         out = run_converted(ctx, dev, op, key, n_in, in, out_dtype, out_rank, out_shape, attrs,
-                            true);
+                            true, NULL);
     tfl__record(ctx, op, n_in, in, out, attrs);
     return out;
 }

@@ -99,10 +99,20 @@ static void declined_calls_run_through_float32(void **state)
             assert_int_equal(tfl_tensor_get(want, i, &y), TFL_OK);
             assert_true(x == y);
         }
+        /* an operand on CPU:0: copied over, declined, then run in float32 */
+        tfl_tensor *mixed = tfl_matmul(ctx, a, gb, 0);
+        assert_non_null(mixed);
+        assert_int_equal(declines, before + 2);
+        for (int64_t i = 0; i < 6; i++) {
+            double x = NAN, y = NAN;
+            assert_int_equal(tfl_tensor_get(mixed, i, &x), TFL_OK);
+            assert_int_equal(tfl_tensor_get(want, i, &y), TFL_OK);
+            assert_true(x == y);
+        }
         assert_int_equal(tfl_device_scope_pop(ctx), TFL_OK);
         assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     }
-    assert_int_equal(calls, 4); /* each: the declined 16-bit call and the float32 one */
+    assert_int_equal(calls, 8); /* each: the declined 16-bit call and the float32 one */
     tfl_ctx_free(ctx);
 }
 
