@@ -199,6 +199,13 @@ tfl_precision tfl_ctx_precision(const tfl_ctx *ctx)
     return ctx ? ctx->precision : TFL_PRECISION_FLOAT32;
 }
 
+tfl_dtype tfl_precision_half_dtype(tfl_precision precision)
+{
+    return precision == TFL_PRECISION_BFLOAT16  ? TFL_DTYPE_BFLOAT16
+           : precision == TFL_PRECISION_FLOAT16 ? TFL_DTYPE_FLOAT16
+                                                : TFL_DTYPE_INVALID;
+}
+
 const char *tfl_precision_name(tfl_precision precision)
 {
     return (unsigned)precision < TFL_PRECISION_COUNT ? precision_names[precision] : "?";

@@ -330,11 +330,8 @@ static tfl_tensor *layer_norm(tfl_layer *l, const tfl_tensor *x)
  * runs in float32) */
 static bool policy_dtype(tfl_ctx *ctx, const tfl_tensor *x)
 {
-    tfl_precision p = tfl_ctx_precision(ctx);
-    tfl_dtype dt = tfl_tensor_dtype(x);
-    bool half = (p == TFL_PRECISION_BFLOAT16 && dt == TFL_DTYPE_BFLOAT16) ||
-                (p == TFL_PRECISION_FLOAT16 && dt == TFL_DTYPE_FLOAT16);
-    return half && strncmp(tfl_tensor_device(x), "CPU:", 4) != 0;
+    return tfl_tensor_dtype(x) == tfl_precision_half_dtype(tfl_ctx_precision(ctx)) &&
+           strncmp(tfl_tensor_device(x), "CPU:", 4) != 0;
 }
 
 tfl_tensor *tfl__layer_forward(tfl_layer *l, const tfl_tensor *x, bool training)

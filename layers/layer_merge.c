@@ -52,8 +52,7 @@ int tfl__merge_shape(tfl_layer *l, int n, const int *ranks, const int64_t *const
  * normalisation's float32 output beside a convolution's bfloat16 one). */
 static bool mixed_policy(tfl_ctx *ctx)
 {
-    tfl_precision p = tfl_ctx_precision(ctx);
-    return p == TFL_PRECISION_BFLOAT16 || p == TFL_PRECISION_FLOAT16;
+    return tfl_precision_half_dtype(tfl_ctx_precision(ctx)) != TFL_DTYPE_INVALID;
 }
 
 tfl_tensor *tfl__merge_forward(tfl_layer *l, int n, const tfl_tensor *const *xs)

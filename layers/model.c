@@ -342,9 +342,7 @@ tfl_tensor *tfl_loss_per_example(tfl_ctx *ctx, tfl_loss_kind kind, const tfl_ten
     TFL_CHECK_RET(ctx, tfl_tensor_rank(pred) >= 1, NULL, TFL_INVALID_ARGUMENT,
                   "%s: predictions must have rank >= 1, got a scalar", tfl_loss_name(kind));
     /* a mixed policy's 16-bit predictions: the loss is computed in float32 (Keras) */
-    tfl_dtype pdt = tfl_tensor_dtype(pred);
-    if ((pdt == TFL_DTYPE_BFLOAT16 || pdt == TFL_DTYPE_FLOAT16) &&
-        tfl_ctx_precision(ctx) >= TFL_PRECISION_BFLOAT16 &&
+    if (tfl_tensor_dtype(pred) == tfl_precision_half_dtype(tfl_ctx_precision(ctx)) &&
         !(pred = tfl_cast(ctx, pred, TFL_DTYPE_FLOAT32)))
         return NULL;
     bool int_labels = tfl_dtype_is_integer(tfl_tensor_dtype(labels));

@@ -30,10 +30,9 @@ static void release_saved(tfl_tape *tape, tfl__tape_node *node)
  * bfloat16 gradient runs in float32, tfl__autocast): the pair that the policy mixes. */
 static bool mixed_pair(tfl_ctx *ctx, tfl_dtype a, tfl_dtype b)
 {
-    tfl_precision p = tfl_ctx_precision(ctx);
-    if (p != TFL_PRECISION_BFLOAT16 && p != TFL_PRECISION_FLOAT16) return false;
-    tfl_dtype half = p == TFL_PRECISION_BFLOAT16 ? TFL_DTYPE_BFLOAT16 : TFL_DTYPE_FLOAT16;
-    return (a == half && b == TFL_DTYPE_FLOAT32) || (a == TFL_DTYPE_FLOAT32 && b == half);
+    tfl_dtype half = tfl_precision_half_dtype(tfl_ctx_precision(ctx));
+    return half != TFL_DTYPE_INVALID &&
+           ((a == half && b == TFL_DTYPE_FLOAT32) || (a == TFL_DTYPE_FLOAT32 && b == half));
 }
 
 /* Adds dx (checked against input r) to the gradient its entry has summed so far. */

@@ -64,8 +64,7 @@ static bool computes_half(const tfl_tensor *t)
 
 bool tfl__autocast_slow(tfl_ctx *ctx, tfl__op_id op, int n, const tfl_tensor **in)
 {
-    tfl_dtype half =
-        ctx->precision == TFL_PRECISION_BFLOAT16 ? TFL_DTYPE_BFLOAT16 : TFL_DTYPE_FLOAT16;
+    tfl_dtype half = tfl_precision_half_dtype(ctx->precision);
     unsigned flags = tfl__op_defs[op].flags;
     bool any_half = false, on_device = false;
     for (int i = 0; i < n; i++) {

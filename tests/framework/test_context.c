@@ -128,6 +128,11 @@ static void test_ctx_precision(void **state)
         assert_int_equal(p, i);
     }
     assert_string_equal(tfl_precision_name(TFL_PRECISION_TF32), "tf32");
+    assert_int_equal(tfl_precision_half_dtype(TFL_PRECISION_BFLOAT16), TFL_DTYPE_BFLOAT16);
+    assert_int_equal(tfl_precision_half_dtype(TFL_PRECISION_FLOAT16), TFL_DTYPE_FLOAT16);
+    assert_int_equal(tfl_precision_half_dtype(TFL_PRECISION_FLOAT32), TFL_DTYPE_INVALID);
+    assert_int_equal(tfl_precision_half_dtype(TFL_PRECISION_TF32), TFL_DTYPE_INVALID);
+    assert_int_equal(tfl_precision_half_dtype((tfl_precision)9), TFL_DTYPE_INVALID);
     assert_string_equal(tfl_precision_name((tfl_precision)-1), "?");
     tfl_precision p = TFL_PRECISION_TF32;
     assert_int_equal(tfl_precision_parse("fp32", &p), TFL_INVALID_ARGUMENT);

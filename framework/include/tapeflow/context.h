@@ -163,6 +163,9 @@ typedef enum tfl_precision {
 TFL_API tfl_status tfl_ctx_set_precision(tfl_ctx *ctx, tfl_precision precision);
 /** The precision policy (FLOAT32 for a NULL ctx). */
 TFL_API tfl_precision tfl_ctx_precision(const tfl_ctx *ctx);
+/** The 16-bit dtype a mixed policy computes in: TFL_DTYPE_BFLOAT16 for BFLOAT16,
+ * TFL_DTYPE_FLOAT16 for FLOAT16; TFL_DTYPE_INVALID for the others (and values outside). */
+TFL_API tfl_dtype tfl_precision_half_dtype(tfl_precision precision);
 /** "float32", "tf32", "bfloat16", "float16"; "?" for a value outside tfl_precision. */
 TFL_API const char *tfl_precision_name(tfl_precision precision);
 /**
