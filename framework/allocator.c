@@ -114,6 +114,53 @@ static tfl_status oom(tfl__allocator *a, size_t size)
                           (size_t)a->stats.bytes_cached, mem);
 }
 
+/* ---- pools --------------------------------------------------------------------------------- */
+
+static bool pool_add(tfl_ctx *ctx, tfl__pool *pool, tfl__block *b)
+{
+    if (pool->n_held == pool->cap_held) {
+        size_t cap = pool->cap_held ? pool->cap_held * 2 : 64;
+        tfl__block **h = tfl__host_alloc(ctx, cap * sizeof *h, 64);
+        if (!h) {
+            pool->failed = true;
+            return false;
+        }
+        if (pool->n_held) memcpy(h, pool->held, pool->n_held * sizeof *h);
+        tfl__host_free(ctx, pool->held);
+        pool->held = h;
+        pool->cap_held = cap;
+    }
+    pool->held[pool->n_held++] = b;
+    b->pool = pool;
+    return true;
+}
+
+bool tfl__pool_hold(tfl__allocator *a, tfl__pool *pool, tfl__block *b)
+{
+    if (b->pool) return b->pool == pool;
+    return pool_add(a->device->ctx, pool, b);
+}
+
+void tfl__pool_release(tfl__allocator *a, tfl__pool *pool)
+{
+    for (int c = 0; c < TFL_ALLOC_CLASSES; c++) {
+        while (pool->free_lists[c]) {
+            tfl__block *b = pool->free_lists[c];
+            pool->free_lists[c] = b->next;
+            b->pool = NULL;
+            b->next = a->free_lists[c];
+            a->free_lists[c] = b;
+        }
+    }
+    for (size_t i = 0; i < pool->n_held; i++)
+        if (pool->held[i]->pool == pool) pool->held[i]->pool = NULL; /* in use */
+    tfl__host_free(a->device->ctx, pool->held);
+    if (a->active == pool) a->active = NULL;
+    memset(pool, 0, sizeof *pool);
+}
+
+/* ---- blocks -------------------------------------------------------------------------------- */
+
 tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes)
 {
     tfl_ctx *ctx = a->device->ctx;
@@ -121,6 +168,16 @@ tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes)
     TFL_CHECK_RET(ctx, c >= 0, NULL, TFL_RESOURCE_EXHAUSTED,
                   "cannot allocate %zu bytes on %s: too large", bytes, a->device->name);
     size_t size = class_size(c);
+    tfl__pool *pool = a->active;
+    if (TFL_UNLIKELY(pool) && pool->free_lists[c]) { /* a block the recorded work freed */
+        tfl__block *b = pool->free_lists[c];
+        pool->free_lists[c] = b->next;
+        b->next = NULL;
+        a->stats.cache_hits++;
+        a->stats.bytes_cached -= size;
+        a->stats.bytes_in_use += size;
+        return b;
+    }
     tfl__block *b = a->free_lists[c];
     if (TFL_LIKELY(b)) {
         a->free_lists[c] = b->next;
@@ -142,9 +199,18 @@ tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes)
         }
         b->ptr = p;
         b->size = size;
+        b->pool = NULL;
         a->stats.fresh_allocs++;
     }
     b->next = NULL;
+    if (TFL_UNLIKELY(pool) && !pool_add(ctx, pool, b)) { /* recorded work keeps it */
+        b->next = a->free_lists[c];
+        a->free_lists[c] = b;
+        a->stats.bytes_cached += size;
+        TFL_CHECK_RET(ctx, false, NULL, TFL_RESOURCE_EXHAUSTED,
+                      "out of host memory for the records of a recorded step on %s",
+                      a->device->name);
+    }
     a->stats.bytes_in_use += size;
     return b;
 }
@@ -152,8 +218,9 @@ tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes)
 void tfl__allocator_put_block(tfl__allocator *a, tfl__block *b)
 {
     int c = class_of(b->size);
-    b->next = a->free_lists[c];
-    a->free_lists[c] = b;
+    tfl__block **list = TFL_UNLIKELY(b->pool) ? &b->pool->free_lists[c] : &a->free_lists[c];
+    b->next = *list;
+    *list = b;
     a->stats.bytes_in_use -= b->size;
     a->stats.bytes_cached += b->size;
     a->stats.frees++;

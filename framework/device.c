@@ -116,6 +116,9 @@ tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size
                               int to_host)
 {
     if (bytes == 0) return TFL_OK;
+    if (tfl__traced(dev))
+        return tfl__trace_slot(dev, NULL, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src,
+                               0, bytes);
     return slot_status(dev, dev->ops->copy_host(dev, dst, src, bytes, to_host), "copy_host");
 }
 
@@ -123,6 +126,9 @@ tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void 
                                     const void *src, size_t bytes, int to_host)
 {
     if (bytes == 0) return TFL_OK;
+    if (tfl__traced(dev))
+        return tfl__trace_slot(dev, stream, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src,
+                               0, bytes);
     if (!dev->ops->copy_host_async) return tfl__dev_copy_host(dev, dst, src, bytes, to_host);
     return slot_status(dev, dev->ops->copy_host_async(dev, stream, dst, src, bytes, to_host),
                        "copy_host_async");
@@ -134,6 +140,7 @@ tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst
                                 const void *src, size_t bytes)
 {
     if (bytes == 0) return TFL_OK;
+    if (tfl__traced(dev)) return tfl__trace_slot(dev, stream, TFL__SLOT_COPY, dst, src, 0, bytes);
     if (dev->ops->copy_device)
         return slot_status(dev, dev->ops->copy_device(dev, stream, dst, src, bytes),
                            "copy_device");
@@ -155,6 +162,8 @@ tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int
                            size_t bytes)
 {
     if (bytes == 0) return TFL_OK;
+    if (tfl__traced(dev))
+        return tfl__trace_slot(dev, stream, TFL__SLOT_MEMSET, dst, NULL, value, bytes);
     if (dev->ops->memset)
         return slot_status(dev, dev->ops->memset(dev, stream, dst, value, bytes), "memset");
     size_t chunk = bytes < STAGE_BYTES ? bytes : STAGE_BYTES;

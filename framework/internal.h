@@ -63,13 +63,32 @@ typedef struct tfl__kernel {
 
 #define TFL_ALLOC_CLASSES 160 /* size classes: 4 per power of two from 64 B to 2^44 B */
 
+typedef struct tfl__pool tfl__pool;
+
 /** A block of device memory, as the host knows it (device memory never holds bookkeeping). */
 typedef struct tfl__block {
     void *ptr;               /* the device memory (raw_alloc's result) */
     size_t size;             /* its size class's bytes */
     struct tfl__block *next; /* free: the next cached block of the class; in use: the next
                                 block of the same hash bucket; spare: the next spare record */
+    tfl__pool *pool;         /* the pool holding it (a recorded step reads or writes it: when
+                                freed it goes back there, not to the cache), or NULL */
 } tfl__block;
+
+/*
+ * A pool: blocks held for a recorded step (trace.c), which replays work on their addresses.
+ * While a pool is the allocator's active one, every block handed out joins it, and a block
+ * of the pool that is freed waits in the pool's own free lists, from which the active pool
+ * is served first (the recorded work reuses memory as the plain step did). A held block never
+ * returns to the allocator's cache, so nothing outside the recorded work gets its memory,
+ * until tfl__pool_release.
+ */
+struct tfl__pool {
+    tfl__block *free_lists[TFL_ALLOC_CLASSES]; /* held blocks now free */
+    tfl__block **held;                         /* every block the pool holds */
+    size_t n_held, cap_held;
+    bool failed;                               /* out of host memory for `held` */
+};
 
 typedef struct tfl__allocator {
     tfl__device *device;                     /* where raw memory comes from */
@@ -80,6 +99,7 @@ typedef struct tfl__allocator {
     tfl__block *spare;                       /* unused records */
     void *chunks;                            /* every record lives in one of these */
     tfl_alloc_stats stats;                   /* live_tensors unused here (kept in the ctx) */
+    tfl__pool *active;                       /* the pool new blocks join (trace.c), or NULL */
 } tfl__allocator;
 
 /* ---- devices (device.c, backends.c, cpu/cpu_device.c) ------------------------------------- */
@@ -180,8 +200,19 @@ typedef struct tfl__device_ops {
      * Reached through tfl__dev_host_alloc / tfl__dev_host_free. */
     void *(*host_alloc)(tfl__device *dev, size_t bytes);
     void (*host_free)(tfl__device *dev, void *ptr);
+    /* Graphs of recorded work (a CUDA graph; trace.c). graph_capture calls issue(arg), which
+     * puts work on the device's own stream, and records that work instead of running it:
+     * nothing runs until graph_launch, which runs all of it again on the device's own stream
+     * each time (the same addresses, the values they hold then). The work may not wait on
+     * the host or read device memory back; a capture that fails returns the error (kept)
+     * and no graph, and the device is as before. graph_free takes what capture made. NULL
+     * slots: no graphs (the framework issues the recorded work itself each time). */
+    tfl_status (*graph_capture)(tfl__device *dev, tfl_status (*issue)(void *arg), void *arg,
+                                void **graph);
+    tfl_status (*graph_launch)(tfl__device *dev, void *graph);
+    void (*graph_free)(tfl__device *dev, void *graph);
 } tfl__device_ops;
-#define TFL_DEVICE_OPS_VERSION 2
+#define TFL_DEVICE_OPS_VERSION 3
 
 typedef struct tfl__opt_kernels tfl__opt_kernels; /* framework/opt_kernels.h */
 
@@ -323,6 +354,8 @@ struct tfl_ctx {
     void *tapes;                       /* the tape module's state */
     int n_recording;                   /* tapes recording now */
     int tape_pause;                    /* > 0: internal steps that must not be recorded */
+    struct tfl__trace *trace;          /* the step being recorded (trace.c), or NULL */
+    int trace_depth;                   /* > 0 inside a kernel or slot the trace records whole */
     tfl__ctx_obj *objects;             /* modules' objects still alive, newest first */
     tfl__ctx_obj *dead_objects;        /* freed handle records kept for reuse, oldest first */
     tfl__ctx_obj *dead_tail;           /* (handles.c) */
@@ -342,6 +375,31 @@ static inline void tfl__record(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_
 {
     if (TFL_UNLIKELY(ctx->n_recording > 0) && ctx->tape_pause == 0 && out)
         ctx->tape_record(ctx, op, n_in, in, out, attrs);
+}
+
+/* ---- recorded steps (trace.c; the API for layers/ is in core_api/module_api.h) ------------ */
+
+/* While a trace records, the one path of a kernel call, and of the device slots the framework
+ * calls outside kernels: an item of the trace (recorded, then run as always), or a refusal
+ * (the step cannot be replayed) when the work is of a kind a replay would get wrong. */
+tfl_status tfl__trace_kernel(const tfl__kernel *k, const tfl__kcall *call);
+enum { TFL__SLOT_UPLOAD, TFL__SLOT_READ, TFL__SLOT_COPY, TFL__SLOT_MEMSET };
+tfl_status tfl__trace_slot(tfl__device *dev, tfl__stream *stream, int slot, void *dst,
+                           const void *src, int value, size_t bytes);
+/** True when a slot call on dev is the trace's to record (see tfl__trace_slot). */
+static inline bool tfl__traced(const tfl__device *dev)
+{
+    return TFL_UNLIKELY(dev->ctx->trace != NULL) && dev->ctx->trace_depth == 0;
+}
+/** Marks the recording as not replayable: `why` completes "the step cannot be replayed: ". */
+void tfl__trace_refuse(tfl_ctx *ctx, const char *why);
+
+/** Runs a device's kernel: every kernel call of the framework goes through here. */
+static inline tfl_status tfl__kernel_run(const tfl__kernel *k, const tfl__kcall *call)
+{
+    if (TFL_UNLIKELY(call->ctx->trace != NULL) && call->ctx->trace_depth == 0)
+        return tfl__trace_kernel(k, call);
+    return k->fn(call);
 }
 
 /** Links a module's object to its context (see tfl__ctx_obj). */
@@ -396,6 +454,12 @@ tfl__block *tfl__allocator_get_block(tfl__allocator *a, size_t bytes);
 void tfl__allocator_put_block(tfl__allocator *a, tfl__block *b);
 /** Returns every cached block to the device (raw_free). Blocks in use stay. */
 void tfl__allocator_trim(tfl__allocator *a);
+/** Makes b (in use) held by pool: freed, it waits there. False when the host has no memory
+ * for the record or another pool holds it (nothing changes). */
+bool tfl__pool_hold(tfl__allocator *a, tfl__pool *pool, tfl__block *b);
+/** Ends pool's hold: its free blocks join the allocator's cache, the others (in use) return
+ * there when freed. The pool is empty afterwards. */
+void tfl__pool_release(tfl__allocator *a, tfl__pool *pool);
 /** trim, raw_free of blocks still in use, and the host bookkeeping freed: device teardown. */
 void tfl__allocator_destroy(tfl__allocator *a);
 

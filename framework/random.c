@@ -207,6 +207,7 @@ static void call_key(tfl_ctx *ctx, uint64_t seed, uint32_t key[2])
  * memory is not the host's gets a copy through its table: the same values on every device). */
 static tfl_tensor *generate(tfl_ctx *ctx, gen *g, int rank, const int64_t *shape, uint64_t seed)
 {
+    tfl__trace_refuse(ctx, "it draws random values (tfl_random_*)");
     tfl__device *dev = tfl__current_device(ctx);
     if (!dev) return NULL;
     bool host = tfl__dev_is_host(dev);

@@ -512,7 +512,7 @@ static tfl_status run_identity(tfl_ctx *ctx, tfl__device *dev, const tfl_tensor 
     if (!k->fn || !(k->dtypes >> in->dtype & 1u)) return TFL_UNIMPLEMENTED;
     const tfl_tensor *const ins[1] = {in};
     tfl__kcall kc = {ctx, dev, TFL_OP_IDENTITY, 1, ins, out, NULL};
-    return k->fn(&kc);
+    return tfl__kernel_run(k, &kc);
 }
 
 /* The first and one past the last element (from the storage's start) that view t reaches. */
@@ -579,6 +579,9 @@ static tfl_status copy_into(tfl_ctx *ctx, const tfl_tensor *t, tfl__device *dev,
     tfl__device *src = tfl__tensor_device(t);
     size_t bytes = (size_t)t->numel * tfl_dtype_size((tfl_dtype)t->dtype);
     bool contiguous = tfl_tensor_is_contiguous(t);
+    if (TFL_UNLIKELY(ctx->trace) && src != dev && (t->flags & TFL_TENSOR_FLAG_VARIABLE))
+        tfl__trace_refuse(ctx, "it copies a variable from another device (its value would be "
+                               "kept as it is now)");
     if (tfl__dev_is_host(dev)) return gather_to_host(ctx, t, tfl__data(out));
     if (src == dev) {
         if (contiguous) return tfl__dev_copy_device(dev, NULL, tfl__data(out), tfl__data(t), bytes);

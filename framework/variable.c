@@ -48,7 +48,7 @@ static tfl_status copy_to_dst(tfl_ctx *ctx, tfl__device *dev, tfl_tensor *dst,
     if (tfl__tensor_device(src) == dev && k->fn && (k->dtypes >> src->dtype & 1u)) {
         const tfl_tensor *in[1] = {src};
         tfl__kcall call = {ctx, dev, TFL_OP_IDENTITY, 1, in, dst, NULL};
-        return k->fn(&call);
+        return tfl__kernel_run(k, &call);
     }
     tfl_tensor *tmp = NULL;
     if (tfl__tensor_device(src) != dev || !tfl_tensor_is_contiguous(src)) {
@@ -76,7 +76,7 @@ static tfl_status write_into(tfl_ctx *ctx, tfl_tensor *dst, const tfl_tensor *v,
     if (k->fn && (k->dtypes >> v->dtype & 1u)) {
         const tfl_tensor *in[2] = {v, value};
         tfl__kcall call = {ctx, dev, op, 2, in, dst, NULL};
-        return k->fn(&call);
+        return tfl__kernel_run(k, &call);
     }
     /* no direct kernel (float16/bfloat16 run through float32, or none on dev): compute
      * wherever placement puts it, then copy */

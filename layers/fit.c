@@ -148,6 +148,163 @@ static tfl_status empty_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
     return hooks_and_apply(m, o, sl);
 }
 
+/* ---- recorded steps (tfl_fit_opts.step_graphs) ------------------------------------------ */
+
+/* What a recorded step depends on besides the values of x and y: a replay needs all of it
+ * equal. Compared with memcmp (made zeroed). */
+typedef struct step_key {
+    tfl__device *dev;
+    uint8_t dt[2], rank[2];
+    int64_t shape[2][TFL_MAX_RANK];
+    int n_vars;
+    uint64_t vars;          /* a hash of the trainable variables' ids, in order */
+    double loss_scale;      /* the seed of the gradients (dynamic loss scaling) */
+    int precision;
+    bool deterministic;
+} step_key;
+
+typedef struct tfl__step_graph {
+    tfl__trace *tr;
+    step_key key;           /* tr's */
+    step_key last;          /* the previous step's */
+    step_key refused;       /* a key whose recording failed: not tried again */
+    bool have_last, have_refused;
+    int records;            /* recordings made by this fit */
+    tfl_tensor **outs;      /* scratch: pred, per, loss, then the gradients */
+    int cap_outs;
+} tfl__step_graph;
+
+#define MAX_RECORDS 8 /* then steps stay plain: something changes memory every step */
+
+static void key_of(tfl_model *m, const tfl_tensor *x, const tfl_tensor *y, step_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->dev = tfl__device_of(x);
+    const tfl_tensor *t[2] = {x, y};
+    for (int i = 0; i < 2; i++) {
+        k->dt[i] = (uint8_t)tfl_tensor_dtype(t[i]);
+        k->rank[i] = (uint8_t)tfl_tensor_rank(t[i]);
+        memcpy(k->shape[i], tfl_tensor_shape(t[i]), sizeof(int64_t) * k->rank[i]);
+    }
+    k->n_vars = m->n_train_vars;
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < m->n_train_vars; i++)
+        h = (h ^ m->train_vars[i]->id) * 1099511628211ull;
+    k->vars = h;
+    k->loss_scale = tfl_optimizer_loss_scale(m->optimizer);
+    k->precision = (int)tfl_ctx_precision(m->ctx);
+    k->deterministic = tfl_ctx_deterministic(m->ctx);
+}
+
+static bool same_key(const step_key *a, const step_key *b) { return !memcmp(a, b, sizeof *a); }
+
+static void graph_drop(tfl__step_graph *g)
+{
+    tfl__trace_free(g->tr);
+    g->tr = NULL;
+}
+
+/* The forward pass, the loss and the gradients into *pred, *per, *loss and m->grads. */
+static tfl_status forward_backward(tfl_model *m, const tfl_tensor *x, const tfl_tensor *y,
+                                   tfl_tensor **pred, tfl_tensor **per, tfl_tensor **loss)
+{
+    tfl_ctx *ctx = m->ctx;
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    if (!tape) return tfl_ctx_status(ctx);
+    *pred = tfl_model_call(m, x, true);
+    *per = *pred ? tfl_loss_per_example(ctx, m->loss, *pred, y) : NULL;
+    *loss = *per ? tfl_reduce_mean(ctx, *per, 0, NULL, false) : NULL;
+    tfl_tape_end(tape);
+    tfl_status st = *loss && gather_vars(m) ? TFL_OK : tfl_ctx_status(ctx);
+    if (st == TFL_OK)
+        st = tfl_optimizer_gradient(m->optimizer, tape, *loss, m->n_train_vars,
+                                    (const tfl_tensor *const *)m->train_vars, m->grads);
+    tfl_tape_free(tape);
+    return st;
+}
+
+static bool outs_room(tfl_model *m, tfl__step_graph *g)
+{
+    int n = 3 + m->n_train_vars;
+    if (n <= g->cap_outs) return true;
+    tfl_tensor **o = tfl__calloc(m->ctx, sizeof *o * (size_t)n);
+    if (!o) return false;
+    tfl__host_free(m->ctx, g->outs);
+    g->outs = o;
+    g->cap_outs = n;
+    return true;
+}
+
+/* forward_backward through the recorded step: a replay when one of this key exists (x and y
+ * then name the trace's copies of the batch), a recording when the step before had this key
+ * (a steady shape, not an epoch's last batch), else plain. sl->replayed tells. */
+static tfl_status graph_step(tfl_model *m, tfl__step_graph *g, const tfl_tensor **x,
+                             const tfl_tensor **y, tfl_tensor **pred, tfl_tensor **per,
+                             tfl_tensor **loss, tfl_step_logs *sl)
+{
+    tfl_ctx *ctx = m->ctx;
+    step_key key;
+    if (!gather_vars(m) || !outs_room(m, g)) return tfl_ctx_status(ctx);
+    key_of(m, *x, *y, &key);
+    if (tfl__dev_host_memory(key.dev)) /* the CPU runs its kernels as they are called */
+        return forward_backward(m, *x, *y, pred, per, loss);
+    const tfl_tensor *in[2] = {*x, *y};
+    tfl_tensor *copies[2];
+    bool record = g->have_last && same_key(&key, &g->last) && g->records < MAX_RECORDS &&
+                  !(g->have_refused && same_key(&key, &g->refused));
+    g->last = key; /* the key of the step before the next */
+    g->have_last = true;
+    if (g->tr && same_key(&key, &g->key)) {
+        bool stale = false;
+        tfl_status st = tfl__trace_replay(g->tr, 2, in, copies, g->outs, &stale);
+        if (st != TFL_OK) return st;
+        if (!stale) {
+            *x = copies[0];
+            *y = copies[1];
+            *pred = g->outs[0];
+            *per = g->outs[1];
+            *loss = g->outs[2];
+            for (int i = 0; i < m->n_train_vars; i++) m->grads[i] = g->outs[3 + i];
+            sl->replayed = true;
+            return TFL_OK;
+        }
+        graph_drop(g); /* a variable has new memory: record again */
+    }
+    if (!record) return forward_backward(m, *x, *y, pred, per, loss);
+    graph_drop(g);
+    g->records++;
+    tfl__trace *tr = tfl__trace_begin(ctx, key.dev, 2, in, copies);
+    if (!tr) return tfl_ctx_status(ctx);
+    *x = copies[0];
+    *y = copies[1];
+    tfl_status st = forward_backward(m, *x, *y, pred, per, loss);
+    if (st != TFL_OK) {
+        tfl__trace_free(tr);
+        return st;
+    }
+    g->outs[0] = *pred;
+    g->outs[1] = *per;
+    g->outs[2] = *loss;
+    for (int i = 0; i < m->n_train_vars; i++) g->outs[3 + i] = m->grads[i];
+    char why[200] = "";
+    g->tr = tfl__trace_end(tr, 3 + m->n_train_vars, g->outs, why, sizeof why);
+    if (g->tr) {
+        g->key = key;
+        tfl__log(ctx, TFL_LOG_INFO, "tfl_model_fit: %s: step recorded on %s (%zu calls); "
+                 "steps of its shape replay it", m->name, tfl__dev_name(key.dev),
+                 tfl__trace_calls(g->tr));
+    } else {
+        g->refused = key;
+        g->have_refused = true;
+        tfl__log(ctx, TFL_LOG_INFO, "tfl_model_fit: %s: the step cannot be replayed: %s; "
+                 "steps run op by op", m->name, why);
+    }
+    if (g->records == MAX_RECORDS && !g->tr)
+        tfl__log(ctx, TFL_LOG_INFO, "tfl_model_fit: %s: %d recordings made; no more in this "
+                 "fit", m->name, MAX_RECORDS);
+    return TFL_OK;
+}
+
 /* One training step on (x, y), in the caller's frame: forward under a tape, gradients, the
  * callbacks' on_gradients, apply. Sets sl->loss and sl->skipped; adds the batch's loss sum
  * and correct count to fs unless a hook skipped the step: on the host, or on the device
@@ -156,17 +313,9 @@ static tfl_status train_step(tfl_model *m, const tfl_fit_opts *o, const tfl_tens
                              const tfl_tensor *y, tfl_step_logs *sl, tfl__fit_sums *fs)
 {
     tfl_ctx *ctx = m->ctx;
-    tfl_tape *tape = tfl_tape_begin(ctx, 0);
-    if (!tape) return tfl_ctx_status(ctx);
-    tfl_tensor *pred = tfl_model_call(m, x, true);
-    tfl_tensor *per = pred ? tfl_loss_per_example(ctx, m->loss, pred, y) : NULL;
-    tfl_tensor *loss = per ? tfl_reduce_mean(ctx, per, 0, NULL, false) : NULL;
-    tfl_tape_end(tape);
-    tfl_status st = loss && gather_vars(m) ? TFL_OK : tfl_ctx_status(ctx);
-    if (st == TFL_OK)
-        st = tfl_optimizer_gradient(m->optimizer, tape, loss, m->n_train_vars,
-                                    (const tfl_tensor *const *)m->train_vars, m->grads);
-    tfl_tape_free(tape);
+    tfl_tensor *pred = NULL, *per = NULL, *loss = NULL;
+    tfl_status st = m->graph ? graph_step(m, m->graph, &x, &y, &pred, &per, &loss, sl)
+                             : forward_backward(m, x, y, &pred, &per, &loss);
     bool on_device = st == TFL_OK && tfl__fit_sums_on_device(fs, loss);
     if (on_device) {
         fs->loss = loss;
@@ -596,6 +745,8 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
     int64_t step = o.initial_step;
     tfl__fit_sums fs = {.model = m, .every = o.sync_every};
     m->running_fit = &fs;
+    tfl__step_graph graph = {0};
+    m->graph = o.step_graphs ? &graph : NULL;
     for (int e = o.initial_epoch; e < epochs && st == TFL_OK && !stop; e++) {
         lg = (tfl_epoch_logs){.epoch = e, .epochs = epochs, .loss = NAN, .accuracy = NAN,
                               .val_loss = NAN, .val_accuracy = NAN};
@@ -623,6 +774,9 @@ tfl_status tfl_model_fit(tfl_model *m, tfl_dataset *train, const tfl_fit_opts *o
             if (st == TFL_OK) st = s;
         }
     m->running_fit = NULL;
+    m->graph = NULL;
+    tfl__trace_free(graph.tr);
+    tfl__host_free(m->ctx, graph.outs);
     tfl__fit_sums_free(&fs);
     if (o.replicas) tfl_dataset_shard(train, shard_index, shard_count);
     return st;

@@ -69,6 +69,7 @@ struct tfl_model {
     tfl_tensor **grads;
     int n_train_vars, cap_train_vars;
     struct tfl__fit_sums *running_fit; /* fit's sums while it runs (fit_sums.c), else NULL */
+    struct tfl__step_graph *graph;     /* fit's recorded step (fit.c), while fit runs */
 };
 
 /* liveness of the handles (a freed one records MISUSE naming `what`, see tfl__obj_check) */

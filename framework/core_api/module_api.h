@@ -95,6 +95,36 @@ tfl__device *tfl__device_of(const tfl_tensor *t);
 /** The references to t's storage: t's and its views' (1: t is the only tensor on it). */
 int32_t tfl__tensor_storage_refs(const tfl_tensor *t);
 
+/* ---- recorded steps (trace.c) ----------------------------------------------------------- */
+
+/*
+ * A span of work on one device (not the CPU: its kernels run as they are called), recorded
+ * once as it runs and replayed on new input values: the calls made again, or on a device with
+ * graphs (CUDA) one graph launched. See trace.c for what makes a replay exact and what is
+ * refused. The caller keys a trace on the host values the span depends on (the inputs' shapes
+ * and dtypes, any scalar it turns into a constant) and replays only under the same key.
+ */
+typedef struct tfl__trace tfl__trace;
+/** Starts recording the work issued on dev. The n inputs (on dev) are the values that change
+ * from one replay to the next: each is copied into a buffer of the trace, given in
+ * in_copies[i] (frame-owned), which the span must read instead. NULL with the error kept. */
+tfl__trace *tfl__trace_begin(tfl_ctx *ctx, tfl__device *dev, int n_in,
+                             const tfl_tensor *const *in, tfl_tensor **in_copies);
+/** Ends the recording; out: the tensors (on dev, or NULL) each replay gives back. NULL, with
+ * why[0..size) saying why (no error kept) and the trace freed, when the span cannot be
+ * replayed. */
+tfl__trace *tfl__trace_end(tfl__trace *tr, int n_out, tfl_tensor *const *out, char *why,
+                           size_t size);
+/** Replays on new inputs (the recorded dtypes and shapes): in_copies and out as begin gave
+ * and end took (frame-owned). *stale, with nothing done, when a variable the span uses no
+ * longer has the memory it had (free the trace and record again). */
+tfl_status tfl__trace_replay(tfl__trace *tr, int n_in, const tfl_tensor *const *in,
+                             tfl_tensor **in_copies, tfl_tensor **out, bool *stale);
+void tfl__trace_free(tfl__trace *tr);
+/** The calls recorded; whether the device runs them as one graph (after the first replay). */
+size_t tfl__trace_calls(const tfl__trace *tr);
+bool tfl__trace_has_graph(const tfl__trace *tr);
+
 /* ---- variables (variable.c) ------------------------------------------------------------- */
 
 /** A variable named exactly `name` (no name scope is prepended; duplicates allowed), made like

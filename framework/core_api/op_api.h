@@ -21,6 +21,8 @@ extern const tfl__op_def tfl__op_defs[TFL_OP_COUNT];
 /** tfl__op_defs[op].name, as a function: what backend modules call (they see no data of the
  * library: backend_module.h). */
 const char *tfl__op_name(tfl__op_id op);
+/** The size of op's attribute struct (below), 0 for an op that takes none. */
+size_t tfl__op_attrs_size(tfl__op_id op);
 
 /* Typed attributes, one struct per op family (never packed ints). */
 typedef struct tfl__reduce_attrs {

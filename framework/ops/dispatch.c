@@ -94,7 +94,7 @@ static tfl_tensor *run_kernel(tfl_ctx *ctx, tfl__device *dev, tfl__op_id op, int
     tfl_tensor *out = tfl__tensor_alloc(ctx, dev, out_dtype, out_rank, out_shape);
     if (!out) return NULL;
     tfl__kcall call = {ctx, dev, op, n_in, in, out, attrs};
-    tfl_status st = dev->kernels[op].fn(&call);
+    tfl_status st = tfl__kernel_run(&dev->kernels[op], &call);
     if (st != TFL_OK) {
         tfl_tensor_release(out);
         if (st == TFL__KERNEL_DECLINED && declined && ctx->err_code == TFL_OK)
@@ -182,4 +182,50 @@ int tfl_op_count(void) { return TFL_OP_COUNT; }
 const char *tfl_op_name(int op)
 {
     return op >= 0 && op < TFL_OP_COUNT ? tfl__op_defs[op].name : NULL;
+}
+
+/* The size of each op's attribute struct (core_api/op_api.h), for the recorded steps, which
+ * keep a copy of every call's attributes (trace.c). 0: the op takes none. */
+#define TFL_EW_SIZE_U(id) [TFL_OP_##id] = sizeof(tfl__scalar_attrs),
+#define TFL_EW_SIZE_UA TFL_EW_SIZE_U
+#define TFL_EW_SIZE_B TFL_EW_SIZE_U
+#define TFL_EW_SIZE_D(id) TFL_EW_SIZE_U(id) TFL_EW_SIZE_U(id##_GRAD)
+#define TFL_EW_SIZE_DA TFL_EW_SIZE_D
+#define TFL_EW_SIZE_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves) TFL_EW_SIZE_##kind(id)
+static const unsigned short attrs_sizes[TFL_OP_COUNT] = {
+    TFL_EW_LIST(TFL_EW_SIZE_, unused) /* NULL or the UA/DA lines' scalar */
+    [TFL_OP_SUM] = sizeof(tfl__reduce_attrs),
+    [TFL_OP_MEAN] = sizeof(tfl__reduce_attrs),
+    [TFL_OP_MAX] = sizeof(tfl__reduce_attrs),
+    [TFL_OP_MIN] = sizeof(tfl__reduce_attrs),
+    [TFL_OP_ARGMAX] = sizeof(tfl__axis_attrs),
+    [TFL_OP_ARGMIN] = sizeof(tfl__axis_attrs),
+    [TFL_OP_SOFTMAX] = sizeof(tfl__axis_attrs),
+    [TFL_OP_LOG_SOFTMAX] = sizeof(tfl__axis_attrs),
+    [TFL_OP_CONCAT] = sizeof(tfl__axis_attrs),
+    [TFL_OP_GATHER] = sizeof(tfl__axis_attrs),
+    [TFL_OP_SOFTMAX_XENT] = sizeof(tfl__axis_attrs),
+    [TFL_OP_MATMUL] = sizeof(tfl__matmul_attrs),
+    [TFL_OP_TRANSPOSE] = sizeof(tfl__transpose_attrs),
+    [TFL_OP_SLICE] = sizeof(tfl__slice_attrs),
+    [TFL_OP_ONE_HOT] = sizeof(tfl__one_hot_attrs),
+    [TFL_OP_PAD] = sizeof(tfl__pad_attrs),
+    [TFL_OP_SEGMENT_SUM] = sizeof(tfl__segment_attrs),
+    [TFL_OP_BATCH_NORM] = sizeof(tfl__batch_norm_attrs),
+    [TFL_OP_LAYER_NORM] = sizeof(tfl__layer_norm_attrs),
+    [TFL_OP_LAYER_NORM_GRAD] = sizeof(tfl__layer_norm_attrs),
+    [TFL_OP_DROPOUT] = sizeof(tfl__dropout_attrs),
+    [TFL_OP_CONV2D] = sizeof(tfl__window_attrs),
+    [TFL_OP_CONV2D_BACKPROP_INPUT] = sizeof(tfl__window_attrs),
+    [TFL_OP_CONV2D_BACKPROP_FILTER] = sizeof(tfl__window_attrs),
+    [TFL_OP_MAX_POOL] = sizeof(tfl__window_attrs),
+    [TFL_OP_MAX_POOL_GRAD] = sizeof(tfl__window_attrs),
+    [TFL_OP_MAX_POOL_GRAD_GRAD] = sizeof(tfl__window_attrs),
+    [TFL_OP_AVG_POOL] = sizeof(tfl__window_attrs),
+    [TFL_OP_AVG_POOL_GRAD] = sizeof(tfl__window_attrs),
+};
+
+size_t tfl__op_attrs_size(tfl__op_id op)
+{
+    return (unsigned)op < TFL_OP_COUNT ? attrs_sizes[op] : 0;
 }

@@ -167,6 +167,39 @@ static void fake_host_free(tfl__device *dev, void *ptr)
     free(ptr);
 }
 
+/* Graphs, as CUDA's behave where the framework can tell: capture records the work without
+ * running it (here: the function that issues it), and each launch runs it all again. */
+typedef struct fake_graph {
+    tfl_status (*issue)(void *arg);
+    void *arg;
+} fake_graph;
+
+static tfl_status fake_graph_capture(tfl__device *dev, tfl_status (*issue)(void *arg), void *arg,
+                                     void **graph)
+{
+    fake_graph *g = malloc(sizeof *g);
+    if (!g)
+        return tfl__set_error(dev->ctx, TFL_RESOURCE_EXHAUSTED, "graph_capture on %s: out of "
+                              "memory", dev->name);
+    g->issue = issue;
+    g->arg = arg;
+    *graph = g;
+    return TFL_OK;
+}
+
+static tfl_status fake_graph_launch(tfl__device *dev, void *graph)
+{
+    (void)dev;
+    fake_graph *g = graph;
+    return g->issue(g->arg);
+}
+
+static void fake_graph_free(tfl__device *dev, void *graph)
+{
+    (void)dev;
+    free(graph);
+}
+
 static const tfl__device_ops fake_ops = {
     .version = TFL_DEVICE_OPS_VERSION,
     .type_name = "GPU",
@@ -191,6 +224,9 @@ static const tfl__device_ops fake_ops = {
     .describe = fake_describe,
     .host_alloc = fake_host_alloc,
     .host_free = fake_host_free,
+    .graph_capture = fake_graph_capture,
+    .graph_launch = fake_graph_launch,
+    .graph_free = fake_graph_free,
 };
 
 /* The CPU backend: its device_new makes GPU:N's record (kernels, optimizer kernels, GEMM

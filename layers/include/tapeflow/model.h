@@ -225,6 +225,8 @@ typedef struct tfl_step_logs {
      * False (every step on the CPU, and with sync_every 0): the figures are this step's.
      * Stale rather than known, so that logs a caller builds zeroed mean "known" as before. */
     bool loss_stale;
+    /* The forward and backward passes ran from a recording (tfl_fit_opts.step_graphs). */
+    bool replayed;
 } tfl_step_logs;
 
 /**
@@ -358,6 +360,19 @@ typedef struct tfl_fit_opts {
      * checkpoints) read them with tfl_step_logs_read, at a synchronisation each.
      * Must be >= 0. */
     int64_t sync_every;
+    /* Recorded steps on a device whose memory is not the host's (a GPU; ignored on the CPU,
+     * whose kernels run as they are called). Once two steps in a row have the same batch
+     * shapes, the next one's forward and backward passes (the loss and the gradients) are
+     * recorded as they run; later steps of that shape replay the recording: on a CUDA GPU one
+     * CUDA graph launched, without the per-op host work (placement, shapes, the tape). The
+     * results are the plain steps' bit for bit. A batch of another shape (an epoch's last)
+     * runs plainly; a new steady shape is recorded again. Work a replay would get wrong makes
+     * the recording fail, and the steps stay plain (logged once at INFO, with the reason):
+     * random values (Dropout), host reads of device values inside the pass, work on a second
+     * device. The update, the callbacks and the metrics run as always after the replay.
+     * Memory: the recording keeps the blocks of its step (about the step's peak) until fit
+     * returns. tfl_step_logs.replayed tells which steps replayed. */
+    bool step_graphs;
 } tfl_fit_opts;
 
 /** What tfl_model_fit returns: one entry per epoch run (caller-provided storage). */
