@@ -493,6 +493,7 @@ tfl_status tfl_config_fit_opts(const tfl_config *cfg, const tfl_config_datasets 
     out->drop_remainder = GETV(t, "drop_remainder")->i;
     out->seed = (uint64_t)GETV(t, "seed")->i;
     out->shuffle = GETV(d, "shuffle")->i;
+    out->step_graphs = GETV(t, "step_graphs")->i;
     out->validation = data ? data->validation : NULL;
     const rval *se = GETV(t, "sync_every");
     if (se->set) {

@@ -110,6 +110,7 @@ bool tfl_config_key_resumable(const char *path)
 {
     if (!path) return false;
     return !strcmp(path, "training.epochs") || !strcmp(path, "training.sync_every") ||
+           !strcmp(path, "training.step_graphs") ||
            !strncmp(path, "logging.", 8) ||
            !strcmp(path, "logging") || !strncmp(path, "checkpoint.", 11) ||
            !strcmp(path, "checkpoint");

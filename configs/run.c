@@ -301,7 +301,8 @@ tfl_model *tfl_run_model(tfl_run *r)
  * Compares the config with the one the run was trained with: the newest checkpoint's
  * "tapeflow.config", else the run directory's config.yaml. Every changed key is an event;
  * FAILED_PRECONDITION (nothing written) when a key other than training.epochs,
- * training.sync_every, logging.* and checkpoint.* changed, unless allow_config_change.
+ * training.sync_every, training.step_graphs, logging.* and checkpoint.* changed, unless
+ * allow_config_change.
  */
 static tfl_status compare(tfl_run *r, const char *ckpt, const char *was, const char *yaml_path,
                           changes *out, bool *refused)
@@ -334,9 +335,9 @@ static tfl_status compare(tfl_run *r, const char *ckpt, const char *was, const c
         return tfl__set_error(
             r->ctx, TFL_FAILED_PRECONDITION,
             "refusing to continue this run: %lld changed key%s change%s what is trained; a run "
-            "continues with changes to training.epochs, training.sync_every, logging.* and "
-            "checkpoint.* only (tfl_run_opts.allow_config_change lets the others through); "
-            "nothing was written",
+            "continues with changes to training.epochs, training.sync_every, "
+            "training.step_graphs, logging.* and checkpoint.* only "
+            "(tfl_run_opts.allow_config_change lets the others through); nothing was written",
             (long long)fixed, fixed == 1 ? "" : "s", fixed == 1 ? "s" : "");
     }
     out->forced = fixed > 0;

@@ -322,6 +322,11 @@ static const key_def training_keys[] = {
      "device); 0: every step; null: every step that logging or checkpoint.every_steps acts on "
      "(the greatest common divisor of log_interval, every_steps and checkpoint.every_steps "
      "that are set, else once an epoch); no effect on the CPU"},
+    {"step_graphs", VT_BOOL, 0, 0, "false", 0, 0, 0, 0, 0, 0,
+     "on a GPU, record a training step of a steady batch shape once and replay it (one CUDA "
+     "graph launch) without the per-op host work; the same results bit for bit; refused, "
+     "with the reason logged, for a step that draws random values (dropout); no effect on "
+     "the CPU"},
     {"on_nonfinite", VT_ENUM, 0, 0, "halt", 0, 0, &enum_nonfinite, 0, 0, 0,
      "halt or skip a step whose loss or gradient is not finite"},
     {"allreduce_bucket_mb", VT_FLOAT, 0, RNG | K_MIN_EXCL, "25", 0, 65536, 0, 0, 0, 0,

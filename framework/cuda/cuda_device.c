@@ -48,11 +48,21 @@ static void cu_raw_free(tfl__device *dev, void *ptr)
     (void)cudaFree(ptr); /* waits for the work still using it */
 }
 
+/* What may not happen while the stream is captured: the host waiting on it. */
+static tfl_status refuse_capturing(tfl__device *dev, const char *what)
+{
+    return tfl__set_error(dev->ctx, TFL_FAILED_PRECONDITION, "%s on %s while its work is "
+                          "captured into a CUDA graph (the host would wait on the device)", what,
+                          dev->name);
+}
+
 static tfl_status cu_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
                                int to_host)
 {
     tfl__cuda_device *cu = tfl__cuda(dev);
     if (bytes == 0) return TFL_OK;
+    if (cu->capturing) return refuse_capturing(dev, to_host ? "a read of device memory" : "a copy "
+                                               "from host memory");
     TFL_TRY(use(dev));
     TFL_TRY(tfl__cuda_check(
         dev,
@@ -105,6 +115,7 @@ static tfl_status cu_copy_host_async(tfl__device *dev, tfl__stream *stream, void
     tfl__cuda_device *cu = tfl__cuda(dev);
     cudaStream_t s = stream_of(dev, stream);
     if (bytes == 0) return TFL_OK;
+    if (cu->capturing) return refuse_capturing(dev, "a copy to or from host memory");
     TFL_TRY(use(dev));
     if (!to_host && cu->staging && bytes <= TFL_CUDA_STAGING_BYTES && !is_pinned(src)) {
         TFL_TRY(
@@ -238,6 +249,11 @@ static void *cu_native_stream(tfl__device *dev, tfl__stream *stream)
     return (void *)stream_of(dev, stream);
 }
 
+static tfl_status cu_graph_capture(tfl__device *dev, tfl_status (*issue)(void *arg), void *arg,
+                                   void **graph);
+static tfl_status cu_graph_launch(tfl__device *dev, void *graph);
+static void cu_graph_free(tfl__device *dev, void *graph);
+
 static const tfl__device_ops cuda_ops = {
     .version = TFL_DEVICE_OPS_VERSION,
     .type_name = "GPU",
@@ -265,6 +281,9 @@ static const tfl__device_ops cuda_ops = {
     .native_stream = cu_native_stream,
     .host_alloc = cu_host_alloc,
     .host_free = cu_host_free,
+    .graph_capture = cu_graph_capture,
+    .graph_launch = cu_graph_launch,
+    .graph_free = cu_graph_free,
 };
 
 /* ---- index-check word ------------------------------------------------------------------------ */
@@ -272,13 +291,90 @@ static const tfl__device_ops cuda_ops = {
 tfl_status tfl__cuda_check_reset(tfl__device *dev)
 {
     tfl__cuda_device *cu = tfl__cuda(dev);
+    /* in a capture, once: the checks of the graph's ops then keep the least bad index */
+    if (cu->capturing && cu->captured_checks) return TFL_OK;
+    if (cu->capturing) cu->captured_checks = true;
     return tfl__cuda_check(dev, cudaMemsetAsync(cu->check, 0xff, sizeof(int64_t), cu->stream),
                            "cudaMemsetAsync");
 }
 
 tfl_status tfl__cuda_check_read(tfl__device *dev, int64_t *first_bad)
 {
-    return cu_copy_host(dev, first_bad, tfl__cuda(dev)->check, sizeof(int64_t), 1);
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    if (cu->capturing) { /* read after each launch of the graph (cu_graph_launch) */
+        cu->captured_checks = true;
+        *first_bad = -1;
+        return TFL_OK;
+    }
+    return cu_copy_host(dev, first_bad, cu->check, sizeof(int64_t), 1);
+}
+
+/* ---- graphs (device table version 3) ------------------------------------------------------ */
+
+typedef struct cu_graph {
+    cudaGraphExec_t exec;
+    bool checks; /* read the index-check word after each launch */
+} cu_graph;
+
+static tfl_status cu_graph_capture(tfl__device *dev, tfl_status (*issue)(void *arg), void *arg,
+                                   void **graph)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    *graph = NULL;
+    TFL_TRY(use(dev));
+    /* relaxed: the caching allocator may cudaMalloc a block the captured work needs */
+    TFL_TRY(tfl__cuda_check(dev, cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeRelaxed),
+                            "cudaStreamBeginCapture"));
+    cu->capturing = true;
+    cu->captured_checks = false;
+    tfl_status st = issue(arg);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(cu->stream, &g);
+    cu->capturing = false;
+    if (st == TFL_OK && e != cudaSuccess) st = tfl__cuda_check(dev, e, "cudaStreamEndCapture");
+    (void)cudaGetLastError(); /* a failed capture leaves nothing behind */
+    cu_graph *out = NULL;
+    if (st == TFL_OK) {
+        out = tfl__host_alloc(dev->ctx, sizeof *out, 64);
+        if (!out)
+            st = tfl__set_error(dev->ctx, TFL_RESOURCE_EXHAUSTED, "out of host memory for a "
+                                "CUDA graph on %s", dev->name);
+    }
+    if (st == TFL_OK) {
+        out->checks = cu->captured_checks;
+        st = tfl__cuda_check(dev, cudaGraphInstantiate(&out->exec, g, 0), "cudaGraphInstantiate");
+    }
+    if (g) (void)cudaGraphDestroy(g);
+    if (st != TFL_OK) {
+        tfl__host_free(dev->ctx, out);
+        return st;
+    }
+    *graph = out;
+    return TFL_OK;
+}
+
+static tfl_status cu_graph_launch(tfl__device *dev, void *graph)
+{
+    tfl__cuda_device *cu = tfl__cuda(dev);
+    cu_graph *g = graph;
+    TFL_TRY(use(dev));
+    TFL_TRY(tfl__cuda_check(dev, cudaGraphLaunch(g->exec, cu->stream), "cudaGraphLaunch"));
+    if (!g->checks) return TFL_OK;
+    int64_t bad = -1; /* the captured ops' index checks, as their plain calls read them */
+    TFL_TRY(cu_copy_host(dev, &bad, cu->check, sizeof bad, 1));
+    TFL_CHECK(dev->ctx, bad < 0, TFL_INVALID_ARGUMENT, "a step replayed from a CUDA graph on %s "
+              "met an index or label out of range (at element %lld of a Gather or a sparse "
+              "cross-entropy's labels); run it without step_graphs for the op's own message",
+              dev->name, (long long)bad);
+    return TFL_OK;
+}
+
+static void cu_graph_free(tfl__device *dev, void *graph)
+{
+    cu_graph *g = graph;
+    if (!g) return;
+    if (use(dev) == TFL_OK) (void)cudaGraphExecDestroy(g->exec);
+    tfl__host_free(dev->ctx, g);
 }
 
 /* ---- the backend ----------------------------------------------------------------------------- */

@@ -35,6 +35,9 @@ typedef struct tfl__cuda_device {
                                      algorithm cache, made on the first cuDNN op; or NULL */
     unsigned dnn_norm; /* cudnn_norm.c: refusals logged, and the (op, dtype, layout)
                           combinations whose cuDNN call failed at run time (off since) */
+    bool capturing;       /* the stream's work is being captured into a graph (cu_graph_*): the
+                             host must not wait, index checks are read after each launch */
+    bool captured_checks; /* the capture holds index checks (tflcu_gather, xent labels) */
 } tfl__cuda_device;
 
 static inline tfl__cuda_device *tfl__cuda(const tfl__device *dev)

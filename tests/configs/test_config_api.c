@@ -623,6 +623,17 @@ static void test_device_keys(void **state)
         assert_int_equal(fo.sync_every, cases[i].want);
         tfl_config_free(cfg);
     }
+    /* training.step_graphs reaches the fit options; off by default */
+    for (int on = 0; on < 2; on++) {
+        const char *sg[] = {"training.step_graphs=true"};
+        tfl_config *c = parse_with(f->ctx, BASE_YAML, sg, on ? 1 : 0, &st);
+        assert_int_equal(st, TFL_OK);
+        tfl_fit_opts fo;
+        assert_int_equal(tfl_config_fit_opts(c, NULL, &fo), TFL_OK);
+        assert_int_equal(fo.step_graphs, on);
+        tfl_config_free(c);
+    }
+    assert_true(tfl_config_key_resumable("training.step_graphs"));
     const char *bad[] = {"training.sync_every=-1"};
     tfl_config *cfg = parse_with(f->ctx, BASE_YAML, bad, 1, &st);
     assert_int_not_equal(st, TFL_OK);

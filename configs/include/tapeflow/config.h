@@ -167,8 +167,8 @@ TFL_API void tfl_config_datasets_free(tfl_config_datasets *data);
 
 /**
  * Fills fit options from the training and data sections (epochs, batch size, shuffle and its
- * seed, validation = data->validation, sync_every: training.sync_every, or when it is null
- * the greatest common divisor of logging.log_interval, logging.every_steps and
+ * seed, validation = data->validation, step_graphs, sync_every: training.sync_every, or when
+ * it is null the greatest common divisor of logging.log_interval, logging.every_steps and
  * checkpoint.every_steps that are not 0, INT64_MAX (the epochs' ends) when all are 0);
  * progress and callbacks are left NULL for the caller.
  */
@@ -227,7 +227,8 @@ TFL_API int64_t tfl_config_diff(tfl_config *cfg, const char *was, size_t len,
 
 /**
  * Whether a run may resume from a checkpoint with this key changed and still continue the
- * same training: training.epochs, training.sync_every (when the host reads the figures), and
+ * same training: training.epochs, training.sync_every (when the host reads the figures),
+ * training.step_graphs (the same results) and
  * the logging.* and checkpoint.* keys. Every other key
  * changes what is trained or how (the model, data, loss, optimizer, batch size, seed, ...),
  * and `tapeflow train` resumes with such a change only when given --allow-config-change.

@@ -21,7 +21,8 @@
  *   curves.svg       loss (and accuracy) per epoch, at the end of a complete run.
  * Training again resumes from the newest usable checkpoint (a damaged newer one is skipped
  * with a warning naming it). The config is compared with the one the checkpoint was trained
- * with: a run continues with changes to training.epochs, training.sync_every, logging.* and
+ * with: a run continues with changes to training.epochs, training.sync_every,
+ * training.step_graphs, logging.* and
  * checkpoint.* only, unless opts.allow_config_change. Nothing of a run changes before its
  * checkpoint restored, and a run that fails before its first step leaves the directory as
  * it found it (a new one goes again).
