@@ -9,6 +9,9 @@
  *       scope, on in-memory float32 images (28x28, values in [0, 1)) and random labels in
  *       host memory, as torch_gpu_train.py's (the data's values do not change the work);
  *       WARM steps first, then the timed ones (mlp 400, cnn 200; --quick 10).
+ *   gpu_train_<mlp|cnn|big_cnn>_graphs_samples_per_s  samples/s: the same fits with recorded
+ *       steps (tfl_fit_opts.step_graphs: from the third step on, one CUDA graph launched per
+ *       step for the forward and backward passes), float32;
  *   gpu_train_big_cnn[_tf32|_bf16|_fp16]_samples_per_s  samples/s: the same for a VGG-style
  *       CNN (conv 3x3 SAME relu: 64, 64, pool, 128, 128, pool, 256, 256, pool, dense 512
  *       relu, dense 10) in batches of 256 (timed steps 100; --quick 5), under the float32,
@@ -95,7 +98,8 @@ static void add_big_cnn(tfl_model *m)
 
 /* In a context of its own (freed with the model, optimizer and data): the data on the host,
  * the model built and trained under a GPU:0 scope, under a precision policy. */
-static double train_samples_per_s(model_kind kind, int steps, tfl_precision precision)
+static double train_samples_per_s(model_kind kind, int steps, tfl_precision precision,
+                                  bool graphs)
 {
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(&(tfl_ctx_opts){.seed = 1}, &st);
@@ -119,7 +123,8 @@ static double train_samples_per_s(model_kind kind, int steps, tfl_precision prec
         ctx,
         tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, TFL_METRIC_ACCURACY),
         "compile");
-    tfl_fit_opts fo = {.epochs = 1, .batch_size = batch, .shuffle = true, .seed = 1};
+    tfl_fit_opts fo = {.epochs = 1, .batch_size = batch, .shuffle = true, .seed = 1,
+                       .step_graphs = graphs};
     check_status(ctx, tfl_model_fit(m, warm, &fo, NULL), "warm-up");
     tfl_tensor *v0 = NULL;
     tfl_model_variables(m, TFL_VARS_TRAINABLE, &v0, 1);
@@ -306,18 +311,24 @@ int main(int argc, char **argv)
 
     for (int cnn = 0; cnn < 2; cnn++) {
         int steps = quick ? 10 : cnn ? 200 : 400;
-        printf("bench gpu_train_%s_samples_per_s %.0f samples/s\n", cnn ? "cnn" : "mlp",
-               train_samples_per_s(cnn ? CNN : MLP, steps, TFL_PRECISION_FLOAT32));
-        fflush(stdout);
+        for (int graphs = 0; graphs < 2; graphs++) {
+            printf("bench gpu_train_%s%s_samples_per_s %.0f samples/s\n", cnn ? "cnn" : "mlp",
+                   graphs ? "_graphs" : "",
+                   train_samples_per_s(cnn ? CNN : MLP, steps, TFL_PRECISION_FLOAT32, graphs));
+            fflush(stdout);
+        }
     }
     static const tfl_precision policies[4] = {TFL_PRECISION_FLOAT32, TFL_PRECISION_TF32,
                                               TFL_PRECISION_BFLOAT16, TFL_PRECISION_FLOAT16};
     static const char *const suffix[4] = {"", "_tf32", "_bf16", "_fp16"};
     for (int p = 0; p < 4; p++) {
         printf("bench gpu_train_big_cnn%s_samples_per_s %.0f samples/s\n", suffix[p],
-               train_samples_per_s(BIG_CNN, quick ? 5 : 100, policies[p]));
+               train_samples_per_s(BIG_CNN, quick ? 5 : 100, policies[p], false));
         fflush(stdout);
     }
+    printf("bench gpu_train_big_cnn_graphs_samples_per_s %.0f samples/s\n",
+           train_samples_per_s(BIG_CNN, quick ? 5 : 100, TFL_PRECISION_FLOAT32, true));
+    fflush(stdout);
 
     if (quick) {
         printf("bench gpu_adam_1e6 %.1f GB/s\n", adam_gbs(ctx, 1000000, 1, reps));

@@ -74,6 +74,13 @@ awk '
       if ((k in v) && (k in torch))
         printf("aim: %s >= torch: %s (%.3f)\n", k, (v[k] >= torch[k]) ? "met" : "NOT met", v[k] / torch[k])
     }
+    split("mlp cnn big_cnn", gm, " ")
+    for (m = 1; m <= 3; m++) {
+      k = "gpu_train_" gm[m] "_graphs_samples_per_s"; p = "gpu_train_" gm[m] "_samples_per_s"
+      if ((k in v) && (p in v))
+        printf("step graphs, %s: %.0f samples/s, %.3fx the plain steps%s\n", gm[m], v[k], v[k] / v[p],
+               (p in torch) ? sprintf(", %.3fx torch", v[k] / torch[p]) : "")
+    }
     k = "gpu_train_big_cnn_fp16_samples_per_s"
     if ((k in v) && ("gpu_train_big_cnn_bf16_samples_per_s" in torch))
       printf("float16 with loss scaling, big_cnn: %.0f samples/s (torch bf16 autocast: %.0f)\n", v[k], torch["gpu_train_big_cnn_bf16_samples_per_s"])
