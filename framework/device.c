@@ -112,13 +112,20 @@ tfl_status tfl__dev_sync(tfl__device *dev)
     return dev->ops->sync ? slot_status(dev, dev->ops->sync(dev), "sync") : TFL_OK;
 }
 
+/* copy_host, never recorded (copy_host_async's fallback: the caller's call was) */
+static tfl_status untraced_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
+                                     int to_host)
+{
+    return slot_status(dev, dev->ops->copy_host(dev, dst, src, bytes, to_host), "copy_host");
+}
+
 tfl_status tfl__dev_copy_host(tfl__device *dev, void *dst, const void *src, size_t bytes,
                               int to_host)
 {
     if (bytes == 0) return TFL_OK;
     if (tfl__traced(dev))
-        return tfl__trace_slot(dev, NULL, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src,
-                               0, bytes);
+        tfl__trace_slot(dev, NULL, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src, 0,
+                        bytes);
     return slot_status(dev, dev->ops->copy_host(dev, dst, src, bytes, to_host), "copy_host");
 }
 
@@ -127,9 +134,9 @@ tfl_status tfl__dev_copy_host_async(tfl__device *dev, tfl__stream *stream, void 
 {
     if (bytes == 0) return TFL_OK;
     if (tfl__traced(dev))
-        return tfl__trace_slot(dev, stream, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src,
-                               0, bytes);
-    if (!dev->ops->copy_host_async) return tfl__dev_copy_host(dev, dst, src, bytes, to_host);
+        tfl__trace_slot(dev, stream, to_host ? TFL__SLOT_READ : TFL__SLOT_UPLOAD, dst, src, 0,
+                        bytes);
+    if (!dev->ops->copy_host_async) return untraced_copy_host(dev, dst, src, bytes, to_host);
     return slot_status(dev, dev->ops->copy_host_async(dev, stream, dst, src, bytes, to_host),
                        "copy_host_async");
 }
@@ -140,7 +147,13 @@ tfl_status tfl__dev_copy_device(tfl__device *dev, tfl__stream *stream, void *dst
                                 const void *src, size_t bytes)
 {
     if (bytes == 0) return TFL_OK;
-    if (tfl__traced(dev)) return tfl__trace_slot(dev, stream, TFL__SLOT_COPY, dst, src, 0, bytes);
+    if (tfl__traced(dev)) { /* recorded whole: its staging below is part of it */
+        tfl__trace_slot(dev, stream, TFL__SLOT_COPY, dst, src, 0, bytes);
+        dev->ctx->trace_depth++;
+        tfl_status st = tfl__dev_copy_device(dev, stream, dst, src, bytes);
+        dev->ctx->trace_depth--;
+        return st;
+    }
     if (dev->ops->copy_device)
         return slot_status(dev, dev->ops->copy_device(dev, stream, dst, src, bytes),
                            "copy_device");
@@ -162,8 +175,13 @@ tfl_status tfl__dev_memset(tfl__device *dev, tfl__stream *stream, void *dst, int
                            size_t bytes)
 {
     if (bytes == 0) return TFL_OK;
-    if (tfl__traced(dev))
-        return tfl__trace_slot(dev, stream, TFL__SLOT_MEMSET, dst, NULL, value, bytes);
+    if (tfl__traced(dev)) {
+        tfl__trace_slot(dev, stream, TFL__SLOT_MEMSET, dst, NULL, value, bytes);
+        dev->ctx->trace_depth++;
+        tfl_status st = tfl__dev_memset(dev, stream, dst, value, bytes);
+        dev->ctx->trace_depth--;
+        return st;
+    }
     if (dev->ops->memset)
         return slot_status(dev, dev->ops->memset(dev, stream, dst, value, bytes), "memset");
     size_t chunk = bytes < STAGE_BYTES ? bytes : STAGE_BYTES;

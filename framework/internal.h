@@ -379,13 +379,14 @@ static inline void tfl__record(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_
 
 /* ---- recorded steps (trace.c; the API for layers/ is in core_api/module_api.h) ------------ */
 
-/* While a trace records, the one path of a kernel call, and of the device slots the framework
- * calls outside kernels: an item of the trace (recorded, then run as always), or a refusal
- * (the step cannot be replayed) when the work is of a kind a replay would get wrong. */
+/* While a trace records, a kernel call goes through tfl__trace_kernel, and the device slots
+ * the framework calls outside kernels (device.c) tell tfl__trace_slot before they run as
+ * always: an item of the trace, or a refusal (the step cannot be replayed) when the work is of
+ * a kind a replay would get wrong. */
 tfl_status tfl__trace_kernel(const tfl__kernel *k, const tfl__kcall *call);
 enum { TFL__SLOT_UPLOAD, TFL__SLOT_READ, TFL__SLOT_COPY, TFL__SLOT_MEMSET };
-tfl_status tfl__trace_slot(tfl__device *dev, tfl__stream *stream, int slot, void *dst,
-                           const void *src, int value, size_t bytes);
+void tfl__trace_slot(tfl__device *dev, tfl__stream *stream, int slot, void *dst,
+                     const void *src, int value, size_t bytes);
 /** True when a slot call on dev is the trace's to record (see tfl__trace_slot). */
 static inline bool tfl__traced(const tfl__device *dev)
 {

@@ -229,43 +229,30 @@ static bool known(const tfl__trace *tr, const void *p, size_t bytes)
     return false;
 }
 
-tfl_status tfl__trace_slot(tfl__device *dev, tfl__stream *stream, int slot, void *dst,
-                           const void *src, int value, size_t bytes)
+void tfl__trace_slot(tfl__device *dev, tfl__stream *stream, int slot, void *dst,
+                     const void *src, int value, size_t bytes)
 {
     tfl_ctx *ctx = dev->ctx;
     tfl__trace *tr = ctx->trace;
-    if (!tr->refused) {
-        if (dev != tr->dev) refusef(tr, "the step also uses %s", dev->name);
-        else if (stream) tfl__trace_refuse(ctx, "the step uses a second stream");
-        else if (slot == TFL__SLOT_READ) tfl__trace_refuse(ctx, "the step reads device memory "
-                                                                "on the host");
-        else if (!known(tr, dst, bytes) || (slot == TFL__SLOT_COPY && !known(tr, src, bytes)))
-            tfl__trace_refuse(ctx, "the step copies into or from memory it does not own");
+    if (tr->refused) return;
+    if (dev != tr->dev) refusef(tr, "the step also uses %s", dev->name);
+    else if (stream) tfl__trace_refuse(ctx, "the step uses a second stream");
+    else if (slot == TFL__SLOT_READ) tfl__trace_refuse(ctx, "the step reads device memory on "
+                                                            "the host");
+    else if (!known(tr, dst, bytes) || (slot == TFL__SLOT_COPY && !known(tr, src, bytes)))
+        tfl__trace_refuse(ctx, "the step copies into or from memory it does not own");
+    if (tr->refused) return;
+    item *it = item_new(tr, slot, 0, 0);
+    if (!it) return;
+    it->dst = dst;
+    it->src = src;
+    it->value = value;
+    it->bytes = bytes;
+    if (slot == TFL__SLOT_UPLOAD) { /* the host's bytes as they are now */
+        it->host = tfl__host_alloc(ctx, bytes, 64);
+        if (it->host) memcpy(it->host, src, bytes);
+        else tfl__trace_refuse(ctx, "out of host memory");
     }
-    if (!tr->refused) {
-        item *it = item_new(tr, slot, 0, 0);
-        if (it) {
-            it->dst = dst;
-            it->src = src;
-            it->value = value;
-            it->bytes = bytes;
-            if (slot == TFL__SLOT_UPLOAD) { /* the host's bytes as they are now */
-                it->host = tfl__host_alloc(ctx, bytes, 64);
-                if (it->host) memcpy(it->host, src, bytes);
-                else tfl__trace_refuse(ctx, "out of host memory");
-            }
-        }
-    }
-    ctx->trace_depth++; /* now the slot itself */
-    tfl_status st;
-    switch (slot) {
-    case TFL__SLOT_UPLOAD: st = tfl__dev_copy_host_async(dev, stream, dst, src, bytes, 0); break;
-    case TFL__SLOT_READ: st = tfl__dev_copy_host_async(dev, stream, dst, src, bytes, 1); break;
-    case TFL__SLOT_COPY: st = tfl__dev_copy_device(dev, stream, dst, src, bytes); break;
-    default: st = tfl__dev_memset(dev, stream, dst, value, bytes); break;
-    }
-    ctx->trace_depth--;
-    return st;
 }
 
 /* ---- the trace's life -------------------------------------------------------------------- */
