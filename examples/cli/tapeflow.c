@@ -71,7 +71,8 @@ static const command commands[] = {
      "checkpoints/ (every checkpoint.every epochs, at the end, on SIGINT/SIGTERM), TensorBoard "
      "event files in train/ and validation/ ('tensorboard --logdir runs'), curves.svg. "
      "Training again resumes from the newest checkpoint; a changed key other than "
-     "training.epochs, logging.* and checkpoint.* stops it unless --allow-config-change."},
+     "training.epochs, training.sync_every, training.step_graphs, logging.* and "
+     "checkpoint.* stops it unless --allow-config-change."},
     {"eval", "CONFIG", 1, 1, RUN_OPTS | O(CKPT), 0, cli_eval,
      "loss and metrics of the trained model on the test (or validation) data",
      "Restores the run's newest usable checkpoint (a damaged one is skipped with a warning) "
