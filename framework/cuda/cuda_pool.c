@@ -1,6 +1,8 @@
 /*
  * framework/cuda/cuda_pool.c: the GPU kernels of MaxPool, AvgPool and their gradient ops
- * (MaxPoolGrad, MaxPoolGradGrad, AvgPoolGrad), NHWC, float32 and float64: operands made
+ * (MaxPoolGrad, MaxPoolGradGrad, AvgPoolGrad), NHWC, float32 and float64, float16 and bfloat16
+ * (computed in float32, as the dispatcher's float32 path would, without its two conversion
+ * passes): operands made
  * contiguous, the geometry from the op's tfl__window_attrs (ops/conv.c resolved it), the
  * kernels in k_pool.cu. MaxPoolGrad takes one temporary: each window's argmax (pooled numel
  * int64), released at once (the caching allocator reuses it in stream order). These are
@@ -74,7 +76,7 @@ static tfl_status k_pool_grad(const tfl__kcall *k)
     return st;
 }
 
-#define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
+#define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64) | TFL_DT(FLOAT16) | TFL_DT(BFLOAT16))
 
 const tfl__kernel tfl__cuda_pool_kernels[TFL_OP_COUNT] = {
     [TFL_OP_MAX_POOL] = {k_pool_fwd, M_F, NULL},

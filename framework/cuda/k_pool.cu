@@ -1,7 +1,9 @@
 /*
  * framework/cuda/k_pool.cu: MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad and AvgPoolGrad on
- * NHWC images, float32 and float64 (the host side is cuda_pool.c). The semantics are the
- * CPU's (framework/cpu/k_pool.c, pool_loops.h), operation for operation:
+ * NHWC images, float32 and float64, and float16 and bfloat16 computed in float32 and rounded
+ * once (the host side is cuda_pool.c). The semantics are the CPU's (framework/cpu/k_pool.c,
+ * pool_loops.h; for 16 bits its float32 kernel between two conversions), operation for
+ * operation:
  *
  *   - windows are clipped to the image; padded positions are never read and never counted;
  *   - MaxPool folds the window row-major from its first position, m = x > m ? x : m (so a NaN
@@ -38,18 +40,18 @@ using namespace tflcu_pool_elems;
 
 template <typename T> __global__ void max_pool_kernel(tflcu_pool g, const T *x, T *y, int64_t n)
 {
-    TFLCU_LOOP(e, n) y[e] = max_pool_at(g, x, e);
+    TFLCU_LOOP(e, n) y[e] = Wide<T>::narrow(max_pool_at(g, x, e));
 }
 
 template <typename T> __global__ void avg_pool_kernel(tflcu_pool g, const T *x, T *y, int64_t n)
 {
-    TFLCU_LOOP(e, n) y[e] = avg_pool_at(g, x, e);
+    TFLCU_LOOP(e, n) y[e] = Wide<T>::narrow(avg_pool_at(g, x, e));
 }
 
 template <typename T>
 __global__ void max_pool_grad_grad_kernel(tflcu_pool g, const T *x, const T *gg, T *y, int64_t n)
 {
-    TFLCU_LOOP(e, n) y[e] = max_pool_grad_grad_at(g, x, gg, e);
+    TFLCU_LOOP(e, n) y[e] = Wide<T>::narrow(max_pool_grad_grad_at(g, x, gg, e));
 }
 
 /* MaxPoolGrad, step 1: arg[e] = the argmax of output element e's window, or -1 */
@@ -64,13 +66,13 @@ template <typename T>
 __global__ void max_pool_grad_kernel(tflcu_pool g, const int64_t *arg, const T *dy, T *dx,
                                      int64_t n)
 {
-    TFLCU_LOOP(e, n) dx[e] = max_pool_grad_at(g, arg, dy, e);
+    TFLCU_LOOP(e, n) dx[e] = Wide<T>::narrow(max_pool_grad_at(g, arg, dy, e));
 }
 
 template <typename T>
 __global__ void avg_pool_grad_kernel(tflcu_pool g, const T *dy, T *dx, int64_t n)
 {
-    TFLCU_LOOP(e, n) dx[e] = avg_pool_grad_at(g, dy, e);
+    TFLCU_LOOP(e, n) dx[e] = Wide<T>::narrow(avg_pool_grad_at(g, dy, e));
 }
 
 template <typename T>
@@ -124,5 +126,7 @@ extern "C" int tflcu_pool_run(int op, int dtype, const tflcu_pool *g, const void
     cudaStream_t s = (cudaStream_t)stream;
     if (dtype == TFL_DTYPE_FLOAT32) return pool_run<float>(op, g, x, x2, y, arg, s);
     if (dtype == TFL_DTYPE_FLOAT64) return pool_run<double>(op, g, x, x2, y, arg, s);
+    if (dtype == TFL_DTYPE_FLOAT16) return pool_run<__half>(op, g, x, x2, y, arg, s);
+    if (dtype == TFL_DTYPE_BFLOAT16) return pool_run<__nv_bfloat16>(op, g, x, x2, y, arg, s);
     return -1;
 }

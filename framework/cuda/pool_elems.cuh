@@ -7,12 +7,18 @@
  * Arithmetic: on the GPU the correctly rounded intrinsics (__fadd_rn, __fmul_rn, __fdiv_rn and
  * their double forms), which nvcc never contracts into an FMA; on the host plain operators,
  * which x86-64 without -mfma cannot contract either. Both are the CPU kernels' operations.
+ * float16 and bfloat16 (T = __half, __nv_bfloat16) are read widened to float32 (exact) and
+ * computed in float32; each function returns the wide value (Wide<T>::type), which the kernel
+ * rounds once to T (Wide<T>::narrow): the CPU's float32 kernel between its two conversions,
+ * bit for bit.
  */
 #ifndef TFL_CUDA_POOL_ELEMS_CUH
 #define TFL_CUDA_POOL_ELEMS_CUH
 
 #include "cu_launch.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -77,6 +83,23 @@ TFLCU_HD double inv_count(int64_t count, double)
 }
 #endif
 
+/* the type a stored element is computed in, its widening (exact) and the rounding back */
+template <typename T> struct Wide {
+    typedef T type;
+    static TFLCU_HD T of(T v) { return v; }
+    static TFLCU_HD T narrow(T v) { return v; }
+};
+template <> struct Wide<__half> {
+    typedef float type;
+    static TFLCU_HD float of(__half v) { return __half2float(v); }
+    static TFLCU_HD __half narrow(float v) { return __float2half_rn(v); }
+};
+template <> struct Wide<__nv_bfloat16> {
+    typedef float type;
+    static TFLCU_HD float of(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static TFLCU_HD __nv_bfloat16 narrow(float v) { return __float2bfloat16_rn(v); }
+};
+
 /* output o's window along one axis, clipped to [0, in): [*a, *b) (k_pool.c's window()) */
 TFLCU_HD void window(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t in, int64_t *a,
                      int64_t *b)
@@ -116,12 +139,13 @@ TFLCU_HD Win out_window(const tflcu_pool &g, int64_t e)
 }
 
 /* the window's max, folded from its first position (pool_loops.h's max_pool_row) */
-template <typename T> TFLCU_HD T window_max(const tflcu_pool &g, const T *xn, const Win &w)
+template <typename T>
+TFLCU_HD typename Wide<T>::type window_max(const tflcu_pool &g, const T *xn, const Win &w)
 {
-    T m = xn[(w.hs * g.w + w.ws) * g.c + w.c];
+    typename Wide<T>::type m = Wide<T>::of(xn[(w.hs * g.w + w.ws) * g.c + w.c]);
     for (int64_t ih = w.hs; ih < w.he; ih++)
         for (int64_t iw = ih == w.hs ? w.ws + 1 : w.ws; iw < w.we; iw++) {
-            T v = xn[(ih * g.w + iw) * g.c + w.c];
+            typename Wide<T>::type v = Wide<T>::of(xn[(ih * g.w + iw) * g.c + w.c]);
             m = v > m ? v : m;
         }
     return m;
@@ -130,40 +154,44 @@ template <typename T> TFLCU_HD T window_max(const tflcu_pool &g, const T *xn, co
 /* the first position (ih W + iw) whose value equals the window's max, or -1 (a NaN max) */
 template <typename T> TFLCU_HD int64_t window_argmax(const tflcu_pool &g, const T *xn, const Win &w)
 {
-    T m = window_max(g, xn, w);
+    typename Wide<T>::type m = window_max(g, xn, w);
     for (int64_t ih = w.hs; ih < w.he; ih++)
         for (int64_t iw = w.ws; iw < w.we; iw++)
-            if (xn[(ih * g.w + iw) * g.c + w.c] == m) return ih * g.w + iw;
+            if (Wide<T>::of(xn[(ih * g.w + iw) * g.c + w.c]) == m) return ih * g.w + iw;
     return -1;
 }
 
 /* MaxPool, output element e */
-template <typename T> TFLCU_HD T max_pool_at(const tflcu_pool &g, const T *x, int64_t e)
+template <typename T>
+TFLCU_HD typename Wide<T>::type max_pool_at(const tflcu_pool &g, const T *x, int64_t e)
 {
     Win w = out_window(g, e);
     return window_max(g, x + w.n * g.h * g.w * g.c, w);
 }
 
 /* AvgPool, output element e: the window's positions summed row-major from 0, times 1/count */
-template <typename T> TFLCU_HD T avg_pool_at(const tflcu_pool &g, const T *x, int64_t e)
+template <typename T>
+TFLCU_HD typename Wide<T>::type avg_pool_at(const tflcu_pool &g, const T *x, int64_t e)
 {
+    typedef typename Wide<T>::type A;
     Win w = out_window(g, e);
     const T *xn = x + w.n * g.h * g.w * g.c;
-    T acc = 0;
+    A acc = 0;
     for (int64_t ih = w.hs; ih < w.he; ih++)
         for (int64_t iw = w.ws; iw < w.we; iw++)
-            acc = add_rn(acc, xn[(ih * g.w + iw) * g.c + w.c]);
-    return mul_rn(acc, inv_count((w.he - w.hs) * (w.we - w.ws), T()));
+            acc = add_rn(acc, Wide<T>::of(xn[(ih * g.w + iw) * g.c + w.c]));
+    return mul_rn(acc, inv_count((w.he - w.hs) * (w.we - w.ws), A()));
 }
 
 /* MaxPoolGradGrad, output element e: gg at the window's argmax of x, 0 where there is none */
 template <typename T>
-TFLCU_HD T max_pool_grad_grad_at(const tflcu_pool &g, const T *x, const T *gg, int64_t e)
+TFLCU_HD typename Wide<T>::type max_pool_grad_grad_at(const tflcu_pool &g, const T *x, const T *gg,
+                                                      int64_t e)
 {
     Win w = out_window(g, e);
     const int64_t img = w.n * g.h * g.w * g.c;
     int64_t p = window_argmax(g, x + img, w);
-    return p >= 0 ? gg[img + p * g.c + w.c] : (T)0;
+    return p >= 0 ? Wide<T>::of(gg[img + p * g.c + w.c]) : (typename Wide<T>::type)0;
 }
 
 /* MaxPoolGrad, step 1, output element e: its window's argmax (ih W + iw), or -1 */
@@ -194,33 +222,37 @@ TFLCU_HD Cover in_cover(const tflcu_pool &g, int64_t e)
 /* MaxPoolGrad, step 2, input element e: the sum of dy over the windows whose argmax (arg, from
  * step 1) e is, in the windows' row-major order, from +0 */
 template <typename T>
-TFLCU_HD T max_pool_grad_at(const tflcu_pool &g, const int64_t *arg, const T *dy, int64_t e)
+TFLCU_HD typename Wide<T>::type max_pool_grad_at(const tflcu_pool &g, const int64_t *arg,
+                                                 const T *dy, int64_t e)
 {
     Cover v = in_cover(g, e);
     const int64_t pos = v.ih * g.w + v.iw;
-    T acc = 0;
+    typename Wide<T>::type acc = 0;
     for (int64_t oh = v.oh0; oh <= v.oh1; oh++)
         for (int64_t ow = v.ow0; ow <= v.ow1; ow++) {
             int64_t o = ((v.n * g.oh + oh) * g.ow + ow) * g.c + v.c;
-            if (arg[o] == pos) acc = add_rn(acc, dy[o]);
+            if (arg[o] == pos) acc = add_rn(acc, Wide<T>::of(dy[o]));
         }
     return acc;
 }
 
 /* AvgPoolGrad, input element e: the sum of dy * (1 / count) over the windows containing e, in
  * the windows' row-major order, from +0 (each product rounded, then added) */
-template <typename T> TFLCU_HD T avg_pool_grad_at(const tflcu_pool &g, const T *dy, int64_t e)
+template <typename T>
+TFLCU_HD typename Wide<T>::type avg_pool_grad_at(const tflcu_pool &g, const T *dy, int64_t e)
 {
+    typedef typename Wide<T>::type A;
     Cover v = in_cover(g, e);
-    T acc = 0;
+    A acc = 0;
     for (int64_t oh = v.oh0; oh <= v.oh1; oh++) {
         int64_t hs, he;
         window(oh, g.sh, g.pt, g.kh, g.h, &hs, &he);
         for (int64_t ow = v.ow0; ow <= v.ow1; ow++) {
             int64_t ws, we;
             window(ow, g.sw, g.pl, g.kw, g.w, &ws, &we);
-            const T inv = inv_count((he - hs) * (we - ws), T());
-            acc = add_rn(acc, mul_rn(dy[((v.n * g.oh + oh) * g.ow + ow) * g.c + v.c], inv));
+            const A inv = inv_count((he - hs) * (we - ws), A());
+            acc = add_rn(acc,
+                         mul_rn(Wide<T>::of(dy[((v.n * g.oh + oh) * g.ow + ow) * g.c + v.c]), inv));
         }
     }
     return acc;

@@ -6,7 +6,8 @@
  * intrinsics: window clipping, SAME padding, strides larger than the window, ties (integer
  * inputs), NaNs and signed zeros, overlapping windows, the gathers' order of additions and
  * the divisor. Random geometries from a fixed generator, float32 and float64, a few large
- * enough for the CPU to run threaded. Built only with the CUDA backend (it needs nvcc).
+ * enough for the CPU to run threaded; float16 and bfloat16 against the CPU's float32 path
+ * between its conversions. Built only with the CUDA backend (it needs nvcc).
  *
  * The one allowed difference: MaxPoolGrad with disjoint windows (strides >= window) may give
  * +0.0 where the CPU's vectorized channels keep a dy of -0.0 (equal values; k_pool.cu's
@@ -27,6 +28,8 @@ extern "C" { /* cmocka.h has no C++ linkage block of its own */
 #include <string.h>
 
 #include <tapeflow/tapeflow.h>
+
+#include <type_traits>
 
 #include "pool_elems.cuh"
 
@@ -166,6 +169,102 @@ static void run(tfl_ctx *ctx, tally *t, int64_t N, int64_t H, int64_t W, int64_t
     free(arg);
 }
 
+/* float16 and bfloat16 (H): the same element functions on 16-bit data, rounded once, against
+ * the CPU's op on the 16-bit tensor (its float32 kernel between two conversions), bit for bit
+ * (any NaN equals any NaN; the same signed-zero allowance) */
+template <typename H>
+static void compare16(tally *t, const char *what, const char *geo, tfl_tensor *ref, const H *got,
+                      int64_t n, bool zero_sign_ok)
+{
+    if (t->first[0]) return;
+    if (!ref || tfl_tensor_numel(ref) != n) {
+        snprintf(t->first, sizeof t->first, "%s %s: the CPU op failed or has another size", what,
+                 geo);
+        return;
+    }
+    H *cpu = (H *)malloc(sizeof(H) * (size_t)(n ? n : 1));
+    assert_int_equal(tfl_tensor_to_host(ref, cpu, sizeof(H) * (size_t)n), TFL_OK);
+    for (int64_t i = 0; i < n && !t->first[0]; i++) {
+        t->checked++;
+        float a = Wide<H>::of(cpu[i]), b = Wide<H>::of(got[i]);
+        if (!memcmp(&cpu[i], &got[i], sizeof(H)) || (std::isnan(a) && std::isnan(b))) continue;
+        if (zero_sign_ok && a == 0 && b == 0) {
+            t->zero_sign++;
+            continue;
+        }
+        snprintf(t->first, sizeof t->first, "%s %s [%lld]: cpu %.9g, kernel %.9g", what, geo,
+                 (long long)i, (double)a, (double)b);
+    }
+    free(cpu);
+}
+
+template <typename H>
+static void run16(tfl_ctx *ctx, tally *t, int64_t N, int64_t H_, int64_t W, int64_t C, int kh,
+                  int kw, int sh, int sw, bool same, int mode)
+{
+    const tfl_dtype dt = std::is_same<H, __half>::value ? TFL_DTYPE_FLOAT16 : TFL_DTYPE_BFLOAT16;
+    int64_t oh, ow, pt, pl;
+    axis(H_, kh, sh, same, &oh, &pt);
+    axis(W, kw, sw, same, &ow, &pl);
+    if (oh <= 0 || ow <= 0) return;
+    const tflcu_pool g = {N, H_, W, C, kh, kw, oh, ow, sh, sw, pt, pl};
+    const int64_t nin = N * H_ * W * C, nout = N * oh * ow * C;
+    H *x = (H *)malloc(sizeof(H) * (size_t)nin), *gg = (H *)malloc(sizeof(H) * (size_t)nin);
+    H *dy = (H *)malloc(sizeof(H) * (size_t)nout);
+    H *y = (H *)malloc(sizeof(H) * (size_t)nout), *dx = (H *)malloc(sizeof(H) * (size_t)nin);
+    int64_t *arg = (int64_t *)malloc(sizeof(int64_t) * (size_t)nin);
+    for (int64_t i = 0; i < nin; i++) {
+        double u = unit();
+        float v = mode == 0   ? (float)(4 * u - 2)
+                  : mode == 1 ? (float)(int)(3 * u)
+                  : u < 0.1   ? NAN
+                  : u < 0.3   ? -0.0f
+                  : u < 0.5   ? 0.0f
+                              : (float)(int)(3 * u);
+        x[i] = Wide<H>::narrow(v);
+        gg[i] = Wide<H>::narrow((float)(4 * unit() - 2));
+    }
+    for (int64_t i = 0; i < nout; i++)
+        dy[i] = Wide<H>::narrow(unit() < 0.05 ? -0.0f : (float)(4 * unit() - 2));
+    char geo[160];
+    snprintf(geo, sizeof geo, "(%s, x %lldx%lldx%lldx%lld, window %dx%d, strides %dx%d, %s, mode %d)",
+             tfl_dtype_name(dt), (long long)N, (long long)H_, (long long)W, (long long)C, kh, kw,
+             sh, sw, same ? "SAME" : "VALID", mode);
+    const int64_t xs[4] = {N, H_, W, C}, ys[4] = {N, oh, ow, C};
+    const tfl_pool2d_opts o = {{kh, kw}, {sh, sw}, same ? TFL_PADDING_SAME : TFL_PADDING_VALID};
+    tfl_frame_push(ctx);
+    tfl_tensor *tx = tfl_tensor_new(ctx, dt, 4, xs, x);
+    tfl_tensor *tdy = tfl_tensor_new(ctx, dt, 4, ys, dy);
+    tfl_tensor *tgg = tfl_tensor_new(ctx, dt, 4, xs, gg);
+    for (int64_t e = 0; e < nout; e++)
+        y[e] = Wide<H>::narrow(max_pool_at(g, x, e));
+    compare16(t, "MaxPool", geo, tfl_max_pool2d(ctx, tx, &o), y, nout, false);
+    for (int64_t e = 0; e < nout; e++)
+        y[e] = Wide<H>::narrow(avg_pool_at(g, x, e));
+    compare16(t, "AvgPool", geo, tfl_avg_pool2d(ctx, tx, &o), y, nout, false);
+    for (int64_t e = 0; e < nout; e++)
+        y[e] = Wide<H>::narrow(max_pool_grad_grad_at(g, x, gg, e));
+    compare16(t, "MaxPoolGradGrad", geo, tfl__max_pool_grad_grad(ctx, tx, tgg, &o), y, nout,
+              false);
+    for (int64_t e = 0; e < nout; e++)
+        arg[e] = argmax_at(g, x, e);
+    for (int64_t e = 0; e < nin; e++)
+        dx[e] = Wide<H>::narrow(max_pool_grad_at(g, arg, dy, e));
+    compare16(t, "MaxPoolGrad", geo, tfl__max_pool_grad(ctx, tx, tdy, &o), dx, nin,
+              sh >= kh && sw >= kw);
+    for (int64_t e = 0; e < nin; e++)
+        dx[e] = Wide<H>::narrow(avg_pool_grad_at(g, dy, e));
+    compare16(t, "AvgPoolGrad", geo, tfl__avg_pool_grad(ctx, xs, tdy, &o), dx, nin, false);
+    assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
+    tfl_frame_pop(ctx);
+    free(x);
+    free(gg);
+    free(dy);
+    free(y);
+    free(dx);
+    free(arg);
+}
+
 static void check(tally *t)
 {
     if (t->first[0]) print_message("%s\n", t->first);
@@ -195,6 +294,32 @@ static void test_random_geometries(void **state)
         else
             run<double>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
     }
+    check(&t);
+    tfl_ctx_free(ctx);
+}
+
+/* float16 and bfloat16: random geometries as above */
+static void test_16_bit(void **state)
+{
+    (void)state;
+    tfl_status st;
+    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    assert_non_null(ctx);
+    static const int64_t cs[5] = {1, 3, 16, 19, 40};
+    tally t = {0, 0, ""};
+    for (int it = 0; it < 200 && !t.first[0]; it++) {
+        int64_t N = 1 + (int)(unit() * 3), H = 1 + (int)(unit() * 9), W = 1 + (int)(unit() * 9);
+        int64_t C = cs[(int)(unit() * 5)];
+        int kh = 1 + (int)(unit() * 4), kw = 1 + (int)(unit() * 4);
+        int sh = 1 + (int)(unit() * 4), sw = 1 + (int)(unit() * 4);
+        bool same = unit() < 0.5;
+        int mode = (int)(unit() * 3);
+        if (it % 2)
+            run16<__half>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
+        else
+            run16<__nv_bfloat16>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
+    }
+    run16<__nv_bfloat16>(ctx, &t, 2, 28, 28, 64, 2, 2, 2, 2, false, 0); /* big_cnn's first pool */
     check(&t);
     tfl_ctx_free(ctx);
 }
@@ -241,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_geometries),
         cmocka_unit_test(test_threaded_sizes),
+        cmocka_unit_test(test_16_bit),
         cmocka_unit_test(test_known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
