@@ -19,6 +19,13 @@
  *   - refusals: work a replay would get wrong makes the recording fail, with the reason: a
  *     host read of device memory, random values (Dropout, tfl_random_*), work on another device
  *     or stream, copies into memory the span does not know.
+ * Before each replay the trace checks that the replay may write what it writes (replayable():
+ * its outputs and input buffers held by it alone, every other block of its pool free, each
+ * variable alone on the memory it had); otherwise the caller records again.
+ * What "frozen" assumes: a tensor from before the span that the span reads is never written
+ * in place afterwards (true of what the fit loop's pass reads: constants and cached tensors;
+ * its batch is copied into the trace's buffers first, variables are checked). A new caller of
+ * this API must copy in, as inputs, whatever it rewrites between replays.
  * The caller (layers/fit.c) decides when to record and what a refusal means (plain steps).
  */
 #include "internal.h"
@@ -353,6 +360,10 @@ tfl__trace *tfl__trace_end(tfl__trace *tr, int n_out, tfl_tensor *const *out, ch
     if (!tr->outs) tr->refused = true, snprintf(tr->why, sizeof tr->why, "out of host memory");
     ctx->trace = tr; /* for see()'s refusals */
     for (int i = 0; i < n_out && !tr->refused; i++) {
+        for (int j = 0; out[i] && j < i; j++)
+            if (out[j] && out[j]->storage == out[i]->storage) /* one tensor, or views of one */
+                tfl__trace_refuse(ctx, "two of its outputs share memory");
+        if (tr->refused) break;
         if (out[i] && tfl__tensor_device(out[i]) != dev) refusef(tr, "an output is on %s",
                                                                 tfl_tensor_device(out[i]));
         else if (out[i] && !see(tr, out[i])) break;
@@ -461,17 +472,44 @@ static void capture(tfl__trace *tr)
     memcpy(ctx->err_msg, msg, sizeof msg);
 }
 
+/* One of the trace's own tensors (an input buffer or an output), held by the trace alone: no
+ * caller's reference, no view. Adds its block to *own when it is of the pool. */
+static bool alone(const tfl__trace *tr, const tfl_tensor *t, size_t *own)
+{
+    if (!t) return true;
+    if (t->refs != 1 || t->storage->refs != 1) return false;
+    *own += t->storage->block && t->storage->block->pool == &tr->pool;
+    return true;
+}
+
+/* Whether a replay may write what the recorded work writes: every block of the pool is free
+ * or one of the trace's own tensors held by it alone (a gradient a hook kept from the last
+ * step, a view of an output, a layer's cache made during the recording would otherwise be
+ * rewritten under their holders), and each variable has the memory it had, to itself (a
+ * snapshot sharing it would see an in-place write where a plain step copies on write). */
+static bool replayable(const tfl__trace *tr)
+{
+    for (size_t i = 0; i < tr->n_vars; i++) {
+        const tfl_tensor *v = tr->vars[i].var;
+        if (v->storage->data != tr->vars[i].data || v->storage->refs != 1) return false;
+    }
+    size_t own = 0, free_blocks = 0;
+    for (int i = 0; i < tr->n_ins; i++)
+        if (!alone(tr, tr->ins[i], &own)) return false;
+    for (int i = 0; i < tr->n_outs; i++)
+        if (!alone(tr, tr->outs[i], &own)) return false;
+    for (int c = 0; c < TFL_ALLOC_CLASSES; c++)
+        for (const tfl__block *b = tr->pool.free_lists[c]; b; b = b->next) free_blocks++;
+    return own + free_blocks == tr->pool.n_held;
+}
+
 tfl_status tfl__trace_replay(tfl__trace *tr, int n_in, const tfl_tensor *const *in,
                              tfl_tensor **in_copies, tfl_tensor **out, bool *stale)
 {
     tfl_ctx *ctx = tr->ctx;
     tfl__device *dev = tr->dev;
-    *stale = false;
-    for (size_t i = 0; i < tr->n_vars; i++)
-        if (tr->vars[i].var->storage->data != tr->vars[i].data) {
-            *stale = true;
-            return TFL_OK;
-        }
+    *stale = !replayable(tr);
+    if (*stale) return TFL_OK;
     TFL_CHECK(ctx, n_in == tr->n_ins && !ctx->trace, TFL_INTERNAL,
               "recorded steps: a replay with %d inputs of %d%s", n_in, tr->n_ins,
               ctx->trace ? " while a step records" : "");

@@ -273,8 +273,25 @@ static tfl_status graph_step(tfl_model *m, tfl__step_graph *g, const tfl_tensor 
     if (!record) return forward_backward(m, *x, *y, pred, per, loss);
     graph_drop(g);
     g->records++;
+    /* variables that share memory with a snapshot move now, not inside the recorded pass */
+    int n_all = tfl_model_variables(m, TFL_VARS_ALL, NULL, 0);
+    tfl_tensor **all = tfl__calloc(ctx, sizeof *all * (size_t)(n_all > 0 ? n_all : 1));
+    if (!all) return tfl_ctx_status(ctx);
+    n_all = tfl_model_variables(m, TFL_VARS_ALL, all, n_all);
+    tfl_status own = TFL_OK;
+    for (int i = 0; i < n_all && own == TFL_OK; i++) own = tfl__variable_own(all[i]);
+    tfl__host_free(ctx, all);
+    if (own != TFL_OK) return own;
+    tfl_error before = tfl_ctx_error(ctx);
     tfl__trace *tr = tfl__trace_begin(ctx, key.dev, 2, in, copies);
-    if (!tr) return tfl_ctx_status(ctx);
+    if (!tr) { /* no room for the input buffers, say: the steps stay plain */
+        tfl__log(ctx, TFL_LOG_INFO, "tfl_model_fit: %s: the step is not recorded: %s; steps "
+                 "run op by op", m->name, tfl_ctx_error(ctx).message);
+        if (before.code == TFL_OK) tfl_ctx_clear_error(ctx);
+        g->refused = key;
+        g->have_refused = true;
+        return forward_backward(m, *x, *y, pred, per, loss);
+    }
     *x = copies[0];
     *y = copies[1];
     tfl_status st = forward_backward(m, *x, *y, pred, per, loss);

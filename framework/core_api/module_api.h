@@ -116,8 +116,10 @@ tfl__trace *tfl__trace_begin(tfl_ctx *ctx, tfl__device *dev, int n_in,
 tfl__trace *tfl__trace_end(tfl__trace *tr, int n_out, tfl_tensor *const *out, char *why,
                            size_t size);
 /** Replays on new inputs (the recorded dtypes and shapes): in_copies and out as begin gave
- * and end took (frame-owned). *stale, with nothing done, when a variable the span uses no
- * longer has the memory it had (free the trace and record again). */
+ * and end took (frame-owned: release them, and every view of them, before the next replay).
+ * *stale, with nothing done, when the replay may not write what it writes: a variable the
+ * span uses no longer has the memory it had or shares it (a snapshot), an output or a block of
+ * the recording is still held by someone (free the trace and record again). */
 tfl_status tfl__trace_replay(tfl__trace *tr, int n_in, const tfl_tensor *const *in,
                              tfl_tensor **in_copies, tfl_tensor **out, bool *stale);
 void tfl__trace_free(tfl__trace *tr);

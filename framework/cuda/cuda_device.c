@@ -332,7 +332,7 @@ static tfl_status cu_graph_capture(tfl__device *dev, tfl_status (*issue)(void *a
     cudaError_t e = cudaStreamEndCapture(cu->stream, &g);
     cu->capturing = false;
     if (st == TFL_OK && e != cudaSuccess) st = tfl__cuda_check(dev, e, "cudaStreamEndCapture");
-    (void)cudaGetLastError(); /* a failed capture leaves nothing behind */
+    if (st != TFL_OK) (void)cudaGetLastError(); /* a failed capture leaves nothing behind */
     cu_graph *out = NULL;
     if (st == TFL_OK) {
         out = tfl__host_alloc(dev->ctx, sizeof *out, 64);

@@ -89,10 +89,19 @@ static void refused(const tfl__kcall *k, unsigned logged_bit, const tfl_tensor *
 }
 
 /* a call failing at run time: logged, off_bit's combination (op, dtype, layout) off for the
- * device */
-static void failed(const tfl__kcall *k, unsigned off_bit, const tfl_tensor *x, cudnnStatus_t r)
+ * device; false (the caller runs tapeflow's kernel). While the device's work is captured into
+ * a graph (recorded steps): the call fails instead (true, *st the error), so that the capture
+ * fails and the recorded calls run as they ran, cuDNN's included, not another kernel. */
+static bool failed(const tfl__kcall *k, unsigned off_bit, const tfl_tensor *x, cudnnStatus_t r,
+                   tfl_status *st)
 {
     char s[128];
+    if (tfl__cuda(k->dev)->capturing) {
+        *st = tfl__set_error(k->ctx, TFL_FAILED_PRECONDITION, "%s on %s: cuDNN failed while its "
+                             "work was captured into a CUDA graph: %s", op_name(k), k->dev->name,
+                             cudnnGetErrorString(r));
+        return true;
+    }
     tfl__cuda(k->dev)->dnn_norm |= off_bit;
     tfl__log(k->ctx, TFL_LOG_WARNING,
              "%s on %s: cuDNN failed for x of shape %s (%s): %s runs tapeflow's kernel on this "
@@ -103,6 +112,7 @@ static void failed(const tfl__kcall *k, unsigned off_bit, const tfl_tensor *x, c
              : x->rank == 4             ? " NHWC x"
                                         : " x of rank other than 4");
     (void)cudaGetLastError(); /* a launch error of the failed call must not stick */
+    return false;
 }
 
 static bool data_type(const tfl_tensor *x, cudnnDataType_t *dt)
@@ -167,6 +177,7 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
         return false;
     }
     cudnnTensorDescriptor_t xd = NULL, pd = NULL;
+    bool handled = false; /* a failure that fails the call (failed()) */
     cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL;
     cudnnStatus_t r = cudnnCreateTensorDescriptor(&xd);
     if (r == CUDNN_STATUS_SUCCESS) r = cudnnCreateTensorDescriptor(&pd);
@@ -187,11 +198,11 @@ bool tfl__cudnn_batch_norm(const tfl__kcall *k, const tfl_tensor *const in[5], t
         if (r == CUDNN_STATUS_SUCCESS)
             *st = TFL_OK;
         else
-            failed(k, off, x, r);
+            handled = failed(k, off, x, r, st);
     }
     if (pd) (void)cudnnDestroyTensorDescriptor(pd);
     if (xd) (void)cudnnDestroyTensorDescriptor(xd);
-    return r == CUDNN_STATUS_SUCCESS;
+    return r == CUDNN_STATUS_SUCCESS || handled;
 }
 
 bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer, int64_t n,
@@ -219,6 +230,7 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
         return false;
     }
     cudnnTensorDescriptor_t xd = NULL;
+    bool handled = false;
     cudnnStatus_t r = cudnnCreateTensorDescriptor(&xd);
     if (r == CUDNN_STATUS_SUCCESS)
         r = cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, dt, (int)outer, (int)n, 1, 1);
@@ -237,8 +249,8 @@ bool tfl__cudnn_softmax(const tfl__kcall *k, const tfl_tensor *x, int64_t outer,
         if (r == CUDNN_STATUS_SUCCESS)
             *st = TFL_OK;
         else
-            failed(k, off, x, r);
+            handled = failed(k, off, x, r, st);
     }
     if (xd) (void)cudnnDestroyTensorDescriptor(xd);
-    return r == CUDNN_STATUS_SUCCESS;
+    return r == CUDNN_STATUS_SUCCESS || handled;
 }

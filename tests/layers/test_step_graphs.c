@@ -16,15 +16,46 @@
 
 enum { ROWS = 100, BATCH = 16, EPOCHS = 3, MAX_STEPS = 64 };
 
+typedef enum { KEEP_NONE, KEEP_GRADIENT, KEEP_SNAPSHOT } keep_kind;
+
 typedef struct run {
     double loss[MAX_STEPS];
     bool replayed[MAX_STEPS];
     int steps, replays;
+    keep_kind keep;  /* what a callback keeps from step KEEP_AT to step KEEP_UNTIL */
+    tfl_tensor *kept;
+    float kept_then[64], kept_now[64];
+    int64_t kept_n;
     float *vars;     /* every variable's values, in model order */
     int64_t n_vals;
     double loss_scale;
     char log[4096];  /* the INFO lines of fit */
 } run;
+
+enum { KEEP_AT = 4, KEEP_UNTIL = 9 }; /* 0-based steps: a replayed one, then three later */
+
+static void values_of(tfl_tensor *t, float *dst, int64_t *n)
+{
+    *n = tfl_tensor_numel(t) < 64 ? tfl_tensor_numel(t) : 64;
+    for (int64_t j = 0; j < *n; j++) {
+        double d = NAN;
+        assert_int_equal(tfl_tensor_get(t, j, &d), TFL_OK);
+        dst[j] = (float)d;
+    }
+}
+
+/* A gradient-accumulation hook's way: keep the first gradient of step KEEP_AT. */
+static tfl_status on_gradients(tfl_model *m, int n, tfl_tensor *const *vars, tfl_tensor **grads,
+                               const tfl_step_logs *sl, void *user, bool *skip)
+{
+    (void)m, (void)n, (void)vars, (void)sl, (void)skip;
+    run *r = user;
+    if (r->keep == KEEP_GRADIENT && r->steps == KEEP_AT) {
+        r->kept = tfl_tensor_retain(grads[0]);
+        values_of(r->kept, r->kept_then, &r->kept_n);
+    }
+    return TFL_OK;
+}
 
 static tfl_status on_step(tfl_model *m, const tfl_step_logs *sl, void *user, bool *stop)
 {
@@ -33,6 +64,23 @@ static tfl_status on_step(tfl_model *m, const tfl_step_logs *sl, void *user, boo
     tfl_step_logs now;
     tfl_status st = tfl_step_logs_read(m, sl, &now);
     if (st != TFL_OK || r->steps >= MAX_STEPS) return st;
+    if (r->keep == KEEP_SNAPSHOT && r->steps == KEEP_AT) { /* as early stopping's best weights */
+        tfl_tensor *v[32];
+        int nv = tfl_model_variables(m, TFL_VARS_ALL, v, 32);
+        for (int i = 0; i < nv && !r->kept; i++)
+            if (strstr(tfl_variable_name(v[i]), "moving_mean"))
+                r->kept = tfl_keep(tfl_variable_read(v[i]));
+        assert_non_null(r->kept);
+        values_of(r->kept, r->kept_then, &r->kept_n);
+    }
+    if (r->kept && r->steps == KEEP_UNTIL) { /* what was kept has not changed since */
+        values_of(r->kept, r->kept_now, &r->kept_n);
+        if (memcmp(r->kept_then, r->kept_now, sizeof(float) * (size_t)r->kept_n) != 0)
+            fail_msg("a tensor kept at step %d changed by step %d: %.9g -> %.9g", KEEP_AT + 1,
+                     KEEP_UNTIL + 1, (double)r->kept_then[0], (double)r->kept_now[0]);
+        tfl_tensor_release(r->kept);
+        r->kept = NULL;
+    }
     r->loss[r->steps] = now.loss;
     r->replayed[r->steps++] = sl->replayed;
     r->replays += sl->replayed;
@@ -126,9 +174,11 @@ static tfl_model *model(tfl_ctx *ctx, model_kind k)
 }
 
 /* Trains model k on GPU:0 for EPOCHS epochs from seed 11, with or without recorded steps. */
-static void train(model_kind k, tfl_precision policy, double loss_scale, bool graphs, run *r)
+static void train_keeping(model_kind k, tfl_precision policy, double loss_scale, bool graphs,
+                          keep_kind keep, run *r)
 {
     memset(r, 0, sizeof *r);
+    r->keep = keep;
     tfl_ctx_opts co = {0};
     co.log_fn = log_fn;
     co.log_user = r;
@@ -150,7 +200,7 @@ static void train(model_kind k, tfl_precision policy, double loss_scale, bool gr
     assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
                                        TFL_METRIC_ACCURACY),
                      TFL_OK);
-    tfl_callback cb = {.on_step_end = on_step, .user = r};
+    tfl_callback cb = {.on_step_end = on_step, .on_gradients = on_gradients, .user = r};
     tfl_fit_opts fo = {.epochs = EPOCHS, .batch_size = BATCH, .shuffle = true, .seed = 5,
                        .callbacks = &cb, .n_callbacks = 1, .step_graphs = graphs,
                        .sync_every = 4};
@@ -182,6 +232,11 @@ static void train(model_kind k, tfl_precision policy, double loss_scale, bool gr
     assert_int_equal(after.bytes_in_use, before.bytes_in_use);
     assert_int_equal(tfl_ctx_status(ctx), TFL_OK);
     tfl_ctx_free(ctx);
+}
+
+static void train(model_kind k, tfl_precision policy, double loss_scale, bool graphs, run *r)
+{
+    train_keeping(k, policy, loss_scale, graphs, KEEP_NONE, r);
 }
 
 static void same_runs(const run *a, const run *b, const char *what)
@@ -288,6 +343,76 @@ static void replays_mixed_precision(void **state)
     free(rec.vars);
 }
 
+/* What a callback keeps is never rewritten by a later replay: a gradient kept by an
+ * on_gradients hook (a replay would write the next step's into it), a snapshot of
+ * BatchNormalization's moving mean (the recorded pass assigns it in place, where a plain step
+ * copies on write). While they are held the steps run plainly (and are recorded again); the
+ * results are the plain run's bit for bit, and later steps replay again. */
+static void kept_tensors_stay(void **state)
+{
+    (void)state;
+    const keep_kind keeps[2] = {KEEP_GRADIENT, KEEP_SNAPSHOT};
+    const model_kind kinds[2] = {MLP, CNN_BN};
+    for (int i = 0; i < 2; i++) {
+        run plain, rec;
+        train_keeping(kinds[i], TFL_PRECISION_FLOAT32, 0, false, keeps[i], &plain);
+        train_keeping(kinds[i], TFL_PRECISION_FLOAT32, 0, true, keeps[i], &rec);
+        assert_true(rec.replayed[KEEP_AT]);         /* the step whose tensor was kept */
+        assert_false(rec.replayed[KEEP_AT + 1]);    /* held: plain */
+        assert_true(rec.replayed[KEEP_UNTIL + 2]);  /* released: recorded again, replayed */
+        assert_true(rec.replays >= expected_replays() - 8);
+        same_runs(&plain, &rec, i ? "snapshot" : "gradient");
+        free(plain.vars);
+        free(rec.vars);
+    }
+}
+
+/* A step that fails while it is recorded (a label out of range) fails fit with the op's
+ * message and leaves nothing behind: the context runs ops as before, and every block of the
+ * recording is back in the cache. */
+static void failure_while_recording(void **state)
+{
+    (void)state;
+    tfl_status st = TFL_OK;
+    tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
+    assert_non_null(ctx);
+    tfl_alloc_stats before;
+    assert_int_equal(tfl_alloc_stats_get(ctx, "GPU:0", &before), TFL_OK);
+    float *x = malloc(sizeof(float) * ROWS * 12);
+    int32_t *y = malloc(sizeof(int32_t) * ROWS);
+    assert_true(x && y);
+    for (int i = 0; i < ROWS * 12; i++) x[i] = (float)(i % 7) * 0.1f;
+    for (int i = 0; i < ROWS; i++) y[i] = i == 2 * BATCH + 5 ? 7 : i % 3; /* the third batch */
+    tfl_dataset *ds = rows_dataset(ctx, ROWS, 12, x, y);
+    tfl_model *m = model(ctx, MLP);
+    tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_SGD, TFL_FORMULA_DEFAULT);
+    tfl_optimizer *opt = tfl_optimizer_new(ctx, &o);
+    assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0),
+                     TFL_OK);
+    run r;
+    memset(&r, 0, sizeof r);
+    tfl_callback cb = {.on_step_end = on_step, .user = &r};
+    tfl_fit_opts fo = {.epochs = 1, .batch_size = BATCH, .callbacks = &cb, .n_callbacks = 1,
+                       .step_graphs = true};
+    assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_INVALID_ARGUMENT);
+    assert_int_equal(r.steps, 2); /* the third step, the one recorded, failed */
+    assert_has(tfl_ctx_error(ctx).message, "7");
+    tfl_ctx_clear_error(ctx);
+    /* ops run plainly again: an evaluation on GPU:0 */
+    double loss = NAN;
+    tfl_dataset *good = data(ctx, MLP);
+    assert_int_equal(tfl_model_evaluate(m, good, BATCH, &loss, NULL), TFL_OK);
+    assert_true(isfinite(loss));
+    tfl_model_free(m);
+    tfl_optimizer_free(opt);
+    tfl_dataset_free(ds);
+    tfl_dataset_free(good);
+    tfl_alloc_stats after;
+    assert_int_equal(tfl_alloc_stats_get(ctx, "GPU:0", &after), TFL_OK);
+    assert_int_equal(after.bytes_in_use, before.bytes_in_use);
+    tfl_ctx_free(ctx);
+}
+
 /* On the CPU there is nothing to record (its kernels run as they are called): the option
  * changes nothing. */
 static void cpu_steps_stay_plain(void **state)
@@ -324,6 +449,8 @@ int main(void)
         cmocka_unit_test(replays_attention),
         cmocka_unit_test(refuses_dropout),
         cmocka_unit_test(replays_mixed_precision),
+        cmocka_unit_test(kept_tensors_stay),
+        cmocka_unit_test(failure_while_recording),
         cmocka_unit_test_setup_teardown(cpu_steps_stay_plain, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
