@@ -370,6 +370,9 @@ typedef struct tfl_fit_opts {
      * the recording fail, and the steps stay plain (logged once at INFO, with the reason):
      * random values (Dropout), host reads of device values inside the pass, work on a second
      * device. The update, the callbacks and the metrics run as always after the replay.
+     * A step replays only when nothing else holds what the replay writes (a gradient a hook
+     * kept past its step, a snapshot of a variable the pass assigns, as BatchNormalization's
+     * statistics): those steps run plainly and are recorded again.
      * Memory: the recording keeps the blocks of its step (about the step's peak) until fit
      * returns. tfl_step_logs.replayed tells which steps replayed. */
     bool step_graphs;
