@@ -19,8 +19,9 @@
  *      mixed policies, bfloat16 and float16 (with dynamic loss scaling from 2^15): within
  *      MIXED_MARGIN of the device's float32 accuracy (the difference printed), every weight
  *      finite and float32;
- *   4. two runs on the device with tfl_ctx_set_deterministic on: every variable equal bit for
- *      bit (memcmp of tfl_tensor_to_host).
+ *   4. two runs on the device with tfl_ctx_set_deterministic on, the second with recorded
+ *      steps (tfl_fit_opts.step_graphs: replays, on a CUDA GPU one CUDA graph a step): every
+ *      variable equal bit for bit (memcmp of tfl_tensor_to_host), and steps replayed.
  * The weights after each run are saved to a checkpoint and restored into the CPU model's
  * twin; its accuracy evaluated on the CPU must equal the device's within MARGIN too (the
  * checkpoint moves a trained model between devices).
@@ -98,6 +99,7 @@ typedef struct run {
     tfl_tensor *vars[MAX_VARS];
     int n_vars;
     double accuracy, seconds;
+    int replays; /* steps replayed from a recording (tfl_fit_opts.step_graphs) */
 } run;
 
 static bool make_model(run *r, const char *device, bool cnn, bool deterministic,
@@ -125,16 +127,26 @@ static bool make_model(run *r, const char *device, bool cnn, bool deterministic,
     return r->n_vars > 0 && r->n_vars <= MAX_VARS;
 }
 
+static tfl_status count_replays(tfl_model *m, const tfl_step_logs *sl, void *user, bool *stop)
+{
+    (void)m, (void)stop;
+    ((run *)user)->replays += sl->replayed;
+    return TFL_OK;
+}
+
 static bool train_as(run *r, const char *device, bool cnn, bool deterministic,
-                     tfl_precision precision)
+                     tfl_precision precision, bool graphs)
 {
     double t0 = now_s();
     if (!make_model(r, device, cnn, deterministic, precision)) return false;
     tfl_dataset *tr = load(r->ctx, "train", TRAIN_N);
     if (!tr || !r->test) return false;
-    tfl_model_fit(
-        r->model, tr,
-        &(tfl_fit_opts){.epochs = EPOCHS, .batch_size = 128, .shuffle = true, .seed = SEED}, NULL);
+    tfl_callback cb = {.on_step_end = count_replays, .user = r};
+    tfl_model_fit(r->model, tr,
+                  &(tfl_fit_opts){.epochs = EPOCHS, .batch_size = 128, .shuffle = true,
+                                  .seed = SEED, .callbacks = &cb, .n_callbacks = 1,
+                                  .step_graphs = graphs},
+                  NULL);
     tfl_dataset_free(tr);
     if (tfl_ctx_status(r->ctx) == TFL_OK)
         tfl_model_evaluate(r->model, r->test, 500, NULL, &r->accuracy);
@@ -144,7 +156,7 @@ static bool train_as(run *r, const char *device, bool cnn, bool deterministic,
 
 static bool train(run *r, const char *device, bool cnn, bool deterministic)
 {
-    return train_as(r, device, cnn, deterministic, TFL_PRECISION_FLOAT32);
+    return train_as(r, device, cnn, deterministic, TFL_PRECISION_FLOAT32, false);
 }
 
 static void drop(run *r)
@@ -237,7 +249,7 @@ static void one_model(const char *device, bool cnn)
 
     /* the tf32 policy: TF32 tensor cores in the products, the same accuracy, finite */
     run t;
-    ok = train_as(&t, device, cnn, false, TFL_PRECISION_TF32);
+    ok = train_as(&t, device, cnn, false, TFL_PRECISION_TF32, false);
     CHECK(ok, "%s on %s, tf32: %s", name, device, err(&t));
     if (ok) {
         printf("%s %s tf32: accuracy %.4f (%.1f s)\n", name, device, t.accuracy, t.seconds);
@@ -250,7 +262,7 @@ static void one_model(const char *device, bool cnn)
      * a point */
     for (int p = 0; p < 2; p++) {
         tfl_precision pol = p ? TFL_PRECISION_FLOAT16 : TFL_PRECISION_BFLOAT16;
-        ok = train_as(&t, device, cnn, false, pol);
+        ok = train_as(&t, device, cnn, false, pol, false);
         CHECK(ok, "%s on %s, %s: %s", name, device, tfl_precision_name(pol), err(&t));
         if (ok) {
             printf("%s %s %s: accuracy %.4f, %+.2f points from float32 (%.1f s)\n", name,
@@ -274,19 +286,24 @@ static void one_model(const char *device, bool cnn)
         drop(&t);
     }
 
-    bool ok1 = train(&d1, device, cnn, true), ok2 = ok1 && train(&d2, device, cnn, true);
+    /* the second run replays its steps from a recording (on a CUDA GPU, CUDA graphs): the
+     * same bits as the plain first one, or one of the two is wrong */
+    bool ok1 = train(&d1, device, cnn, true);
+    bool ok2 = ok1 && train_as(&d2, device, cnn, true, TFL_PRECISION_FLOAT32, true);
     CHECK(ok1 && ok2, "%s on %s, deterministic: %s", name, device, err(ok1 ? &d2 : &d1));
+    CHECK(!ok2 || d2.replays > 0, "%s on %s: no step replayed with step_graphs", name, device);
     if (ok1 && ok2) {
-        char what[64];
-        snprintf(what, sizeof what, "%s on %s, deterministic, run 2 vs run 1", name, device);
+        char what[96];
+        snprintf(what, sizeof what, "%s on %s, deterministic, recorded steps vs plain", name,
+                 device);
         same_bits(what, &d1, &d2);
         CHECK(d1.accuracy == d2.accuracy, "%s: deterministic accuracies %.4f and %.4f", name,
               d1.accuracy, d2.accuracy);
         CHECK(d1.accuracy >= ref - MARGIN, "%s on %s, deterministic: accuracy %.4f, CPU's %.4f",
               name, device, d1.accuracy, ref);
-        printf("%s %s deterministic: two runs bitwise identical (%d variables), accuracy %.4f "
-               "(%.1f s, %.1f s)\n",
-               name, device, d1.n_vars, d1.accuracy, d1.seconds, d2.seconds);
+        printf("%s %s deterministic: plain steps and recorded steps (%d replayed) bitwise "
+               "identical (%d variables), accuracy %.4f (%.1f s, %.1f s)\n",
+               name, device, d2.replays, d1.n_vars, d1.accuracy, d1.seconds, d2.seconds);
     }
     drop(&d1);
     drop(&d2);
@@ -321,7 +338,8 @@ int main(int argc, char **argv)
         printf("%d failures\n", failures);
         return 1;
     }
-    printf("ok: Fashion-MNIST on %s reaches CPU:0's accuracy; deterministic runs are identical\n",
+    printf("ok: Fashion-MNIST on %s reaches CPU:0's accuracy; deterministic runs are identical, "
+           "with recorded steps too\n",
            device);
     return 0;
 }
