@@ -109,7 +109,7 @@ TFL_EW float tfl_ew_gelu_erf_f32(float x)
  * e^t for t <= 0: 2^n e^r, n = t log2(e) rounded to nearest (by adding and subtracting
  * 1.5 2^23), r = t - n ln2 in two parts (|r| <= ln2 / 2), e^r by its Taylor polynomial of
  * degree 7 (truncation below 5e-9 relative), 2^n made from its exponent bits. 0 below -87,
- * where e^t is under float32's smallest normal.
+ * where e^t is under float32's smallest normal; NaN for NaN.
  */
 TFL_EW float tfl_ew_gelu_exp_f32(float t)
 {
@@ -119,7 +119,10 @@ TFL_EW float tfl_ew_gelu_exp_f32(float t)
     const float e = ((((((1.98412698e-04f * r + 1.38888889e-03f) * r + 8.33333333e-03f) * r +
                         4.16666667e-02f) * r + 1.66666667e-01f) * r + 0.5f) * r + 1.0f) * r +
                     1.0f;
-    const int32_t bits = ((int32_t)n + 127) * 8388608; /* (n + 127) << 23, n in [-126, 0] */
+    /* (n + 127) << 23, n in [-126, 0]; clamped so that any t is defined (a NaN t gives NaN
+     * through e anyway) */
+    const float nb = n >= -126.0f ? (n <= 127.0f ? n : 127.0f) : -126.0f;
+    const int32_t bits = ((int32_t)nb + 127) * 8388608;
     float two_n;
     memcpy(&two_n, &bits, sizeof two_n);
     return t < -87.0f ? 0.0f : e * two_n;
