@@ -349,6 +349,25 @@ static void test_softmax_axes(void **state)
     th_end(ctx);
 }
 
+/* Rows longer than the CPU's 8 interleaved sums and not a multiple of them (the float32 path
+ * over the last axis: a vectorized exp), values spread over 100 (probabilities from 1 down to
+ * underflow), -inf entries (a causal mask) and entries 150 below the max (exp under float32's
+ * range: probability 0, log-probability finite). */
+static void test_softmax_long_rows(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    enum { N = 67 };
+    double x[2 * N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 10 * sin(0.7 * i) - 1.3 * i;
+        x[N + i] = i % 5 == 3 ? -INFINITY : i % 7 == 2 ? -150.0 + cos(i) : 4 * cos(0.3 * i);
+    }
+    static const tfl_dtype dts[] = {TH_F32, TH_F64};
+    static const double tol[] = {1e-6, 1e-14};
+    for (int d = 0; d < 2; d++) CHECK_SOFTMAX(ctx, dts[d], (2, N), x, -1, tol[d]);
+    th_end(ctx);
+}
+
 static void test_softmax_large_inputs_stable(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -506,6 +525,7 @@ int main(void)
         TH_TEST(test_gelu_f32_dense),
         TH_TEST(test_softmax_hand_values),
         TH_TEST(test_softmax_axes),
+        TH_TEST(test_softmax_long_rows),
         TH_TEST(test_softmax_large_inputs_stable),
         TH_TEST(test_softmax_large_and_views),
         TH_TEST(test_activation_dtype_errors),
