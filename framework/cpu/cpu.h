@@ -27,6 +27,25 @@
 #endif
 #define TFL_CPU_PARALLEL_MIN 32768 /* elements below which a kernel runs on one thread */
 
+#define TFL_SUM_LANES 8
+
+/* result = the sum of expr(j) over j in [0, n), in double: TFL_SUM_LANES interleaved partial
+ * sums (they vectorize), combined pairwise. expr is a function-like macro of the index. */
+#define TFL_LANE_SUM(result, n, expr)                                                             \
+    do {                                                                                         \
+        double acc_[TFL_SUM_LANES] = {0};                                                        \
+        int64_t j_ = 0;                                                                          \
+        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES)                                   \
+            for (int l_ = 0; l_ < TFL_SUM_LANES; l_++) {                                         \
+                const int64_t jj_ = j_ + l_;                                                     \
+                acc_[l_] += (double)(expr(jj_));                                                 \
+            }                                                                                    \
+        for (int l_ = 0; j_ < (n); j_++, l_++) acc_[l_] += (double)(expr(j_));                   \
+        for (int w_ = TFL_SUM_LANES / 2; w_ >= 1; w_ /= 2)                                       \
+            for (int l_ = 0; l_ < w_; l_++) acc_[l_] += acc_[l_ + w_];                           \
+        (result) = acc_[0];                                                                      \
+    } while (0)
+
 /**
  * An inner loop: n elements; p[0] is the output, p[1..] the inputs; s[i] is operand i's
  * byte stride (0 for a broadcast operand). aux is the op's attrs (or NULL).

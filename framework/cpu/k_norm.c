@@ -102,24 +102,6 @@ done:
 
 /* ---- LayerNorm and LayerNormGrad ------------------------------------------------------------ */
 
-#define LN_LANES 8
-
-/* sum of f(j) over j in [0, n): LN_LANES partial sums in double, combined pairwise */
-#define LN_SUM(result, n, expr)                                                                  \
-    do {                                                                                         \
-        double acc_[LN_LANES] = {0};                                                             \
-        int64_t j = 0;                                                                           \
-        for (; j + LN_LANES <= (n); j += LN_LANES)                                               \
-            for (int l_ = 0; l_ < LN_LANES; l_++) {                                              \
-                const int64_t jj_ = j + l_;                                                      \
-                acc_[l_] += (double)(expr(jj_));                                                 \
-            }                                                                                    \
-        for (int l_ = 0; j < (n); j++, l_++) acc_[l_] += (double)(expr(j));                      \
-        for (int w_ = LN_LANES / 2; w_ >= 1; w_ /= 2)                                            \
-            for (int l_ = 0; l_ < w_; l_++) acc_[l_] += acc_[l_ + w_];                           \
-        (result) = acc_[0];                                                                      \
-    } while (0)
-
 /* the terms summed: x, (x - mean)^2, g = dy gamma, g (x - mean) */
 #define LN_X(j) x[j]
 #define LN_SQ(j) (((double)x[j] - m) * ((double)x[j] - m))
@@ -132,9 +114,9 @@ done:
                              double *rstd)                                                       \
     {                                                                                            \
         double s, q;                                                                             \
-        LN_SUM(s, n, LN_X);                                                                      \
+        TFL_LANE_SUM(s, n, LN_X);                                                               \
         const double m = s / (double)n;                                                          \
-        LN_SUM(q, n, LN_SQ);                                                                     \
+        TFL_LANE_SUM(q, n, LN_SQ);                                                              \
         *mean = m;                                                                               \
         *rstd = 1.0 / sqrt(q / (double)n + eps);                                                 \
     }                                                                                            \
@@ -163,8 +145,8 @@ done:
             T *restrict dxr = dx + r * n;                                                        \
             double m, rs, sg, sgx;                                                               \
             ln_stats_##T(x, n, eps, &m, &rs);                                                    \
-            LN_SUM(sg, n, LN_G);                                                                 \
-            LN_SUM(sgx, n, LN_GX);                                                               \
+            TFL_LANE_SUM(sg, n, LN_G);                                                          \
+            TFL_LANE_SUM(sgx, n, LN_GX);                                                        \
             const T mt = (T)m, rt = (T)rs, a = (T)(sg / (double)n),                              \
                     b = (T)(sgx / (double)n * rs * rs * rs);                                     \
             for (int64_t j = 0; j < n; j++)                                                      \

@@ -213,12 +213,10 @@ static tfl_status k_arg(const tfl__kcall *k)
 SOFTMAX_ROW(softmax_row_f32, float, expf, log)
 SOFTMAX_ROW(softmax_row_f64, double, exp, log)
 
-#define SOFTMAX_LANES 8
-
 /* float32 softmax / log_softmax of one contiguous row (the last axis: attention's scores, a
  * classifier's logits), in passes that vectorize: the max; e^(x - max) by ew_math.h's
  * straight-line exp (GELU's: a few ulp from expf, 0 below e^-87, where expf's own results are
- * subnormal); their sum in double over SOFTMAX_LANES interleaved partial sums; the scaling.
+ * subnormal); their sum in double over interleaved partial sums (TFL_LANE_SUM); the scaling.
  * expf per element, with its range checks, took most of a scalar row's time. */
 TFL_WIDE_LOOPS static void softmax_row_f32_unit(const float *restrict x, float *restrict y,
                                                 int64_t n, bool log_out)
@@ -226,18 +224,15 @@ TFL_WIDE_LOOPS static void softmax_row_f32_unit(const float *restrict x, float *
     float m = x[0];
     for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
     for (int64_t i = 0; i < n; i++) y[i] = tfl_ew_gelu_exp_f32(x[i] - m);
-    double acc[SOFTMAX_LANES] = {0};
-    int64_t i = 0;
-    for (; i + SOFTMAX_LANES <= n; i += SOFTMAX_LANES)
-        for (int l = 0; l < SOFTMAX_LANES; l++) acc[l] += (double)y[i + l];
-    for (int l = 0; i < n; i++, l++) acc[l] += (double)y[i];
-    for (int w = SOFTMAX_LANES / 2; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    double sum;
+#define SOFTMAX_E(j) y[j]
+    TFL_LANE_SUM(sum, n, SOFTMAX_E);
+#undef SOFTMAX_E
     if (log_out) {
-        const float lse = (float)log(acc[0]);
+        const float lse = (float)log(sum);
         for (int64_t j = 0; j < n; j++) y[j] = x[j] - m - lse;
     } else {
-        const float inv = (float)(1.0 / acc[0]);
+        const float inv = (float)(1.0 / sum);
         for (int64_t j = 0; j < n; j++) y[j] *= inv;
     }
 }
