@@ -120,13 +120,11 @@ static bool pool_add(tfl_ctx *ctx, tfl__pool *pool, tfl__block *b)
 {
     if (pool->n_held == pool->cap_held) {
         size_t cap = pool->cap_held ? pool->cap_held * 2 : 64;
-        tfl__block **h = tfl__host_alloc(ctx, cap * sizeof *h, 64);
+        tfl__block **h = tfl__grow(ctx, pool->held, pool->n_held * sizeof *h, cap * sizeof *h);
         if (!h) {
             pool->failed = true;
             return false;
         }
-        if (pool->n_held) memcpy(h, pool->held, pool->n_held * sizeof *h);
-        tfl__host_free(ctx, pool->held);
         pool->held = h;
         pool->cap_held = cap;
     }

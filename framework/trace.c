@@ -120,13 +120,11 @@ static bool see(tfl__trace *tr, const tfl_tensor *t)
             if (tr->vars[i].var == v) return true;
         if (tr->n_vars == tr->cap_vars) {
             size_t cap = tr->cap_vars ? tr->cap_vars * 2 : 32;
-            var_check *nv = tfl__host_alloc(tr->ctx, cap * sizeof *nv, 64);
+            var_check *nv = tfl__grow(tr->ctx, tr->vars, tr->n_vars * sizeof *nv, cap * sizeof *nv);
             if (!nv) {
                 tfl__trace_refuse(tr->ctx, "out of host memory");
                 return false;
             }
-            if (tr->n_vars) memcpy(nv, tr->vars, tr->n_vars * sizeof *nv);
-            tfl__host_free(tr->ctx, tr->vars);
             tr->vars = nv;
             tr->cap_vars = cap;
         }
@@ -158,13 +156,11 @@ static item *item_new(tfl__trace *tr, int kind, int n_snaps, size_t attrs_bytes)
 {
     if (tr->n_items == tr->cap_items) {
         size_t cap = tr->cap_items ? tr->cap_items * 2 : 256;
-        item *ni = tfl__host_alloc(tr->ctx, cap * sizeof *ni, 64);
+        item *ni = tfl__grow(tr->ctx, tr->items, tr->n_items * sizeof *ni, cap * sizeof *ni);
         if (!ni) {
             tfl__trace_refuse(tr->ctx, "out of host memory");
             return NULL;
         }
-        if (tr->n_items) memcpy(ni, tr->items, tr->n_items * sizeof *ni);
-        tfl__host_free(tr->ctx, tr->items);
         tr->items = ni;
         tr->cap_items = cap;
     }
@@ -344,7 +340,8 @@ tfl__trace *tfl__trace_begin(tfl_ctx *ctx, tfl__device *dev, int n_in,
         tfl__trace_free(tr);
         return NULL;
     }
-    for (int i = 0; i < n_in; i++) in_copies[i] = tfl__frame_adopt(ctx, tfl_tensor_retain(in_copies[i]));
+    for (int i = 0; i < n_in; i++)
+        in_copies[i] = tfl__frame_adopt(ctx, tfl_tensor_retain(in_copies[i]));
     tr->outer = ctx->trace;
     ctx->trace = tr;
     return tr;
@@ -357,7 +354,10 @@ tfl__trace *tfl__trace_end(tfl__trace *tr, int n_out, tfl_tensor *const *out, ch
     tfl__device *dev = tr->dev;
     if (ctx->trace == tr) ctx->trace = tr->outer;
     tr->outs = tfl__host_alloc(ctx, sizeof(tfl_tensor *) * (size_t)(n_out > 0 ? n_out : 1), 64);
-    if (!tr->outs) tr->refused = true, snprintf(tr->why, sizeof tr->why, "out of host memory");
+    if (!tr->outs) {
+        tr->refused = true;
+        snprintf(tr->why, sizeof tr->why, "out of host memory");
+    }
     ctx->trace = tr; /* for see()'s refusals */
     for (int i = 0; i < n_out && !tr->refused; i++) {
         for (int j = 0; out[i] && j < i; j++)
@@ -379,7 +379,10 @@ tfl__trace *tfl__trace_end(tfl__trace *tr, int n_out, tfl_tensor *const *out, ch
     for (size_t i = 0; i < tr->n_items; i++) n_up += tr->items[i].kind == TFL__SLOT_UPLOAD;
     if (!tr->refused && n_up) {
         tr->consts = tfl__host_alloc(ctx, n_up * sizeof(tfl_tensor *), 64);
-        if (!tr->consts) tr->refused = true, snprintf(tr->why, sizeof tr->why, "out of host memory");
+        if (!tr->consts) {
+            tr->refused = true;
+            snprintf(tr->why, sizeof tr->why, "out of host memory");
+        }
     }
     dev->alloc.active = NULL; /* not a block of the span's: those are rewritten by replays */
     for (size_t i = 0; i < tr->n_items && !tr->refused; i++) {
