@@ -367,6 +367,23 @@ static void kept_tensors_stay(void **state)
     }
 }
 
+/* An MLP compiled with SGD, fit for `epochs` with recorded steps, steps counted in *r; fit's
+ * status. The model and optimizer come back in *m and *opt for the caller to free. */
+static tfl_status fit_sgd(tfl_ctx *ctx, tfl_dataset *ds, int epochs, run *r, tfl_model **m,
+                          tfl_optimizer **opt)
+{
+    *m = model(ctx, MLP);
+    tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_SGD, TFL_FORMULA_DEFAULT);
+    *opt = tfl_optimizer_new(ctx, &o);
+    assert_int_equal(tfl_model_compile(*m, *opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0),
+                     TFL_OK);
+    memset(r, 0, sizeof *r);
+    tfl_callback cb = {.on_step_end = on_step, .user = r};
+    tfl_fit_opts fo = {.epochs = epochs, .batch_size = BATCH, .callbacks = &cb,
+                       .n_callbacks = 1, .step_graphs = true};
+    return tfl_model_fit(*m, ds, &fo, NULL);
+}
+
 /* A step that fails while it is recorded (a label out of range) fails fit with the op's
  * message and leaves nothing behind: the context runs ops as before, and every block of the
  * recording is back in the cache. */
@@ -384,17 +401,10 @@ static void failure_while_recording(void **state)
     for (int i = 0; i < ROWS * 12; i++) x[i] = (float)(i % 7) * 0.1f;
     for (int i = 0; i < ROWS; i++) y[i] = i == 2 * BATCH + 5 ? 7 : i % 3; /* the third batch */
     tfl_dataset *ds = rows_dataset(ctx, ROWS, 12, x, y);
-    tfl_model *m = model(ctx, MLP);
-    tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_SGD, TFL_FORMULA_DEFAULT);
-    tfl_optimizer *opt = tfl_optimizer_new(ctx, &o);
-    assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0),
-                     TFL_OK);
+    tfl_model *m;
+    tfl_optimizer *opt;
     run r;
-    memset(&r, 0, sizeof r);
-    tfl_callback cb = {.on_step_end = on_step, .user = &r};
-    tfl_fit_opts fo = {.epochs = 1, .batch_size = BATCH, .callbacks = &cb, .n_callbacks = 1,
-                       .step_graphs = true};
-    assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_INVALID_ARGUMENT);
+    assert_int_equal(fit_sgd(ctx, ds, 1, &r, &m, &opt), TFL_INVALID_ARGUMENT);
     assert_int_equal(r.steps, 2); /* the third step, the one recorded, failed */
     assert_has(tfl_ctx_error(ctx).message, "7");
     tfl_ctx_clear_error(ctx);
@@ -420,17 +430,10 @@ static void cpu_steps_stay_plain(void **state)
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
     assert_int_equal(tfl_device_scope_push(ctx, "CPU:0"), TFL_OK);
     tfl_dataset *ds = data(ctx, MLP);
-    tfl_model *m = model(ctx, MLP);
-    tfl_optimizer_opts o = tfl_optimizer_defaults(TFL_OPTIMIZER_SGD, TFL_FORMULA_DEFAULT);
-    tfl_optimizer *opt = tfl_optimizer_new(ctx, &o);
-    assert_int_equal(tfl_model_compile(m, opt, TFL_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 0),
-                     TFL_OK);
+    tfl_model *m;
+    tfl_optimizer *opt;
     run r;
-    memset(&r, 0, sizeof r);
-    tfl_callback cb = {.on_step_end = on_step, .user = &r};
-    tfl_fit_opts fo = {.epochs = 2, .batch_size = BATCH, .callbacks = &cb, .n_callbacks = 1,
-                       .step_graphs = true};
-    assert_int_equal(tfl_model_fit(m, ds, &fo, NULL), TFL_OK);
+    assert_int_equal(fit_sgd(ctx, ds, 2, &r, &m, &opt), TFL_OK);
     assert_int_equal(r.steps, 14);
     assert_int_equal(r.replays, 0);
     tfl_model_free(m);

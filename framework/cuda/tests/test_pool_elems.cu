@@ -190,53 +190,47 @@ static void check(tally *t)
 }
 
 /* random geometries: windows 1..4, strides 1..4 (often larger than the window), both paddings,
- * images from 1x1, channels across the CPU's 16- and 8-lane vectors and their tails */
+ * images from 1x1, channels across the CPU's 16- and 8-lane vectors and their tails; the odd
+ * iterations in A, the even ones in B */
+template <typename A, typename B> static void random_geometries(tfl_ctx *ctx, tally *t, int iters)
+{
+    static const int64_t cs[5] = {1, 3, 16, 19, 40};
+    for (int it = 0; it < iters && !t->first[0]; it++) {
+        int64_t N = 1 + (int)(unit() * 3), H = 1 + (int)(unit() * 9), W = 1 + (int)(unit() * 9);
+        int64_t C = cs[(int)(unit() * 5)];
+        int kh = 1 + (int)(unit() * 4), kw = 1 + (int)(unit() * 4);
+        int sh = 1 + (int)(unit() * 4), sw = 1 + (int)(unit() * 4);
+        bool same = unit() < 0.5;
+        int mode = (int)(unit() * 3);
+        if (it % 2)
+            run<A>(ctx, t, N, H, W, C, kh, kw, sh, sw, same, mode);
+        else
+            run<B>(ctx, t, N, H, W, C, kh, kw, sh, sw, same, mode);
+    }
+}
+
 static void test_random_geometries(void **state)
 {
     (void)state;
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
     assert_non_null(ctx);
-    static const int64_t cs[5] = {1, 3, 16, 19, 40};
     tally t = {0, 0, ""};
-    for (int it = 0; it < 300 && !t.first[0]; it++) {
-        int64_t N = 1 + (int)(unit() * 3), H = 1 + (int)(unit() * 9), W = 1 + (int)(unit() * 9);
-        int64_t C = cs[(int)(unit() * 5)];
-        int kh = 1 + (int)(unit() * 4), kw = 1 + (int)(unit() * 4);
-        int sh = 1 + (int)(unit() * 4), sw = 1 + (int)(unit() * 4);
-        bool same = unit() < 0.5;
-        int mode = (int)(unit() * 3);
-        if (it % 2)
-            run<float>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
-        else
-            run<double>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
-    }
+    random_geometries<float, double>(ctx, &t, 300);
     check(&t);
     tfl_ctx_free(ctx);
 }
 
-/* float16 and bfloat16: random geometries as above */
+/* float16 and bfloat16: random geometries as above, and big_cnn's first pool */
 static void test_16_bit(void **state)
 {
     (void)state;
     tfl_status st;
     tfl_ctx *ctx = tfl_ctx_new(NULL, &st);
     assert_non_null(ctx);
-    static const int64_t cs[5] = {1, 3, 16, 19, 40};
     tally t = {0, 0, ""};
-    for (int it = 0; it < 200 && !t.first[0]; it++) {
-        int64_t N = 1 + (int)(unit() * 3), H = 1 + (int)(unit() * 9), W = 1 + (int)(unit() * 9);
-        int64_t C = cs[(int)(unit() * 5)];
-        int kh = 1 + (int)(unit() * 4), kw = 1 + (int)(unit() * 4);
-        int sh = 1 + (int)(unit() * 4), sw = 1 + (int)(unit() * 4);
-        bool same = unit() < 0.5;
-        int mode = (int)(unit() * 3);
-        if (it % 2)
-            run<__half>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
-        else
-            run<__nv_bfloat16>(ctx, &t, N, H, W, C, kh, kw, sh, sw, same, mode);
-    }
-    run<__nv_bfloat16>(ctx, &t, 2, 28, 28, 64, 2, 2, 2, 2, false, 0); /* big_cnn's first pool */
+    random_geometries<__half, __nv_bfloat16>(ctx, &t, 200);
+    run<__nv_bfloat16>(ctx, &t, 2, 28, 28, 64, 2, 2, 2, 2, false, 0);
     check(&t);
     tfl_ctx_free(ctx);
 }
