@@ -40,8 +40,8 @@ tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x)
     return tfl_dropout(CTX, x, l->spec.rate, seed);
 }
 
-/* Training: normalise with the batch's moments over every axis but the last, then move the
- * moving statistics toward them (outside any tape: stop_gradient values are assigned).
+/* Training: normalise with the batch's moments over every axis but the last (one fused op),
+ * then move the moving statistics toward them (constants for a tape: values are assigned).
  * Inference: the moving statistics. */
 tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
@@ -51,19 +51,14 @@ tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool trai
     tfl_tensor *beta = s->no_center ? NULL : l->vars[k++];
     tfl_tensor *moving_mean = l->vars[k], *moving_var = l->vars[k + 1];
     if (!training) return tfl_batch_norm(CTX, x, moving_mean, moving_var, beta, gamma, s->epsilon);
-    int rank = tfl_tensor_rank(x), axes[TFL_MAX_RANK];
-    for (int d = 0; d < rank - 1; d++) axes[d] = d;
     tfl_tensor *mean, *var;
-    if (tfl_moments(CTX, x, rank - 1, axes, false, &mean, &var) != TFL_OK) return NULL;
-    tfl_tensor *y = tfl_batch_norm(CTX, x, mean, var, beta, gamma, s->epsilon);
+    tfl_tensor *y = tfl_batch_norm_training(CTX, x, gamma, beta, s->epsilon, &mean, &var);
     if (!y) return NULL;
-    /* moving = moving * momentum + batch * (1 - momentum) */
+    /* moving = moving * momentum + batch * (1 - momentum); mean and var are constants */
     tfl_tensor *m = tfl_scalar_f32(CTX, (float)s->momentum);
     tfl_tensor *m1 = tfl_scalar_f32(CTX, (float)(1.0 - s->momentum));
-    tfl_tensor *nm = tfl_add(CTX, tfl_mul(CTX, moving_mean, m),
-                             tfl_mul(CTX, tfl_stop_gradient(CTX, mean), m1));
-    tfl_tensor *nv = tfl_add(CTX, tfl_mul(CTX, moving_var, m),
-                             tfl_mul(CTX, tfl_stop_gradient(CTX, var), m1));
+    tfl_tensor *nm = tfl_add(CTX, tfl_mul(CTX, moving_mean, m), tfl_mul(CTX, mean, m1));
+    tfl_tensor *nv = tfl_add(CTX, tfl_mul(CTX, moving_var, m), tfl_mul(CTX, var, m1));
     if (!nm || !nv || tfl_variable_assign(moving_mean, nm) != TFL_OK ||
         tfl_variable_assign(moving_var, nv) != TFL_OK)
         return NULL;

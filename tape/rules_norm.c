@@ -1,5 +1,6 @@
 /*
- * tape/rules_norm.c: backward rules of BatchNorm, LayerNorm, LayerNormGrad and Dropout,
+ * tape/rules_norm.c: backward rules of BatchNorm, BatchNormTraining and its gradient op,
+ * LayerNorm, LayerNormGrad and Dropout,
  * written with ordinary ops (LayerNorm's with its fused gradient op, which has a rule of its
  * own) so they are differentiable again. BatchNorm's parameters are (C) along x's last axis: their
  * gradients sum over every other axis. Dropout's rule drops dy with the forward's rate and
@@ -64,6 +65,57 @@ TFL_RULE(layer_norm)
         g->dx[1] = sum_to_channels(g, tfl_mul(CTX, DY, xhat));
     }
     if (g->need[2]) g->dx[2] = sum_to_channels(g, DY);
+}
+
+/*
+ * y = BatchNormTraining(x, moments, gamma, beta) = xhat gamma + beta, xhat normalised with
+ * x's batch statistics (moments: constants for the tape; their dependence on x is in dx):
+ *   dx = BatchNormTrainingGrad(dy, x, moments, gamma);  dgamma = sum(dy xhat);  dbeta = sum(dy)
+ */
+TFL_RULE(batch_norm_training)
+{
+    const double eps = g->attrs->batch_norm.epsilon;
+    if (g->need[0]) g->dx[0] = tfl__batch_norm_training_grad(CTX, DY, X(0), X(1), X(2), eps);
+    if (g->need[2]) {
+        tfl_tensor *xhat = tfl__batch_norm_apply(CTX, X(0), X(1), NULL, NULL, eps);
+        g->dx[2] = sum_to_channels(g, tfl_mul(CTX, DY, xhat));
+    }
+    if (g->need[3]) g->dx[3] = sum_to_channels(g, DY);
+}
+
+/*
+ * out = BatchNormTrainingGrad(dy, x, moments, gamma) = gamma J dy = J (gamma dy), where
+ * J = d xhat / d x acts on each channel's column of n = rows values and is symmetric: LayerNormGrad's
+ * rule with the column in place of the row. For the cotangent v (DY here), with
+ * u = J v = BatchNormTrainingGrad(v, x, moments, 1) and sums over the column:
+ *   d dy = gamma u;  d gamma = sum(dy u);
+ *   d x = -(rstd / n) (xhat sum(v out) + sum(v xhat) out + sum(gamma dy xhat) u)
+ * rstd from tfl_moments of x, so that a higher order sees it move with x.
+ */
+TFL_RULE(batch_norm_training_grad)
+{
+    const double eps = g->attrs->batch_norm.epsilon;
+    const tfl_tensor *dy = X(0), *x = X(1), *mo = X(2), *gamma = X(3), *v = DY;
+    tfl_tensor *u = tfl__batch_norm_training_grad(CTX, v, x, mo, NULL, eps);
+    if (g->need[0]) g->dx[0] = tfl_mul(CTX, u, gamma);
+    if (g->need[3]) g->dx[3] = sum_to_channels(g, tfl_mul(CTX, dy, u));
+    if (!g->need[1]) return;
+    const int rank = g->in[1].rank;
+    const int64_t c = g->in[1].shape[rank - 1];
+    int64_t n = 1;
+    for (int d = 0; d < rank - 1; d++) n *= g->in[1].shape[d]; /* <= x's elements */
+    tfl_tensor *mean, *var;
+    const tfl_tensor *cols = tfl_reshape(CTX, x, 2, (int64_t[]){n, c});
+    if (!cols || tfl_moments(CTX, cols, 1, (int[]){0}, false, &mean, &var) != TFL_OK) return;
+    tfl_tensor *rstd = tfl_div(CTX, tfl__scalar_like(g, var, 1.0),
+                               tfl_sqrt(CTX, tfl_add(CTX, var, tfl__scalar_like(g, var, eps))));
+    tfl_tensor *xhat = tfl__batch_norm_apply(CTX, x, mo, NULL, NULL, eps);
+    tfl_tensor *s1 = sum_to_channels(g, tfl_mul(CTX, v, g->out));
+    tfl_tensor *s2 = sum_to_channels(g, tfl_mul(CTX, v, xhat));
+    tfl_tensor *b = sum_to_channels(g, tfl_mul(CTX, tfl_mul(CTX, dy, gamma), xhat));
+    tfl_tensor *t = tfl_add(CTX, tfl_mul(CTX, xhat, s1), tfl_mul(CTX, s2, g->out));
+    tfl_tensor *k = tfl_mul(CTX, rstd, tfl__scalar_like(g, rstd, -1.0 / (double)n));
+    g->dx[1] = tfl_mul(CTX, k, tfl_add(CTX, t, tfl_mul(CTX, b, u)));
 }
 
 /* t summed over the last axis, kept as size 1 */

@@ -104,6 +104,25 @@ tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, u
  */
 tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
                                  const tfl_tensor *gamma, double epsilon);
+/**
+ * BatchNormTraining with the batch's statistics given, for tfl_batch_norm_training and the
+ * backward rules: y = (x - mean) / sqrt(variance + epsilon) gamma + beta per channel along
+ * x's last axis, where moments (2, C) holds x's mean and biased variance (BatchMoments of x:
+ * a tape treats them as constants, and the op's gradient includes their dependence on x).
+ * gamma NULL means ones, beta NULL zeros. NULL with the error kept, as every op.
+ */
+tfl_tensor *tfl__batch_norm_apply(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *moments,
+                                  const tfl_tensor *gamma, const tfl_tensor *beta, double epsilon);
+/**
+ * BatchNormTrainingGrad: dx of y = tfl__batch_norm_apply(x, moments, gamma, beta) for the
+ * cotangent dy. Per channel, with xhat = (x - mean) rstd, rstd = 1 / sqrt(variance +
+ * epsilon) and means over every axis but the last:
+ *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat))
+ * gamma NULL means ones; dy and x share one dtype and shape.
+ */
+tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
+                                          const tfl_tensor *x, const tfl_tensor *moments,
+                                          const tfl_tensor *gamma, double epsilon);
 /* ---- the gradient ops of pooling (ops/conv.c), for the backward rules in tape/ ---------- */
 
 /** TensorFlow's MaxPoolGrad: dy (the pooled shape) added at each window's argmax (the first

@@ -57,46 +57,264 @@ static void bn_rows_f64(const double *x, const double *m, const double *a, const
     }
 }
 
-static tfl_status k_batch_norm(const tfl__kcall *k)
+/* y = (x - m) a + o per channel, a = s / sqrt(v + eps) (in double, rounded to the dtype);
+ * x, m, v, o, s contiguous (x (rows, c), the others (c)) */
+static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void *m, const void *v,
+                           const void *o, const void *s, void *y)
 {
-    tfl_ctx *ctx = k->ctx;
-    tfl_tensor *tmp[5] = {NULL};
-    const tfl_tensor *in[5];
-    tfl_tensor *a = NULL;
-    tfl_status st = TFL_OK;
-    for (int i = 0; i < 5; i++) {
-        in[i] = tfl__cpu_contiguous(ctx, k->in[i], &tmp[i]);
-        if (!in[i]) {
-            st = ctx->err_code;
-            goto done;
-        }
-    }
-    const tfl_tensor *x = in[0];
     const tfl_dtype dt = (tfl_dtype)x->dtype;
     const int64_t c = x->shape[x->rank - 1], rows = c ? x->numel / c : 0;
     const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon;
-    a = tfl__tensor_alloc(ctx, k->dev, dt, 1, &c);
-    if (!a) {
-        st = ctx->err_code;
-        goto done;
-    }
+    tfl_tensor *a = tfl__tensor_alloc(k->ctx, k->dev, dt, 1, &c);
+    if (!a) return k->ctx->err_code;
     const int threads = threads_for(k, x->numel);
     if (dt == TFL_DTYPE_FLOAT32) {
-        const float *v = tfl__data(in[2]), *s = tfl__data(in[4]);
+        const float *vf = v, *sf = s;
         float *ad = tfl__data(a);
-        for (int64_t j = 0; j < c; j++) ad[j] = (float)((double)s[j] / sqrt((double)v[j] + eps));
-        bn_rows_f32(tfl__data(x), tfl__data(in[1]), ad, tfl__data(in[3]), tfl__data(k->out),
-                    rows, c, threads);
+        for (int64_t j = 0; j < c; j++)
+            ad[j] = (float)((double)sf[j] / sqrt((double)vf[j] + eps));
+        bn_rows_f32(tfl__data(x), m, ad, o, y, rows, c, threads);
     } else {
-        const double *v = tfl__data(in[2]), *s = tfl__data(in[4]);
+        const double *vd = v, *sd = s;
         double *ad = tfl__data(a);
-        for (int64_t j = 0; j < c; j++) ad[j] = s[j] / sqrt(v[j] + eps);
-        bn_rows_f64(tfl__data(x), tfl__data(in[1]), ad, tfl__data(in[3]), tfl__data(k->out),
-                    rows, c, threads);
+        for (int64_t j = 0; j < c; j++) ad[j] = sd[j] / sqrt(vd[j] + eps);
+        bn_rows_f64(tfl__data(x), m, ad, o, y, rows, c, threads);
     }
-done:
     tfl_tensor_release(a);
-    for (int i = 0; i < 5; i++) tfl_tensor_release(tmp[i]);
+    return TFL_OK;
+}
+
+/* ---- BatchMoments, BatchNormTraining and BatchNormTrainingGrad ------------------------------ */
+
+/*
+ * x (rows, c) is summed over rows in blocks of about 16k elements (whole rows; the blocking
+ * depends on the shape alone), each block's sums in double, then the blocks combined in
+ * order: the result never depends on threads. BatchMoments: per block its mean and the sum
+ * of squares about it (two passes over a block that stays in cache), combined by Chan's
+ * formula, so the variance is as exact as a two-pass one. BatchNormTrainingGrad: per block
+ * sum(dy) and sum(dy (x - mean)), then dx = dy a - (x - mean) b - d per channel.
+ */
+enum { BN_BLOCK = 16384 };
+
+static int64_t block_rows(int64_t c)
+{
+    return c >= BN_BLOCK ? 1 : BN_BLOCK / (c ? c : 1);
+}
+
+#define BN_TRAIN_KERNELS(T)                                                                      \
+    /* p[2 c b ..]: block b's mean, then its sum of squared deviations */                       \
+    static void moments_block_##T(const T *restrict x, int64_t nr, int64_t c,                   \
+                                  double *restrict p)                                            \
+    {                                                                                            \
+        double *restrict mb = p, *restrict qb = p + c;                                           \
+        for (int64_t j = 0; j < c; j++) mb[j] = qb[j] = 0;                                       \
+        for (int64_t r = 0; r < nr; r++)                                                         \
+            for (int64_t j = 0; j < c; j++) mb[j] += (double)x[r * c + j];                       \
+        for (int64_t j = 0; j < c; j++) mb[j] /= (double)nr;                                     \
+        for (int64_t r = 0; r < nr; r++)                                                         \
+            for (int64_t j = 0; j < c; j++) {                                                    \
+                const double d = (double)x[r * c + j] - mb[j];                                   \
+                qb[j] += d * d;                                                                  \
+            }                                                                                    \
+    }                                                                                            \
+    /* p[2 c b ..]: block b's sum(dy), then sum(dy (x - m)) */                                  \
+    static void grad_block_##T(const T *restrict dy, const T *restrict x, const T *restrict m, \
+                               int64_t nr, int64_t c, double *restrict p)                        \
+    {                                                                                            \
+        double *restrict sg = p, *restrict sgx = p + c;                                          \
+        for (int64_t j = 0; j < c; j++) sg[j] = sgx[j] = 0;                                      \
+        for (int64_t r = 0; r < nr; r++)                                                         \
+            for (int64_t j = 0; j < c; j++) {                                                    \
+                const double g = (double)dy[r * c + j];                                          \
+                sg[j] += g;                                                                      \
+                sgx[j] += g * ((double)x[r * c + j] - (double)m[j]);                             \
+            }                                                                                    \
+    }                                                                                            \
+    /* dx = dy a - (x - m) b - d, row by row */                                                  \
+    static void grad_rows_##T(const T *dy, const T *x, const T *m, const T *a, const T *b,      \
+                              const T *d, T *dx, int64_t rows, int64_t c, int threads)           \
+    {                                                                                            \
+        _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
+        for (int64_t r = 0; r < rows; r++) {                                                     \
+            const T *restrict dyr = dy + r * c, *restrict xr = x + r * c;                        \
+            T *restrict dxr = dx + r * c;                                                        \
+            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * a[j] - (xr[j] - m[j]) * b[j] - d[j]; \
+        }                                                                                        \
+    }
+BN_TRAIN_KERNELS(float)
+BN_TRAIN_KERNELS(double)
+
+/* k's first n inputs, contiguous (tmp[i]: a copy to release, or NULL) */
+static tfl_status contiguous_inputs(const tfl__kcall *k, int n, const tfl_tensor **in,
+                                    tfl_tensor **tmp)
+{
+    for (int i = 0; i < n; i++) {
+        in[i] = tfl__cpu_contiguous(k->ctx, k->in[i], &tmp[i]);
+        if (!in[i]) return k->ctx->err_code;
+    }
+    return TFL_OK;
+}
+
+static void release_all(tfl_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++) tfl_tensor_release(t[i]);
+}
+
+/* The blocks of x (rows, c) summed by `block` into a new float64 tensor of nb blocks of 2 c
+ * sums each (nb c <= x's elements + c), *nb set; NULL with the error kept. */
+static tfl_tensor *block_sums(const tfl__kcall *k, const tfl_tensor *x, const void *dy,
+                              const void *m, int64_t *nb_out)
+{
+    const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+    const int64_t c = x->shape[x->rank - 1], rows = c ? x->numel / c : 0;
+    const int64_t br = block_rows(c), nb = rows ? (rows + br - 1) / br : 1;
+    int64_t len;
+    if (tfl__mul_overflow_i64(nb, 2 * c, &len)) {
+        tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: too many sums",
+                       tfl__op_defs[k->op].name);
+        return NULL;
+    }
+    tfl_tensor *part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len);
+    if (!part) return NULL;
+    double *p = tfl__data(part);
+    const void *xd = tfl__data(x);
+    const int threads = threads_for(k, x->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t r0 = b * br, nr = rows - r0 < br ? rows - r0 : br;
+        double *pb = p + 2 * c * b;
+        if (!dy && f32) moments_block_float((const float *)xd + r0 * c, nr, c, pb);
+        else if (!dy) moments_block_double((const double *)xd + r0 * c, nr, c, pb);
+        else if (f32)
+            grad_block_float((const float *)dy + r0 * c, (const float *)xd + r0 * c, m, nr, c, pb);
+        else
+            grad_block_double((const double *)dy + r0 * c, (const double *)xd + r0 * c, m, nr, c,
+                              pb);
+    }
+    *nb_out = nb;
+    return part;
+}
+
+/* element j of a contiguous float32 or float64 array; and its store */
+static double get(const void *p, bool f32, int64_t j)
+{
+    return f32 ? ((const float *)p)[j] : ((const double *)p)[j];
+}
+
+static void put(void *p, bool f32, int64_t j, double v)
+{
+    if (f32) ((float *)p)[j] = (float)v;
+    else ((double *)p)[j] = v;
+}
+
+/* BatchMoments (x) -> (2, c): Chan et al.'s merge of the blocks' means and squared
+ * deviations, in order; a batch of no rows gives NaN */
+static tfl_status k_batch_moments(const tfl__kcall *k)
+{
+    const tfl_tensor *x;
+    tfl_tensor *tmp = NULL, *part = NULL;
+    tfl_status st = contiguous_inputs(k, 1, &x, &tmp);
+    int64_t nb = 0;
+    if (st == TFL_OK && !(part = block_sums(k, x, NULL, NULL, &nb))) st = k->ctx->err_code;
+    if (st == TFL_OK) {
+        const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+        const int64_t c = x->shape[x->rank - 1], rows = c ? x->numel / c : 0, br = block_rows(c);
+        double *p = tfl__data(part), *mean = p, *q = p + c; /* block 0's, becoming the whole's */
+        for (int64_t b = 1; b < nb; b++) {
+            const int64_t nr = rows - b * br < br ? rows - b * br : br;
+            const double na = (double)(b * br), n = na + (double)nr;
+            const double w = (double)nr / n, cross = na * (double)nr / n;
+            const double *mb = p + 2 * c * b, *qb = mb + c;
+            for (int64_t j = 0; j < c; j++) {
+                const double d = mb[j] - mean[j];
+                mean[j] += d * w;
+                q[j] += qb[j] + d * d * cross;
+            }
+        }
+        void *out = tfl__data(k->out);
+        for (int64_t j = 0; j < c; j++) {
+            put(out, f32, j, rows ? mean[j] : NAN);
+            put(out, f32, c + j, rows ? q[j] / (double)rows : NAN);
+        }
+    }
+    tfl_tensor_release(part);
+    tfl_tensor_release(tmp);
+    return st;
+}
+
+/* BatchNormTraining (x, moments, gamma, beta): BatchNorm's pass with the moments */
+static tfl_status k_batch_norm_training(const tfl__kcall *k)
+{
+    const tfl_tensor *in[4];
+    tfl_tensor *tmp[4] = {NULL};
+    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    if (st == TFL_OK) {
+        const char *mo = tfl__data(in[1]);
+        const size_t row = (size_t)in[1]->shape[1] * tfl_dtype_size((tfl_dtype)in[1]->dtype);
+        st = bn_apply(k, in[0], mo, mo + row, tfl__data(in[3]), tfl__data(in[2]),
+                      tfl__data(k->out));
+    }
+    release_all(tmp, 4);
+    return st;
+}
+
+/* BatchNormTrainingGrad (dy, x, moments, gamma):
+ *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)) = dy a - (x - m) b - d
+ * with a = gamma rstd, b = a rstd^2 mean(dy (x - m)), d = a mean(dy) per channel */
+static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
+{
+    const tfl_tensor *in[4];
+    tfl_tensor *tmp[4] = {NULL}, *part = NULL, *coef = NULL;
+    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    const tfl_tensor *x = in[1];
+    int64_t nb = 0;
+    const void *dy = st == TFL_OK ? tfl__data(in[0]) : NULL, *mo = NULL;
+    if (st == TFL_OK) mo = tfl__data(in[2]);
+    if (st == TFL_OK && !(part = block_sums(k, x, dy, mo, &nb))) st = k->ctx->err_code;
+    const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, n3 = 3 * c;
+    if (st == TFL_OK && !(coef = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)x->dtype, 1, &n3)))
+        st = k->ctx->err_code;
+    if (st == TFL_OK) {
+        const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+        const int64_t rows = c ? x->numel / c : 0;
+        double *p = tfl__data(part);
+        for (int64_t b = 1; b < nb; b++) /* the blocks' sums, in order */
+            for (int64_t j = 0; j < 2 * c; j++) p[j] += p[2 * c * b + j];
+        const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, n = (double)rows;
+        void *cf = tfl__data(coef);
+        for (int64_t j = 0; j < c; j++) {
+            const double rs = 1.0 / sqrt(get(mo, f32, c + j) + eps);
+            const double a = get(tfl__data(in[3]), f32, j) * rs;
+            put(cf, f32, j, a);
+            put(cf, f32, c + j, a * rs * rs * (p[c + j] / n));
+            put(cf, f32, 2 * c + j, a * (p[j] / n));
+        }
+        const int threads = threads_for(k, x->numel);
+        if (f32) {
+            const float *f = cf;
+            grad_rows_float(dy, tfl__data(x), mo, f, f + c, f + 2 * c, tfl__data(k->out), rows, c,
+                            threads);
+        } else {
+            const double *d = cf;
+            grad_rows_double(dy, tfl__data(x), mo, d, d + c, d + 2 * c, tfl__data(k->out), rows, c,
+                             threads);
+        }
+    }
+    tfl_tensor_release(coef);
+    tfl_tensor_release(part);
+    release_all(tmp, 4);
+    return st;
+}
+
+static tfl_status k_batch_norm(const tfl__kcall *k)
+{
+    const tfl_tensor *in[5];
+    tfl_tensor *tmp[5] = {NULL};
+    tfl_status st = contiguous_inputs(k, 5, in, tmp);
+    if (st == TFL_OK)
+        st = bn_apply(k, in[0], tfl__data(in[1]), tfl__data(in[2]), tfl__data(in[3]),
+                      tfl__data(in[4]), tfl__data(k->out));
+    release_all(tmp, 5);
     return st;
 }
 
@@ -310,4 +528,7 @@ const tfl__kernel tfl__cpu_norm_kernels[TFL_OP_COUNT] = {
     [TFL_OP_DROPOUT] = {k_dropout, M_FLOAT, NULL},
     [TFL_OP_LAYER_NORM] = {k_layer_norm, M_FLOAT, NULL},
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_FLOAT, NULL},
+    [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_FLOAT, NULL},
+    [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_FLOAT, NULL},
+    [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_FLOAT, NULL},
 };

@@ -79,6 +79,128 @@ tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
     return y ? tfl__frame_adopt(ctx, y) : NULL;
 }
 
+/* ---- batch normalization in training mode -------------------------------------------------- */
+
+static bool check_norm_x(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, double epsilon,
+                         const char *axis_is)
+{
+    const char *name = tfl__op_defs[op].name;
+    if (!tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype)) return false;
+    TFL_CHECK_RET(ctx, x->rank >= 1, false, TFL_INVALID_ARGUMENT,
+                  "%s: x must have rank >= 1 (%s on the last axis), got shape ()", name, axis_is);
+    TFL_CHECK_RET(ctx, epsilon > 0, false, TFL_INVALID_ARGUMENT,
+                  "%s: epsilon must be > 0, got %g", name, epsilon);
+    return true;
+}
+
+/* x's BatchMoments, (2, C): its mean and biased variance per channel over every other axis */
+static tfl_tensor *batch_moments(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    const int64_t shape[2] = {2, x->shape[x->rank - 1]};
+    return tfl__op_run(ctx, TFL_OP_BATCH_MOMENTS, (tfl_dtype)x->dtype, 1, &x,
+                       (tfl_dtype)x->dtype, 2, shape, NULL);
+}
+
+/* row r of the (2, C) moments as a (C) tensor */
+static tfl_tensor *moment(tfl_ctx *ctx, const tfl_tensor *moments, int64_t r)
+{
+    const int64_t c = moments->shape[1];
+    return tfl_reshape(ctx, tfl_slice(ctx, moments, (int64_t[]){r, 0}, (int64_t[]){1, c}), 1, &c);
+}
+
+tfl_tensor *tfl_batch_norm_training(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *gamma,
+                                    const tfl_tensor *beta, double epsilon, tfl_tensor **mean,
+                                    tfl_tensor **variance)
+{
+    if (mean) *mean = NULL;
+    if (variance) *variance = NULL;
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING;
+    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
+        !check_norm_x(ctx, op, x, epsilon, "channels") ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
+        (beta && !check_param(ctx, op, x, beta, "beta")))
+        return NULL;
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    tfl_tensor *moments = batch_moments(ctx, x);
+    tfl_tensor *y = moments ? tfl__batch_norm_apply(ctx, x, moments, gamma, beta, epsilon) : NULL;
+    tfl_tensor *m = y && mean ? moment(ctx, moments, 0) : NULL;
+    tfl_tensor *v = y && variance ? moment(ctx, moments, 1) : NULL;
+    const bool ok = y && (!mean || m) && (!variance || v);
+    if (ok) {
+        tfl_keep(y);
+        tfl_keep(m);
+        tfl_keep(v);
+    }
+    tfl_frame_pop(ctx);
+    if (!ok) return NULL;
+    if (mean) *mean = tfl__frame_adopt(ctx, m);
+    if (variance) *variance = tfl__frame_adopt(ctx, v);
+    return tfl__frame_adopt(ctx, y);
+}
+
+/* The ops on (a, b, moments, c): BatchNormTraining (x, moments, gamma, beta) and
+ * BatchNormTrainingGrad (dy, x, moments, gamma); a missing gamma is ones, beta zeros. */
+static tfl_tensor *run_training(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x,
+                                const tfl_tensor *const in[4], double epsilon)
+{
+    const tfl_dtype dt = (tfl_dtype)x->dtype;
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    const bool fwd = op == TFL_OP_BATCH_NORM_TRAINING;
+    const tfl_tensor *gamma = in[fwd ? 2 : 3], *beta = fwd ? in[3] : NULL;
+    if (gamma && (beta || !fwd)) return tfl__op_run(ctx, op, dt, 4, in, dt, x->rank, x->shape, &attrs);
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    const int64_t ch = x->shape[x->rank - 1];
+    const tfl_tensor *all[4] = {in[0], in[1], in[2], in[3]};
+    if (!gamma) all[fwd ? 2 : 3] = tfl_ones(ctx, dt, 1, &ch);
+    if (fwd && !beta) all[3] = tfl_zeros(ctx, dt, 1, &ch);
+    tfl_tensor *y = all[2] && all[3] ? tfl__op_run(ctx, op, dt, 4, all, dt, x->rank, x->shape, &attrs)
+                                     : NULL;
+    tfl_keep(y);
+    tfl_frame_pop(ctx);
+    return y ? tfl__frame_adopt(ctx, y) : NULL;
+}
+
+static bool check_moments(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *m)
+{
+    const int64_t shape[2] = {2, x->shape[x->rank - 1]};
+    TFL_CHECK_RET(ctx, m->dtype == x->dtype && tfl__same_shape(m->rank, m->shape, 2, shape),
+                  false, TFL_INTERNAL, "%s: the moments are not x's (2, C) statistics",
+                  tfl__op_defs[op].name);
+    return true;
+}
+
+tfl_tensor *tfl__batch_norm_apply(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *moments,
+                                  const tfl_tensor *gamma, const tfl_tensor *beta, double epsilon)
+{
+    const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING;
+    const tfl_tensor *req[2] = {x, moments};
+    if (!tfl__check_inputs(ctx, op, 2, req) || !check_norm_x(ctx, op, x, epsilon, "channels") ||
+        !check_moments(ctx, op, x, moments) ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
+        (beta && !check_param(ctx, op, x, beta, "beta")))
+        return NULL;
+    return run_training(ctx, op, x, (const tfl_tensor *[4]){x, moments, gamma, beta}, epsilon);
+}
+
+tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
+                                          const tfl_tensor *x, const tfl_tensor *moments,
+                                          const tfl_tensor *gamma, double epsilon)
+{
+    const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING_GRAD;
+    const tfl_tensor *req[3] = {dy, x, moments};
+    if (!tfl__check_inputs(ctx, op, 3, req) || !check_norm_x(ctx, op, x, epsilon, "channels") ||
+        !tfl__check_same_dtype(ctx, op, x, dy) || !check_moments(ctx, op, x, moments) ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")))
+        return NULL;
+    char sx[128], sd[128];
+    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, x->rank, x->shape), NULL,
+                  TFL_INVALID_ARGUMENT, "%s: dy must have x's shape %s, got %s",
+                  tfl__op_defs[op].name, tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
+                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
+    return run_training(ctx, op, x, (const tfl_tensor *[4]){dy, x, moments, gamma}, epsilon);
+}
+
 /* ---- layer normalization ------------------------------------------------------------------ */
 
 /*
@@ -107,24 +229,13 @@ static tfl_tensor *run_with_params(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor
     return y ? tfl__frame_adopt(ctx, y) : NULL;
 }
 
-static bool check_layer_norm(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, double epsilon)
-{
-    const char *name = tfl__op_defs[op].name;
-    if (!tfl__check_dtype(ctx, op, (tfl_dtype)x->dtype)) return false;
-    TFL_CHECK_RET(ctx, x->rank >= 1, false, TFL_INVALID_ARGUMENT,
-                  "%s: x must have rank >= 1 (features on the last axis), got shape ()", name);
-    TFL_CHECK_RET(ctx, epsilon > 0, false, TFL_INVALID_ARGUMENT,
-                  "%s: epsilon must be > 0, got %g", name, epsilon);
-    return true;
-}
-
 tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *gamma,
                            const tfl_tensor *beta, double epsilon)
 {
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_LAYER_NORM;
     if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
-        !check_layer_norm(ctx, op, x, epsilon) ||
+        !check_norm_x(ctx, op, x, epsilon, "features") ||
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;
@@ -140,7 +251,7 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
     if (!tfl__check_inputs(ctx, op, 2, req) || !tfl__autocast(ctx, op, 2, req)) return NULL;
     dy = req[0];
     x = req[1];
-    if (!check_layer_norm(ctx, op, x, epsilon) ||
+    if (!check_norm_x(ctx, op, x, epsilon, "features") ||
         !tfl__check_same_dtype(ctx, op, x, dy) || (gamma && !check_param(ctx, op, x, gamma, "gamma")))
         return NULL;
     char sx[128], sd[128];

@@ -160,7 +160,13 @@
     X(AVG_POOL, "AvgPool", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                               \
     X(AVG_POOL_GRAD, "AvgPoolGrad", 1, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32)                      \
     X(LAYER_NORM, "LayerNorm", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)         \
-    X(LAYER_NORM_GRAD, "LayerNormGrad", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
+    X(LAYER_NORM_GRAD, "LayerNormGrad", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32) \
+    X(BATCH_MOMENTS, "BatchMoments", 1, TFL_MASK_FLOAT,                                           \
+      TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                   \
+    X(BATCH_NORM_TRAINING, "BatchNormTraining", 4, TFL_MASK_FLOAT,                                \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(BATCH_NORM_TRAINING_GRAD, "BatchNormTrainingGrad", 4, TFL_MASK_FLOAT,                       \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

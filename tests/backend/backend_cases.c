@@ -224,6 +224,22 @@ static tfl_tensor *b_batch_norm_nhwc(tfl_ctx *c, tfl_tensor *const *in)
     if (tfl_moments(c, in[0], 3, axes, false, &mean, &var) != TFL_OK) return NULL;
     return tfl_batch_norm(c, in[0], mean, var, in[1], in[2], 1e-3);
 }
+/* the fused training-mode op (its gradient op in the harness's backward); the batch's
+ * statistics it gives out, mean + variance (BatchMoments, no gradient) */
+static tfl_tensor *b_batch_norm_training(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_batch_norm_training(c, in[0], in[1], in[2], 1e-3, NULL, NULL);
+}
+static tfl_tensor *b_batch_norm_training_plain(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_batch_norm_training(c, in[0], NULL, NULL, 1e-5, NULL, NULL);
+}
+static tfl_tensor *b_batch_moments(tfl_ctx *c, tfl_tensor *const *in)
+{
+    tfl_tensor *mean = NULL, *var = NULL;
+    if (!tfl_batch_norm_training(c, in[0], NULL, NULL, 1e-3, &mean, &var)) return NULL;
+    return tfl_add(c, mean, var);
+}
 /* inference: given (moving) statistics x, mean, variance, scale; no offset (zeros) */
 static tfl_tensor *b_batch_norm_inference(tfl_ctx *c, tfl_tensor *const *in)
 {
@@ -465,6 +481,16 @@ const bc_case bc_cases[] = {
     {"LayerNorm/f32/strided_no_params", 1, {INV(F32, 2, 6, 33)}, b_layer_norm_plain},
     {"LayerNorm/f32/rows_of_1000", 3, {IN(F32, 2, 3, 1000), IN(F32, 1, 1000), IN(F32, 1, 1000)},
      b_layer_norm},
+    {"BatchNormTraining/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), IN(F32, 1, 3)},
+     b_batch_norm_training},
+    {"BatchNormTraining/f64/nhwc", 3, {IN(F64, 4, 2, 3, 4, 5), IN(F64, 1, 5), IN(F64, 1, 5)},
+     b_batch_norm_training},
+    /* 1024 rows of 64 channels: blocks of 256 rows merged */
+    {"BatchNormTraining/f32/blocks", 3,
+     {IN(F32, 4, 4, 16, 16, 64), IN(F32, 1, 64), IN(F32, 1, 64)}, b_batch_norm_training},
+    {"BatchNormTraining/f32/strided_no_params", 1, {INV(F32, 3, 5, 7, 6)},
+     b_batch_norm_training_plain},
+    {"BatchMoments/f32/blocks", 1, {IN(F32, 2, 3000, 7)}, b_batch_moments},
     {"BatchNorm/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3)}, b_batch_norm},
     {"BatchNorm/f64", 3, {IN(F64, 2, 5, 4), IN(F64, 1, 4), INP(F64, 1, 4)}, b_batch_norm},
     {"BatchNorm/f32/nhwc",

@@ -142,6 +142,21 @@ B(b_bn_training) /* mean and variance from the batch itself (training mode) */
     if (tfl_moments(ctx, x[0], nax, axes, false, &m, &v) != TFL_OK) return NULL;
     return tfl_batch_norm(ctx, x[0], m, v, x[1], x[2], 1e-3);
 }
+/* the fused training-mode op: gamma and beta or neither; its gradient op is the vjp at x,
+ * gamma against x[2]; the moments it gives out are constants for a tape */
+B(b_bn_fused) { return tfl_batch_norm_training(ctx, x[0], x[1], x[2], 1e-3, NULL, NULL); }
+B(b_bn_fused_plain) { return tfl_batch_norm_training(ctx, x[0], NULL, NULL, 0.05, NULL, NULL); }
+B(b_bn_fused_grad)
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x[0]), TFL_OK);
+    tfl_tensor *g = NULL;
+    tfl_tensor *y = tfl_batch_norm_training(ctx, x[0], x[1], NULL, 1e-3, NULL, NULL);
+    assert_int_equal(tfl_tape_vjp(tape, y, x[2], 1, (const tfl_tensor *const *)&x[0], &g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return g;
+}
 /* layer normalization over the last axis (the LayerNormalization layer's op), with gamma and
  * beta or neither; LayerNormGrad is the vjp of LayerNorm at x, gamma against x[2] */
 B(b_layer_norm) { return tfl_layer_norm(ctx, x[0], x[1], x[2], 1e-3); }
@@ -244,6 +259,11 @@ B(b_logical_not) { return tfl_logical_not(ctx, tfl_greater(ctx, x[0], cst(ctx, x
 B(b_argmax) { return tfl_argmax(ctx, x[0], 1); }
 B(b_argmin) { return tfl_argmin(ctx, x[0], 0); }
 B(b_one_hot) { return tfl_one_hot(ctx, tfl_argmax(ctx, x[0], 1), 4, 1, 0, TFL_DTYPE_FLOAT64); }
+B(b_batch_moments) /* the batch's variance, a constant */
+{
+    tfl_tensor *v = NULL;
+    return tfl_batch_norm_training(ctx, x[0], NULL, NULL, 1e-3, NULL, &v) ? v : NULL;
+}
 B(b_stop_gradient) { return tfl_mul(ctx, tfl_stop_gradient(ctx, x[0]), cst(ctx, x[0], 3)); }
 
 /* ---- the cases ------------------------------------------------------------------------------------ */
@@ -355,6 +375,15 @@ static const gc_case cases[] = {
      GC_F64, false},
     {"BatchNorm", "training_rank4", b_bn_training, 3, {SH(2, 2, 3, 2), SH(2), SH(2)},
      {ANY, ANY, ANY}, GC_F64, false},
+    {"BatchNormTraining", "rank2", b_bn_fused, 3, {SH(5, 3), SH(3), SH(3)}, {ANY, ANY, ANY},
+     GC_F64, false},
+    {"BatchNormTraining", "rank4", b_bn_fused, 3, {SH(2, 2, 3, 2), SH(2), SH(2)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    C1("BatchNormTraining", "no_gamma_beta_rank3", b_bn_fused_plain, SH(3, 2, 4), ANY, GC_F64),
+    {"BatchNormTrainingGrad", "rank2", b_bn_fused_grad, 3, {SH(4, 3), SH(3), SH(4, 3)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    {"BatchNormTrainingGrad", "rank4", b_bn_fused_grad, 3, {SH(2, 2, 2, 3), SH(3), SH(2, 2, 2, 3)},
+     {ANY, ANY, ANY}, GC_F64, false},
     {"LayerNorm", "rank2", b_layer_norm, 3, {SH(4, 5), SH(5), SH(5)}, {ANY, ANY, ANY}, GC_F64,
      false},
     {"LayerNorm", "rank3", b_layer_norm, 3, {SH(2, 3, 4), SH(4), SH(4)}, {ANY, ANY, ANY}, GC_F64,
@@ -408,6 +437,7 @@ static const gc_case cases[] = {
     NODIFF("ArgMin", b_argmin),
     NODIFF("OneHot", b_one_hot),
     NODIFF("StopGradient", b_stop_gradient),
+    NODIFF("BatchMoments", b_batch_moments),
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

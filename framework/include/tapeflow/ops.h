@@ -162,11 +162,11 @@ TFL_API tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *lo
                                               const tfl_tensor *labels);
 
 /* ---- normalization and dropout (floating dtypes) ---------------------------------------- */
-/* A BatchNormalization layer in training mode normalises with the batch's own statistics:
- * tfl_moments(x, every axis but the last) feeds tfl_batch_norm, and since mean and variance
- * are inputs of batch_norm, a tape differentiates through both and gives the full
- * training-mode gradient (Keras's BatchNormalization(training=True) to float rounding). In
- * inference mode the layer passes its moving averages instead. */
+/* A BatchNormalization layer in training mode normalises with the batch's own statistics
+ * (tfl_batch_norm_training, the same as tfl_moments(x, every axis but the last) feeding
+ * tfl_batch_norm, which a tape differentiates through both: Keras's
+ * BatchNormalization(training=True) to float rounding). In inference mode the layer passes
+ * its moving averages to tfl_batch_norm instead. */
 
 /**
  * y = (x - mean) * scale / sqrt(variance + epsilon) + offset, per channel along x's LAST
@@ -191,6 +191,37 @@ TFL_API tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *lo
 TFL_API tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *mean,
                                    const tfl_tensor *variance, const tfl_tensor *offset,
                                    const tfl_tensor *scale, double epsilon);
+
+/**
+ * Batch normalization in training mode, fused (Keras's BatchNormalization(training=True),
+ * TensorFlow's tf.nn.fused_batch_norm(is_training=True), PyTorch's batch_norm(training=True)):
+ * per channel along x's LAST axis, the batch's mean and biased variance over every other
+ * axis, then
+ *   y = (x - mean) / sqrt(variance + epsilon) * gamma + beta
+ * gamma and beta have shape (C); NULL means 1 and 0. epsilon > 0. x rank >= 1.
+ * mean and variance, when not NULL, receive the batch's statistics as frame-owned (C)
+ * tensors, for moving averages: a tape treats them as constants (y's gradient already
+ * includes their dependence on x). On error they are NULL.
+ *
+ * Differentiable in x, gamma and beta, and again (second order): the same values and
+ * gradients as tfl_moments feeding tfl_batch_norm, in far fewer passes over x. Three ops:
+ * BatchMoments (the statistics in one pass over x, summed in double in blocks of rows
+ * combined in a fixed order, so the result never depends on threads), BatchNormTraining
+ * (BatchNorm's pass with them) and its gradient, BatchNormTrainingGrad (with rstd =
+ * 1 / sqrt(variance + epsilon), xhat the normalised x, means over every axis but the last):
+ *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat));  dgamma = sum(dy xhat);
+ *   dbeta = sum(dy)
+ * float16/bfloat16 run in float32 (the statistics rounded to the dtype, as tfl_moments').
+ * Errors: INVALID_ARGUMENT "BatchNormTraining: gamma must have shape (3,) (the last dimension
+ * of x, whose shape is (2, 3)), got (4,)" (beta likewise), "BatchNormTraining: epsilon must
+ * be > 0, got 0" (NaN too), dtype mismatches and unsupported dtypes as tfl_batch_norm's,
+ * "BatchNormTraining: x must have rank >= 1 (channels on the last axis), got shape ()"; a
+ * NULL x keeps the first error ("BatchNormTraining: input 0 is NULL").
+ */
+TFL_API tfl_tensor *tfl_batch_norm_training(tfl_ctx *ctx, const tfl_tensor *x,
+                                            const tfl_tensor *gamma, const tfl_tensor *beta,
+                                            double epsilon, tfl_tensor **mean,
+                                            tfl_tensor **variance);
 
 /**
  * Layer normalization over x's LAST axis (Keras's LayerNormalization(axis=-1), PyTorch's
