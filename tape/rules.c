@@ -69,13 +69,16 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(LAYER_NORM_GRAD, layer_norm_grad, A(layer_norm), IN(1) | IN(2),
       IN(0) | IN(1) | IN(2) | OUT, IN(0) | IN(1)),
     /* BatchNormTraining (x, moments, gamma, beta): x needs x, moments and gamma; gamma x and
-       moments; moments (constants) and beta nothing */
+       moments; beta nothing (its sum, or the one beside gamma's); moments are constants */
     R(BATCH_NORM_TRAINING, batch_norm_training, A(batch_norm), IN(0) | IN(1) | IN(2), 0,
       IN(0) | IN(1), 0),
-    /* BatchNormTrainingGrad (dy, x, moments, gamma): dy needs x, moments and gamma; x all
-       four and the output; gamma dy, x and moments */
+    /* BatchNormTrainingGrad (dy, x, moments, gamma, sums): dy needs x, moments and gamma; x
+       all but sums, and the output; gamma dy, x and moments; sums (a gradient of 0) nothing */
     R(BATCH_NORM_TRAINING_GRAD, batch_norm_training_grad, A(batch_norm), IN(1) | IN(2) | IN(3),
-      IN(0) | IN(1) | IN(2) | IN(3) | OUT, 0, IN(0) | IN(1) | IN(2)),
+      IN(0) | IN(1) | IN(2) | IN(3) | OUT, 0, IN(0) | IN(1) | IN(2), 0),
+    /* BatchNormParamGrad (dy, x, moments): dy needs x and moments; x all three */
+    R(BATCH_NORM_PARAM_GRAD, batch_norm_param_grad, A(batch_norm), IN(1) | IN(2),
+      IN(0) | IN(1) | IN(2), 0),
     R(CONV2D, conv2d, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_INPUT, conv2d_backprop_input, A(window), IN(1), IN(0)),
     R(CONV2D_BACKPROP_FILTER, conv2d_backprop_filter, A(window), IN(1), IN(0)),

@@ -67,36 +67,66 @@ TFL_RULE(layer_norm)
     if (g->need[2]) g->dx[2] = sum_to_channels(g, DY);
 }
 
+/* row r of a (2, C) tensor, as (C) */
+static tfl_tensor *row_of(const tfl__grad_call *g, const tfl_tensor *t, int64_t r)
+{
+    const int64_t c = t->shape[1];
+    return tfl_reshape(CTX, tfl_slice(CTX, t, (int64_t[]){r, 0}, (int64_t[]){1, c}), 1, &c);
+}
+
 /*
  * y = BatchNormTraining(x, moments, gamma, beta) = xhat gamma + beta, xhat normalised with
- * x's batch statistics (moments: constants for the tape; their dependence on x is in dx):
- *   dx = BatchNormTrainingGrad(dy, x, moments, gamma);  dgamma = sum(dy xhat);  dbeta = sum(dy)
+ * x's batch statistics (moments: constants for the tape; their dependence on x is in dx).
+ * With s = BatchNormParamGrad(dy, x, moments) = (sum(dy xhat), sum(dy)):
+ *   dx = BatchNormTrainingGrad(dy, x, moments, gamma, s);  dgamma = s[0];  dbeta = s[1]
  */
 TFL_RULE(batch_norm_training)
 {
     const double eps = g->attrs->batch_norm.epsilon;
-    if (g->need[0]) g->dx[0] = tfl__batch_norm_training_grad(CTX, DY, X(0), X(1), X(2), eps);
-    if (g->need[2]) {
-        tfl_tensor *xhat = tfl__batch_norm_apply(CTX, X(0), X(1), NULL, NULL, eps);
-        g->dx[2] = sum_to_channels(g, tfl_mul(CTX, DY, xhat));
-    }
-    if (g->need[3]) g->dx[3] = sum_to_channels(g, DY);
+    tfl_tensor *s = NULL;
+    if (g->need[0] || g->need[2]) s = tfl__batch_norm_param_grad(CTX, DY, X(0), X(1), eps);
+    if (g->need[0] && s)
+        g->dx[0] = tfl__batch_norm_training_grad(CTX, DY, X(0), X(1), X(2), s, eps);
+    /* copies: gradients of their own (a recorded step's outputs never share memory) */
+    if (g->need[2] && s) g->dx[2] = tfl_identity(CTX, row_of(g, s, 0));
+    if (g->need[3]) g->dx[3] = s ? tfl_identity(CTX, row_of(g, s, 1)) : sum_to_channels(g, DY);
 }
 
 /*
- * out = BatchNormTrainingGrad(dy, x, moments, gamma) = gamma J dy = J (gamma dy), where
- * J = d xhat / d x acts on each channel's column of n = rows values and is symmetric: LayerNormGrad's
- * rule with the column in place of the row. For the cotangent v (DY here), with
- * u = J v = BatchNormTrainingGrad(v, x, moments, 1) and sums over the column:
+ * s = BatchNormParamGrad(dy, x, moments) = (sum(dy xhat), sum(dy)) per channel; for the
+ * cotangent V = (v0, v1), each (C):
+ *   d dy = xhat v0 + v1 = BatchNormTraining(x, moments, v0, v1);
+ *   d x = J (dy v0) = BatchNormTrainingGrad(dy v0, x, moments, 1)
+ * (J = d xhat / d x is symmetric).
+ */
+TFL_RULE(batch_norm_param_grad)
+{
+    const double eps = g->attrs->batch_norm.epsilon;
+    tfl_tensor *v0 = row_of(g, DY, 0);
+    if (g->need[0]) g->dx[0] = tfl__batch_norm_apply(CTX, X(1), X(2), v0, row_of(g, DY, 1), eps);
+    if (g->need[1])
+        g->dx[1] = tfl__batch_norm_training_grad(CTX, tfl_mul(CTX, X(0), v0), X(1), X(2), NULL,
+                                                 NULL, eps);
+}
+
+/*
+ * out = BatchNormTrainingGrad(dy, x, moments, gamma, sums) = gamma J dy = J (gamma dy), where
+ * J = d xhat / d x acts on each channel's column of n = rows values and is symmetric:
+ * LayerNormGrad's rule with the column in place of the row. For the cotangent v (DY here),
+ * with u = J v = BatchNormTrainingGrad(v, x, moments, 1) and sums over the column:
  *   d dy = gamma u;  d gamma = sum(dy u);
  *   d x = -(rstd / n) (xhat sum(v out) + sum(v xhat) out + sum(gamma dy xhat) u)
- * rstd from tfl_moments of x, so that a higher order sees it move with x.
+ * rstd from tfl_moments of x, so that a higher order sees it move with x. The sums input
+ * (dy's BatchNormParamGrad) is a function of dy and x already accounted for in those: its
+ * own gradient is 0.
  */
 TFL_RULE(batch_norm_training_grad)
 {
     const double eps = g->attrs->batch_norm.epsilon;
     const tfl_tensor *dy = X(0), *x = X(1), *mo = X(2), *gamma = X(3), *v = DY;
-    tfl_tensor *u = tfl__batch_norm_training_grad(CTX, v, x, mo, NULL, eps);
+    if (g->need[4]) g->dx[4] = tfl__zeros_like_input(g, 4);
+    if (!g->need[0] && !g->need[1] && !g->need[3]) return;
+    tfl_tensor *u = tfl__batch_norm_training_grad(CTX, v, x, mo, NULL, NULL, eps);
     if (g->need[0]) g->dx[0] = tfl_mul(CTX, u, gamma);
     if (g->need[3]) g->dx[3] = sum_to_channels(g, tfl_mul(CTX, dy, u));
     if (!g->need[1]) return;

@@ -114,15 +114,24 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
 tfl_tensor *tfl__batch_norm_apply(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *moments,
                                   const tfl_tensor *gamma, const tfl_tensor *beta, double epsilon);
 /**
+ * BatchNormParamGrad: the gradients of gamma and beta of y = tfl__batch_norm_apply(x,
+ * moments, gamma, beta) for the cotangent dy, as one (2, C) tensor: row 0 sum(dy xhat)
+ * (gamma's), row 1 sum(dy) (beta's), sums over every axis but the last, xhat = (x - mean)
+ * rstd, rstd = 1 / sqrt(variance + epsilon). dy and x share one dtype and shape.
+ */
+tfl_tensor *tfl__batch_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                       const tfl_tensor *moments, double epsilon);
+/**
  * BatchNormTrainingGrad: dx of y = tfl__batch_norm_apply(x, moments, gamma, beta) for the
- * cotangent dy. Per channel, with xhat = (x - mean) rstd, rstd = 1 / sqrt(variance +
- * epsilon) and means over every axis but the last:
+ * cotangent dy. Per channel, with means over every axis but the last:
  *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat))
- * gamma NULL means ones; dy and x share one dtype and shape.
+ * sums: dy's BatchNormParamGrad (its sums are the op's; NULL: computed here). gamma NULL means
+ * ones; dy and x share one dtype and shape.
  */
 tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
                                           const tfl_tensor *x, const tfl_tensor *moments,
-                                          const tfl_tensor *gamma, double epsilon);
+                                          const tfl_tensor *gamma, const tfl_tensor *sums,
+                                          double epsilon);
 /* ---- the gradient ops of pooling (ops/conv.c), for the backward rules in tape/ ---------- */
 
 /** TensorFlow's MaxPoolGrad: dy (the pooled shape) added at each window's argmax (the first

@@ -91,8 +91,9 @@ static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void 
  * depends on the shape alone), each block's sums in double, then the blocks combined in
  * order: the result never depends on threads. BatchMoments: per block its mean and the sum
  * of squares about it (two passes over a block that stays in cache), combined by Chan's
- * formula, so the variance is as exact as a two-pass one. BatchNormTrainingGrad: per block
- * sum(dy) and sum(dy (x - mean)), then dx = dy a - (x - mean) b - d per channel.
+ * formula, so the variance is as exact as a two-pass one. BatchNormParamGrad: per block
+ * sum(dy) and sum(dy (x - mean)); BatchNormTrainingGrad, given those sums, one pass
+ * dx = dy a - (x - mean) b - d with per-channel a, b, d.
  */
 enum { BN_BLOCK = 16384 };
 
@@ -258,38 +259,63 @@ static tfl_status k_batch_norm_training(const tfl__kcall *k)
     return st;
 }
 
-/* BatchNormTrainingGrad (dy, x, moments, gamma):
+/* BatchNormParamGrad (dy, x, moments) -> (2, c): sum(dy xhat) = rstd sum(dy (x - m)), and
+ * sum(dy), the blocks' sums added in order */
+static tfl_status k_batch_norm_param_grad(const tfl__kcall *k)
+{
+    const tfl_tensor *in[3];
+    tfl_tensor *tmp[3] = {NULL}, *part = NULL;
+    tfl_status st = contiguous_inputs(k, 3, in, tmp);
+    int64_t nb = 0;
+    if (st == TFL_OK &&
+        !(part = block_sums(k, in[1], tfl__data(in[0]), tfl__data(in[2]), &nb)))
+        st = k->ctx->err_code;
+    if (st == TFL_OK) {
+        const bool f32 = in[1]->dtype == TFL_DTYPE_FLOAT32;
+        const int64_t c = in[1]->shape[in[1]->rank - 1];
+        const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon;
+        double *p = tfl__data(part);
+        for (int64_t b = 1; b < nb; b++)
+            for (int64_t j = 0; j < 2 * c; j++) p[j] += p[2 * c * b + j];
+        const void *mo = tfl__data(in[2]);
+        void *out = tfl__data(k->out);
+        for (int64_t j = 0; j < c; j++) {
+            put(out, f32, j, p[c + j] / sqrt(get(mo, f32, c + j) + eps));
+            put(out, f32, c + j, p[j]);
+        }
+    }
+    tfl_tensor_release(part);
+    release_all(tmp, 3);
+    return st;
+}
+
+/* BatchNormTrainingGrad (dy, x, moments, gamma, sums), sums = BatchNormParamGrad's:
  *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)) = dy a - (x - m) b - d
- * with a = gamma rstd, b = a rstd^2 mean(dy (x - m)), d = a mean(dy) per channel */
+ * with a = gamma rstd, b = a rstd mean(dy xhat), d = a mean(dy) per channel */
 static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
 {
-    const tfl_tensor *in[4];
-    tfl_tensor *tmp[4] = {NULL}, *part = NULL, *coef = NULL;
-    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    const tfl_tensor *in[5];
+    tfl_tensor *tmp[5] = {NULL}, *coef = NULL;
+    tfl_status st = contiguous_inputs(k, 5, in, tmp);
     const tfl_tensor *x = in[1];
-    int64_t nb = 0;
-    const void *dy = st == TFL_OK ? tfl__data(in[0]) : NULL, *mo = NULL;
-    if (st == TFL_OK) mo = tfl__data(in[2]);
-    if (st == TFL_OK && !(part = block_sums(k, x, dy, mo, &nb))) st = k->ctx->err_code;
     const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, n3 = 3 * c;
     if (st == TFL_OK && !(coef = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)x->dtype, 1, &n3)))
         st = k->ctx->err_code;
     if (st == TFL_OK) {
         const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
         const int64_t rows = c ? x->numel / c : 0;
-        double *p = tfl__data(part);
-        for (int64_t b = 1; b < nb; b++) /* the blocks' sums, in order */
-            for (int64_t j = 0; j < 2 * c; j++) p[j] += p[2 * c * b + j];
         const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, n = (double)rows;
+        const void *mo = tfl__data(in[2]), *sums = tfl__data(in[4]);
         void *cf = tfl__data(coef);
         for (int64_t j = 0; j < c; j++) {
             const double rs = 1.0 / sqrt(get(mo, f32, c + j) + eps);
             const double a = get(tfl__data(in[3]), f32, j) * rs;
             put(cf, f32, j, a);
-            put(cf, f32, c + j, a * rs * rs * (p[c + j] / n));
-            put(cf, f32, 2 * c + j, a * (p[j] / n));
+            put(cf, f32, c + j, a * rs * (get(sums, f32, j) / n));
+            put(cf, f32, 2 * c + j, a * (get(sums, f32, c + j) / n));
         }
         const int threads = threads_for(k, x->numel);
+        const void *dy = tfl__data(in[0]);
         if (f32) {
             const float *f = cf;
             grad_rows_float(dy, tfl__data(x), mo, f, f + c, f + 2 * c, tfl__data(k->out), rows, c,
@@ -301,8 +327,7 @@ static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
         }
     }
     tfl_tensor_release(coef);
-    tfl_tensor_release(part);
-    release_all(tmp, 4);
+    release_all(tmp, 5);
     return st;
 }
 
@@ -531,4 +556,5 @@ const tfl__kernel tfl__cpu_norm_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_FLOAT, NULL},
     [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_FLOAT, NULL},
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_FLOAT, NULL},
+    [TFL_OP_BATCH_NORM_PARAM_GRAD] = {k_batch_norm_param_grad, M_FLOAT, NULL},
 };

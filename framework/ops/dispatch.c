@@ -215,6 +215,7 @@ static const unsigned short attrs_sizes[TFL_OP_COUNT] = {
     [TFL_OP_LAYER_NORM] = sizeof(tfl__layer_norm_attrs),
     [TFL_OP_BATCH_NORM_TRAINING] = sizeof(tfl__batch_norm_attrs),
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = sizeof(tfl__batch_norm_attrs),
+    [TFL_OP_BATCH_NORM_PARAM_GRAD] = sizeof(tfl__batch_norm_attrs),
     [TFL_OP_LAYER_NORM_GRAD] = sizeof(tfl__layer_norm_attrs),
     [TFL_OP_DROPOUT] = sizeof(tfl__dropout_attrs),
     [TFL_OP_CONV2D] = sizeof(tfl__window_attrs),

@@ -139,34 +139,51 @@ tfl_tensor *tfl_batch_norm_training(tfl_ctx *ctx, const tfl_tensor *x, const tfl
     return tfl__frame_adopt(ctx, y);
 }
 
-/* The ops on (a, b, moments, c): BatchNormTraining (x, moments, gamma, beta) and
- * BatchNormTrainingGrad (dy, x, moments, gamma); a missing gamma is ones, beta zeros. */
-static tfl_tensor *run_training(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x,
-                                const tfl_tensor *const in[4], double epsilon)
+/* BatchNormTraining (x, moments, gamma, beta) or BatchNormTrainingGrad (dy, x, moments, gamma,
+ * sums): in[i] NULL for gamma is ones, for beta zeros; the constants live in a frame of their
+ * own so that only the result reaches the caller's frame */
+static tfl_tensor *run_training(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int n_in,
+                                const tfl_tensor *const *in, double epsilon)
 {
     const tfl_dtype dt = (tfl_dtype)x->dtype;
     const tfl__batch_norm_attrs attrs = {epsilon};
-    const bool fwd = op == TFL_OP_BATCH_NORM_TRAINING;
-    const tfl_tensor *gamma = in[fwd ? 2 : 3], *beta = fwd ? in[3] : NULL;
-    if (gamma && (beta || !fwd)) return tfl__op_run(ctx, op, dt, 4, in, dt, x->rank, x->shape, &attrs);
+    const int gi = op == TFL_OP_BATCH_NORM_TRAINING ? 2 : 3, bi = gi == 2 ? 3 : -1;
+    if (in[gi] && (bi < 0 || in[bi]))
+        return tfl__op_run(ctx, op, dt, n_in, in, dt, x->rank, x->shape, &attrs);
     if (tfl_frame_push(ctx) != TFL_OK) return NULL;
     const int64_t ch = x->shape[x->rank - 1];
-    const tfl_tensor *all[4] = {in[0], in[1], in[2], in[3]};
-    if (!gamma) all[fwd ? 2 : 3] = tfl_ones(ctx, dt, 1, &ch);
-    if (fwd && !beta) all[3] = tfl_zeros(ctx, dt, 1, &ch);
-    tfl_tensor *y = all[2] && all[3] ? tfl__op_run(ctx, op, dt, 4, all, dt, x->rank, x->shape, &attrs)
-                                     : NULL;
+    const tfl_tensor *all[5];
+    for (int i = 0; i < n_in; i++) all[i] = in[i];
+    if (!all[gi]) all[gi] = tfl_ones(ctx, dt, 1, &ch);
+    if (bi >= 0 && !all[bi]) all[bi] = tfl_zeros(ctx, dt, 1, &ch);
+    tfl_tensor *y = all[gi] && (bi < 0 || all[bi])
+                        ? tfl__op_run(ctx, op, dt, n_in, all, dt, x->rank, x->shape, &attrs)
+                        : NULL;
     tfl_keep(y);
     tfl_frame_pop(ctx);
     return y ? tfl__frame_adopt(ctx, y) : NULL;
 }
 
-static bool check_moments(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *m)
+/* m is (2, C) with x's dtype: x's moments or its parameters' gradients */
+static bool check_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *m,
+                       const char *what)
 {
     const int64_t shape[2] = {2, x->shape[x->rank - 1]};
     TFL_CHECK_RET(ctx, m->dtype == x->dtype && tfl__same_shape(m->rank, m->shape, 2, shape),
-                  false, TFL_INTERNAL, "%s: the moments are not x's (2, C) statistics",
-                  tfl__op_defs[op].name);
+                  false, TFL_INTERNAL, "%s: the %s are not x's (2, C) %s",
+                  tfl__op_defs[op].name, what, what);
+    return true;
+}
+
+/* dy (when given) has x's dtype and shape */
+static bool check_dy(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *dy)
+{
+    if (!tfl__check_same_dtype(ctx, op, x, dy)) return false;
+    char sx[128], sd[128];
+    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, x->rank, x->shape), false,
+                  TFL_INVALID_ARGUMENT, "%s: dy must have x's shape %s, got %s",
+                  tfl__op_defs[op].name, tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
+                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
     return true;
 }
 
@@ -176,29 +193,55 @@ tfl_tensor *tfl__batch_norm_apply(tfl_ctx *ctx, const tfl_tensor *x, const tfl_t
     const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING;
     const tfl_tensor *req[2] = {x, moments};
     if (!tfl__check_inputs(ctx, op, 2, req) || !check_norm_x(ctx, op, x, epsilon, "channels") ||
-        !check_moments(ctx, op, x, moments) ||
+        !check_pair(ctx, op, x, moments, "moments") ||
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;
-    return run_training(ctx, op, x, (const tfl_tensor *[4]){x, moments, gamma, beta}, epsilon);
+    return run_training(ctx, op, x, 4, (const tfl_tensor *[4]){x, moments, gamma, beta}, epsilon);
+}
+
+tfl_tensor *tfl__batch_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                       const tfl_tensor *moments, double epsilon)
+{
+    const tfl__op_id op = TFL_OP_BATCH_NORM_PARAM_GRAD;
+    const tfl_tensor *in[3] = {dy, x, moments};
+    if (!tfl__check_inputs(ctx, op, 3, in) || !tfl__autocast(ctx, op, 2, in)) return NULL;
+    dy = in[0];
+    x = in[1];
+    if (!check_norm_x(ctx, op, x, epsilon, "channels") ||
+        !check_dy(ctx, op, x, dy) || !check_pair(ctx, op, x, moments, "moments"))
+        return NULL;
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    return tfl__op_run(ctx, op, (tfl_dtype)x->dtype, 3, in, (tfl_dtype)x->dtype, 2,
+                       moments->shape, &attrs);
 }
 
 tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
                                           const tfl_tensor *x, const tfl_tensor *moments,
-                                          const tfl_tensor *gamma, double epsilon)
+                                          const tfl_tensor *gamma, const tfl_tensor *sums,
+                                          double epsilon)
 {
     const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING_GRAD;
     const tfl_tensor *req[3] = {dy, x, moments};
-    if (!tfl__check_inputs(ctx, op, 3, req) || !check_norm_x(ctx, op, x, epsilon, "channels") ||
-        !tfl__check_same_dtype(ctx, op, x, dy) || !check_moments(ctx, op, x, moments) ||
-        (gamma && !check_param(ctx, op, x, gamma, "gamma")))
+    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 2, req)) return NULL;
+    dy = req[0];
+    x = req[1];
+    if (!check_norm_x(ctx, op, x, epsilon, "channels") ||
+        !check_dy(ctx, op, x, dy) || !check_pair(ctx, op, x, moments, "moments") ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
+        (sums && !check_pair(ctx, op, x, sums, "sums")))
         return NULL;
-    char sx[128], sd[128];
-    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, x->rank, x->shape), NULL,
-                  TFL_INVALID_ARGUMENT, "%s: dy must have x's shape %s, got %s",
-                  tfl__op_defs[op].name, tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
-                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
-    return run_training(ctx, op, x, (const tfl_tensor *[4]){dy, x, moments, gamma}, epsilon);
+    if (sums)
+        return run_training(ctx, op, x, 5, (const tfl_tensor *[5]){dy, x, moments, gamma, sums},
+                            epsilon);
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    const tfl_tensor *s = tfl__batch_norm_param_grad(ctx, dy, x, moments, epsilon);
+    tfl_tensor *dx = s ? run_training(ctx, op, x, 5,
+                                      (const tfl_tensor *[5]){dy, x, moments, gamma, s}, epsilon)
+                       : NULL;
+    tfl_keep(dx);
+    tfl_frame_pop(ctx);
+    return dx ? tfl__frame_adopt(ctx, dx) : NULL;
 }
 
 /* ---- layer normalization ------------------------------------------------------------------ */
@@ -251,14 +294,9 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
     if (!tfl__check_inputs(ctx, op, 2, req) || !tfl__autocast(ctx, op, 2, req)) return NULL;
     dy = req[0];
     x = req[1];
-    if (!check_norm_x(ctx, op, x, epsilon, "features") ||
-        !tfl__check_same_dtype(ctx, op, x, dy) || (gamma && !check_param(ctx, op, x, gamma, "gamma")))
+    if (!check_norm_x(ctx, op, x, epsilon, "features") || !check_dy(ctx, op, x, dy) ||
+        (gamma && !check_param(ctx, op, x, gamma, "gamma")))
         return NULL;
-    char sx[128], sd[128];
-    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, x->rank, x->shape), NULL,
-                  TFL_INVALID_ARGUMENT, "%s: dy must have x's shape %s, got %s",
-                  tfl__op_defs[op].name, tfl__shape_str(x->rank, x->shape, sx, sizeof sx),
-                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
     const tfl__layer_norm_attrs attrs = {epsilon};
     return run_with_params(ctx, op, dy, x, 0.0, gamma, 1.0, &attrs);
 }

@@ -165,7 +165,9 @@
       TFL_OPF_NO_GRAD | TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                   \
     X(BATCH_NORM_TRAINING, "BatchNormTraining", 4, TFL_MASK_FLOAT,                                \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
-    X(BATCH_NORM_TRAINING_GRAD, "BatchNormTrainingGrad", 4, TFL_MASK_FLOAT,                       \
+    X(BATCH_NORM_TRAINING_GRAD, "BatchNormTrainingGrad", 5, TFL_MASK_FLOAT,                       \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(BATCH_NORM_PARAM_GRAD, "BatchNormParamGrad", 3, TFL_MASK_FLOAT,                             \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {

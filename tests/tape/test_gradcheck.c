@@ -157,6 +157,18 @@ B(b_bn_fused_grad)
     tfl_tape_free(tape);
     return g;
 }
+B(b_bn_param_grad) /* gamma's and beta's vjps at x, against the cotangent x[3] */
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x[1]), TFL_OK);
+    assert_int_equal(tfl_tape_watch(tape, x[2]), TFL_OK);
+    tfl_tensor *g[2] = {NULL, NULL};
+    tfl_tensor *y = tfl_batch_norm_training(ctx, x[0], x[1], x[2], 1e-3, NULL, NULL);
+    assert_int_equal(tfl_tape_vjp(tape, y, x[3], 2, (const tfl_tensor *const *)&x[1], g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return tfl_add(ctx, g[0], tfl_mul(ctx, g[1], g[1]));
+}
 /* layer normalization over the last axis (the LayerNormalization layer's op), with gamma and
  * beta or neither; LayerNormGrad is the vjp of LayerNorm at x, gamma against x[2] */
 B(b_layer_norm) { return tfl_layer_norm(ctx, x[0], x[1], x[2], 1e-3); }
@@ -384,6 +396,10 @@ static const gc_case cases[] = {
      {ANY, ANY, ANY}, GC_F64, false},
     {"BatchNormTrainingGrad", "rank4", b_bn_fused_grad, 3, {SH(2, 2, 2, 3), SH(3), SH(2, 2, 2, 3)},
      {ANY, ANY, ANY}, GC_F64, false},
+    {"BatchNormParamGrad", "rank2", b_bn_param_grad, 4, {SH(5, 3), SH(3), SH(3), SH(5, 3)},
+     {ANY, ANY, ANY, ANY}, GC_F64, false},
+    {"BatchNormParamGrad", "rank4", b_bn_param_grad, 4,
+     {SH(2, 2, 2, 2), SH(2), SH(2), SH(2, 2, 2, 2)}, {ANY, ANY, ANY, ANY}, GC_F64, false},
     {"LayerNorm", "rank2", b_layer_norm, 3, {SH(4, 5), SH(5), SH(5)}, {ANY, ANY, ANY}, GC_F64,
      false},
     {"LayerNorm", "rank3", b_layer_norm, 3, {SH(2, 3, 4), SH(4), SH(4)}, {ANY, ANY, ANY}, GC_F64,

@@ -204,11 +204,13 @@ TFL_API tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_
  * includes their dependence on x). On error they are NULL.
  *
  * Differentiable in x, gamma and beta, and again (second order): the same values and
- * gradients as tfl_moments feeding tfl_batch_norm, in far fewer passes over x. Three ops:
- * BatchMoments (the statistics in one pass over x, summed in double in blocks of rows
- * combined in a fixed order, so the result never depends on threads), BatchNormTraining
- * (BatchNorm's pass with them) and its gradient, BatchNormTrainingGrad (with rstd =
- * 1 / sqrt(variance + epsilon), xhat the normalised x, means over every axis but the last):
+ * gradients as tfl_moments feeding tfl_batch_norm, in far fewer passes over x (two forward,
+ * two backward). Ops: BatchMoments (the statistics in one pass over x, summed in double in
+ * blocks of rows combined in a fixed order, so the result never depends on threads),
+ * BatchNormTraining (BatchNorm's pass with them); backward BatchNormParamGrad (one pass over
+ * dy and x for dgamma and dbeta) and BatchNormTrainingGrad (one pass for dx). With rstd =
+ * 1 / sqrt(variance + epsilon), xhat the normalised x, sums and means over every axis but
+ * the last:
  *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat));  dgamma = sum(dy xhat);
  *   dbeta = sum(dy)
  * float16/bfloat16 run in float32 (the statistics rounded to the dtype, as tfl_moments').
