@@ -1,6 +1,8 @@
 /*
- * framework/cpu/k_norm.c: CPU kernels of BatchNorm and Dropout (ops/norm.c has the checks,
- * tapeflow/ops.h the formulas). float16/bfloat16 come here as float32.
+ * framework/cpu/k_norm.c: CPU kernels of BatchNorm, the training-mode BatchNorm ops
+ * (BatchMoments, BatchNormTraining, BatchNormParamGrad, BatchNormTrainingGrad), LayerNorm and
+ * Dropout (ops/norm.c has the checks, tapeflow/ops.h the formulas). float16/bfloat16 come
+ * here as float32.
  *
  * BatchNorm: x (..., C) is read as (rows, C) and the parameters as (C). Per channel
  *     a[c] = scale[c] / sqrt(variance[c] + epsilon)        (in double, rounded once)
@@ -402,14 +404,9 @@ LN_KERNELS(double)
 /* in: LayerNorm (x, gamma, beta), LayerNormGrad (dy, x, gamma) */
 static tfl_status k_layer_norm(const tfl__kcall *k)
 {
-    tfl_ctx *ctx = k->ctx;
     tfl_tensor *tmp[3] = {NULL};
     const tfl_tensor *in[3];
-    tfl_status st = TFL_OK;
-    for (int i = 0; i < 3 && st == TFL_OK; i++) {
-        in[i] = tfl__cpu_contiguous(ctx, k->in[i], &tmp[i]);
-        if (!in[i]) st = ctx->err_code;
-    }
+    tfl_status st = contiguous_inputs(k, 3, in, tmp);
     if (st == TFL_OK) {
         const tfl_tensor *x = k->op == TFL_OP_LAYER_NORM ? in[0] : in[1];
         const int64_t n = x->shape[x->rank - 1], rows = n ? x->numel / n : 0;
@@ -427,7 +424,7 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
         else
             ln_bwd_double(a, b, c, out, rows, n, eps, threads);
     }
-    for (int i = 0; i < 3; i++) tfl_tensor_release(tmp[i]);
+    release_all(tmp, 3);
     return st;
 }
 
