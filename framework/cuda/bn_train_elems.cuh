@@ -1,0 +1,173 @@
+/*
+ * framework/cuda/bn_train_elems.cuh: the arithmetic of the training-mode BatchNormalization
+ * kernels (BatchMoments, BatchNormTrainingGrad; k_reduce.cu), as functions that nvcc compiles
+ * for the GPU and for the host, where tests/test_bn_train_elems.cu (this folder) runs them in
+ * the kernels' order against the CPU's kernels (framework/cpu/k_norm.c) without a GPU.
+ *
+ * Layout: x is (rows, c) row-major. A block of TFLCU_BNT_THREADS threads covers tx channels
+ * (consecutive threads, consecutive channels: coalesced) and rb rows, its ty = threads / tx
+ * row lanes striding over them; blockIdx.x picks the channels, blockIdx.y the rows. The
+ * blocking (bnt_geometry) depends on the shape alone, never on the GPU. Each thread sums its
+ * rows in double, the row lanes are combined by a fixed tree in shared memory, and each block
+ * writes its partials [block][2][c] (doubles) to a workspace; one thread per channel then
+ * combines the blocks in block order. No atomics: every run gives the same bits.
+ *   BatchMoments: per block its mean and its sum of squared deviations about that mean (two
+ *   passes over the block's rows, the second mostly from cache), merged by Chan et al.'s
+ *   formula in block order, as the CPU merges its blocks.
+ *   BatchNormTrainingGrad: per block sum(dy) and sum(dy (x - mean)); the sums give the
+ *   coefficients a, b, d (rounded to the dtype, as the CPU's), then dx = dy a - (x - m) b - d.
+ * Needs only <stdint.h> and <math.h>.
+ */
+#ifndef TFL_CUDA_BN_TRAIN_ELEMS_CUH
+#define TFL_CUDA_BN_TRAIN_ELEMS_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define TFLCU_BNT_HD __host__ __device__ __forceinline__
+#else
+#define TFLCU_BNT_HD inline
+#endif
+
+/* threads per block (a power of two) */
+#define TFLCU_BNT_THREADS 256
+/* at most this many blocks of rows: the per-channel merge loops over them */
+#define TFLCU_BNT_MAX_ROW_BLOCKS 1024
+/* every row lane sums at least this many rows of a full block */
+#define TFLCU_BNT_MIN_LANE_ROWS 4
+
+namespace tflcu_bn_train
+{
+
+typedef struct geometry {
+    int tx, ty;  /* channels and row lanes of a block: tx ty = TFLCU_BNT_THREADS */
+    int64_t cb;  /* blocks along the channels: ceil(c / tx) */
+    int64_t rb;  /* rows of a block (a multiple of ty; the last block may have fewer) */
+    int64_t nb;  /* blocks along the rows: ceil(rows / rb), 0 without rows */
+} geometry;
+
+/* the blocking of x (rows, c), c >= 1: tx the smallest power of two >= c, at most 32; rb
+ * enough rows for at most TFLCU_BNT_MAX_ROW_BLOCKS blocks, at least TFLCU_BNT_MIN_LANE_ROWS
+ * per row lane */
+TFLCU_BNT_HD geometry bnt_geometry(int64_t rows, int64_t c)
+{
+    geometry g;
+    g.tx = 1;
+    while (g.tx < 32 && g.tx < c)
+        g.tx *= 2;
+    g.ty = TFLCU_BNT_THREADS / g.tx;
+    g.cb = (c + g.tx - 1) / g.tx;
+    int64_t rb = (rows + TFLCU_BNT_MAX_ROW_BLOCKS - 1) / TFLCU_BNT_MAX_ROW_BLOCKS;
+    if (rb < (int64_t)g.ty * TFLCU_BNT_MIN_LANE_ROWS) rb = (int64_t)g.ty * TFLCU_BNT_MIN_LANE_ROWS;
+    g.rb = (rb + g.ty - 1) / g.ty * g.ty;
+    g.nb = rows > 0 ? (rows + g.rb - 1) / g.rb : 0;
+    return g;
+}
+
+/* the rows [r0, r1) of block b */
+TFLCU_BNT_HD void bnt_block_rows(const geometry &g, int64_t rows, int64_t b, int64_t *r0,
+                                 int64_t *r1)
+{
+    *r0 = b * g.rb;
+    *r1 = rows - *r0 < g.rb ? rows : *r0 + g.rb;
+}
+
+/* one thread's sum of x[r][j] over its rows r = r, r + step, ... < r1 */
+template <typename T>
+TFLCU_BNT_HD double bnt_sum(const T *x, int64_t c, int64_t j, int64_t r, int64_t r1, int step)
+{
+    double s = 0;
+    for (; r < r1; r += step)
+        s += (double)x[r * c + j];
+    return s;
+}
+
+/* one thread's sum of (x[r][j] - mean)^2 over the same rows */
+template <typename T>
+TFLCU_BNT_HD double bnt_sq_dev(const T *x, int64_t c, int64_t j, int64_t r, int64_t r1, int step,
+                               double mean)
+{
+    double q = 0;
+    for (; r < r1; r += step) {
+        const double d = (double)x[r * c + j] - mean;
+        q += d * d;
+    }
+    return q;
+}
+
+/* one thread's sum(dy) and sum(dy (x - m)) over the same rows; m: channel j's mean */
+template <typename T>
+TFLCU_BNT_HD void bnt_grad_sums(const T *dy, const T *x, T m, int64_t c, int64_t j, int64_t r,
+                                int64_t r1, int step, double *sg, double *sgx)
+{
+    double a = 0, b = 0;
+    for (; r < r1; r += step) {
+        const double g = (double)dy[r * c + j];
+        a += g;
+        b += g * ((double)x[r * c + j] - (double)m);
+    }
+    *sg = a;
+    *sgx = b;
+}
+
+/* one step of the block's tree over its row lanes: s holds a value per thread (thread t:
+ * channel t % tx, row lane t / tx); at step w (ty / 2, ty / 4, ..., 1) lane l < w adds lane
+ * l + w. After the last step lane 0 (s[0 .. tx)) holds the block's sums. On the GPU every
+ * thread runs its own t with a barrier after each step; the host runs all t in turn. */
+TFLCU_BNT_HD void bnt_tree_step(double *s, int t, int tx, int w)
+{
+    if (t / tx < w) s[t] += s[t + w * tx];
+}
+
+/* channel j's mean and biased variance from the partials p[nb][2][c] (block means, sums of
+ * squared deviations), merged in block order; NaN for no rows */
+TFLCU_BNT_HD void bnt_moments_merge(const double *p, const geometry &g, int64_t rows, int64_t c,
+                                    int64_t j, double *mean, double *var)
+{
+    if (rows <= 0) {
+        *mean = *var = NAN;
+        return;
+    }
+    double m = p[j], q = p[c + j];
+    for (int64_t b = 1; b < g.nb; b++) {
+        int64_t r0, r1;
+        bnt_block_rows(g, rows, b, &r0, &r1);
+        const double na = (double)r0, nr = (double)(r1 - r0), n = na + nr;
+        const double w = nr / n, cross = na * nr / n;
+        const double d = p[2 * c * b + j] - m;
+        m += d * w;
+        q += p[2 * c * b + c + j] + d * d * cross;
+    }
+    *mean = m;
+    *var = q / (double)rows;
+}
+
+/* channel j's coefficients of dx = dy a - (x - m) b - d from the partials p[nb][2][c] (sum(dy),
+ * sum(dy (x - m))), summed in block order: rstd = 1 / sqrt(var + eps), a = gamma rstd,
+ * b = a rstd^2 sum(dy (x - m)) / rows, d = a sum(dy) / rows, in double, each rounded to T */
+template <typename T>
+TFLCU_BNT_HD void bnt_grad_coefs(const double *p, const geometry &g, int64_t rows, int64_t c,
+                                 int64_t j, T var, T gamma, double eps, T *a, T *b, T *d)
+{
+    double sg = p[j], sgx = p[c + j];
+    for (int64_t k = 1; k < g.nb; k++) {
+        sg += p[2 * c * k + j];
+        sgx += p[2 * c * k + c + j];
+    }
+    const double n = (double)rows, rs = 1.0 / sqrt((double)var + eps);
+    const double ad = (double)gamma * rs;
+    *a = (T)ad;
+    *b = (T)(ad * rs * rs * (sgx / n));
+    *d = (T)(ad * (sg / n));
+}
+
+/* one element of dx */
+template <typename T> TFLCU_BNT_HD T bnt_grad_elem(T dy, T x, T m, T a, T b, T d)
+{
+    return dy * a - (x - m) * b - d;
+}
+
+} // namespace tflcu_bn_train
+
+#endif /* TFL_CUDA_BN_TRAIN_ELEMS_CUH */
