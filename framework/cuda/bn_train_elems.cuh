@@ -9,11 +9,12 @@
  * row lanes striding over them; blockIdx.x picks the channels, blockIdx.y the rows. The
  * blocking (bnt_geometry) depends on the shape alone, never on the GPU. Each thread sums its
  * rows in double, the row lanes are combined by a fixed tree in shared memory, and each block
- * writes its partials [block][2][c] (doubles) to a workspace; one thread per channel then
- * combines the blocks in block order. No atomics: every run gives the same bits.
+ * writes its partials [block][2][c] (doubles) to a workspace; a second kernel combines the
+ * blocks of each channel in a fixed order (merge lanes over the blocks, then a tree: see
+ * TFLCU_BNT_MERGE_THREADS). No atomics: every run gives the same bits.
  *   BatchMoments: per block its mean and its sum of squared deviations about that mean (two
  *   passes over the block's rows, the second mostly from cache), merged by Chan et al.'s
- *   formula in block order, as the CPU merges its blocks.
+ *   formula, as the CPU merges its blocks (the CPU in block order).
  *   BatchNormTrainingGrad: per block sum(dy) and sum(dy (x - mean)); the sums give the
  *   coefficients a, b, d (rounded to the dtype, as the CPU's), then dx = dy a - (x - m) b - d.
  * Needs only <stdint.h> and <math.h>.
@@ -120,41 +121,73 @@ TFLCU_BNT_HD void bnt_tree_step(double *s, int t, int tx, int w)
     if (t / tx < w) s[t] += s[t + w * tx];
 }
 
-/* channel j's mean and biased variance from the partials p[nb][2][c] (block means, sums of
- * squared deviations), merged in block order; NaN for no rows */
-TFLCU_BNT_HD void bnt_moments_merge(const double *p, const geometry &g, int64_t rows, int64_t c,
-                                    int64_t j, double *mean, double *var)
+/* (n, m, q) (a count, a mean, a sum of squared deviations) merged with (nb, mb, qb) by Chan
+ * et al.'s formula; an empty side takes the other's values */
+TFLCU_BNT_HD void bnt_chan(double *n, double *m, double *q, double nb, double mb, double qb)
 {
-    if (rows <= 0) {
-        *mean = *var = NAN;
+    if (nb == 0) return;
+    if (*n == 0) {
+        *n = nb;
+        *m = mb;
+        *q = qb;
         return;
     }
-    double m = p[j], q = p[c + j];
-    for (int64_t b = 1; b < g.nb; b++) {
-        int64_t r0, r1;
-        bnt_block_rows(g, rows, b, &r0, &r1);
-        const double na = (double)r0, nr = (double)(r1 - r0), n = na + nr;
-        const double w = nr / n, cross = na * nr / n;
-        const double d = p[2 * c * b + j] - m;
-        m += d * w;
-        q += p[2 * c * b + c + j] + d * d * cross;
-    }
-    *mean = m;
-    *var = q / (double)rows;
+    const double n2 = *n + nb, d = mb - *m, w = nb / n2;
+    *m += d * w;
+    *q += qb + d * d * (*n * w);
+    *n = n2;
 }
 
-/* channel j's coefficients of dx = dy a - (x - m) b - d from the partials p[nb][2][c] (sum(dy),
- * sum(dy (x - m))), summed in block order: rstd = 1 / sqrt(var + eps), a = gamma rstd,
- * b = a rstd^2 sum(dy (x - m)) / rows, d = a sum(dy) / rows, in double, each rounded to T */
-template <typename T>
-TFLCU_BNT_HD void bnt_grad_coefs(const double *p, const geometry &g, int64_t rows, int64_t c,
-                                 int64_t j, T var, T gamma, double eps, T *a, T *b, T *d)
+/*
+ * The merge kernels: one block of TFLCU_BNT_MERGE_THREADS threads per block of tx channels,
+ * lanes = TFLCU_BNT_MERGE_THREADS / tx merge lanes. Lane l folds the row blocks l, l + lanes,
+ * l + 2 lanes, ... in that order, then the lanes are combined by a fixed tree (lane l < w
+ * takes lane l + w, w = lanes / 2, ..., 1), as the partial sums' tree: lane 0 ends with the
+ * channel's whole. A fixed order, parallel over the blocks.
+ */
+#define TFLCU_BNT_MERGE_THREADS 1024
+
+/* lane `lane` of `lanes`'s fold of channel j's block moments p[nb][2][c] (block means, sums
+ * of squared deviations), with the blocks' row counts: (n, m, q) */
+TFLCU_BNT_HD void bnt_moments_fold(const double *p, const geometry &g, int64_t rows, int64_t c,
+                                   int64_t j, int lane, int lanes, double *n, double *m,
+                                   double *q)
 {
-    double sg = p[j], sgx = p[c + j];
-    for (int64_t k = 1; k < g.nb; k++) {
-        sg += p[2 * c * k + j];
-        sgx += p[2 * c * k + c + j];
+    *n = *m = *q = 0;
+    for (int64_t b = lane; b < g.nb; b += lanes) {
+        int64_t r0, r1;
+        bnt_block_rows(g, rows, b, &r0, &r1);
+        bnt_chan(n, m, q, (double)(r1 - r0), p[2 * c * b + j], p[2 * c * b + c + j]);
     }
+}
+
+/* one step of the merge tree over the lanes' (n, m, q) (thread t: channel t % tx, lane
+ * t / tx), as bnt_tree_step */
+TFLCU_BNT_HD void bnt_moments_tree_step(double *n, double *m, double *q, int t, int tx, int w)
+{
+    if (t / tx < w) bnt_chan(&n[t], &m[t], &q[t], n[t + w * tx], m[t + w * tx], q[t + w * tx]);
+}
+
+/* lane `lane`'s sums of channel j's block sums p[nb][2][c] (sum(dy), sum(dy (x - m))) */
+TFLCU_BNT_HD void bnt_grad_fold(const double *p, const geometry &g, int64_t c, int64_t j, int lane,
+                                int lanes, double *sg, double *sgx)
+{
+    double a = 0, b = 0;
+    for (int64_t k = lane; k < g.nb; k += lanes) {
+        a += p[2 * c * k + j];
+        b += p[2 * c * k + c + j];
+    }
+    *sg = a;
+    *sgx = b;
+}
+
+/* the coefficients of dx = dy a - (x - m) b - d from the channel's sum(dy) and
+ * sum(dy (x - m)): rstd = 1 / sqrt(var + eps), a = gamma rstd, b = a rstd^2 sgx / rows,
+ * d = a sg / rows, in double, each rounded to T (the CPU's) */
+template <typename T>
+TFLCU_BNT_HD void bnt_grad_coefs(double sg, double sgx, int64_t rows, T var, T gamma, double eps,
+                                 T *a, T *b, T *d)
+{
     const double n = (double)rows, rs = 1.0 / sqrt((double)var + eps);
     const double ad = (double)gamma * rs;
     *a = (T)ad;

@@ -291,7 +291,7 @@ using tflcu_bn_train::geometry;
 /* block (blockIdx.x, blockIdx.y)'s partials of x (rows, c): its mean and its sum of squared
  * deviations per channel into part[blockIdx.y][2][c] */
 template <typename T>
-__global__ void batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS) batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double s[2][TFLCU_BNT_THREADS];
@@ -319,24 +319,39 @@ __global__ void batch_moments_kernel(const T *x, double *part, int64_t rows, int
     }
 }
 
-/* out (2, c): the blocks merged in order, one thread per channel */
+/* out (2, c): channel block blockIdx.x's partials merged (bnt_moments_fold, then the lanes'
+ * tree); NaN without rows */
 template <typename T>
-__global__ void batch_moments_merge_kernel(const double *part, T *out, int64_t rows, int64_t c,
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) batch_moments_merge_kernel(const double *part, T *out, int64_t rows, int64_t c,
                                            geometry g)
 {
-    TFLCU_LOOP(j, c)
-    {
-        double m, v;
-        tflcu_bn_train::bnt_moments_merge(part, g, rows, c, j, &m, &v);
-        out[j] = (T)m;
-        out[c + j] = (T)v;
+    using namespace tflcu_bn_train;
+    __shared__ double sn[TFLCU_BNT_MERGE_THREADS], sm[TFLCU_BNT_MERGE_THREADS],
+        sq[TFLCU_BNT_MERGE_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    const bool on = j < c;
+    double n = 0, m = 0, q = 0;
+    if (on) bnt_moments_fold(part, g, rows, c, j, lane, lanes, &n, &m, &q);
+    sn[t] = n;
+    sm[t] = m;
+    sq[t] = q;
+    __syncthreads();
+    for (int w = lanes / 2; w > 0; w /= 2) {
+        bnt_moments_tree_step(sn, sm, sq, t, g.tx, w);
+        __syncthreads();
+    }
+    if (lane == 0 && on) {
+        out[j] = rows > 0 ? (T)sm[tx] : (T)NAN;
+        out[c + j] = rows > 0 ? (T)(sq[tx] / (double)rows) : (T)NAN;
     }
 }
 
 /* block (blockIdx.x, blockIdx.y)'s sum(dy) and sum(dy (x - mean)) per channel into
  * part[blockIdx.y][2][c]; mo: the moments (2, c), row 0 the mean */
 template <typename T>
-__global__ void bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double *part,
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS) bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double *part,
                                     int64_t rows, int64_t c, geometry g)
 {
     using namespace tflcu_bn_train;
@@ -362,16 +377,31 @@ __global__ void bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double
     }
 }
 
-/* coef (3, c): a, b, d per channel from the blocks' sums in order */
+/* coef (3, c): a, b, d per channel of block blockIdx.x from the blocks' sums
+ * (bnt_grad_fold, then the lanes' tree) */
 template <typename T>
-__global__ void bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef,
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef,
                                      int64_t rows, int64_t c, double eps, geometry g)
 {
-    TFLCU_LOOP(j, c)
-    {
-        tflcu_bn_train::bnt_grad_coefs(part, g, rows, c, j, mo[c + j], gamma[j], eps, &coef[j],
-                                       &coef[c + j], &coef[2 * c + j]);
+    using namespace tflcu_bn_train;
+    __shared__ double s[2][TFLCU_BNT_MERGE_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    const bool on = j < c;
+    double sg = 0, sgx = 0;
+    if (on) bnt_grad_fold(part, g, c, j, lane, lanes, &sg, &sgx);
+    s[0][t] = sg;
+    s[1][t] = sgx;
+    __syncthreads();
+    for (int w = lanes / 2; w > 0; w /= 2) {
+        bnt_tree_step(s[0], t, g.tx, w);
+        bnt_tree_step(s[1], t, g.tx, w);
+        __syncthreads();
     }
+    if (lane == 0 && on)
+        bnt_grad_coefs(s[0][tx], s[1][tx], rows, mo[c + j], gamma[j], eps, &coef[j],
+                       &coef[c + j], &coef[2 * c + j]);
 }
 
 template <typename T>
@@ -386,11 +416,12 @@ __global__ void bn_grad_apply_kernel(const T *dy, const T *x, const T *mo, const
     }
 }
 
-/* the grid of the partial-sum kernels, or false when the channel blocks exceed its x limit */
+/* the grid of the partial-sum kernels (the merge kernels': its x), or false when the channel
+ * blocks exceed its x limit */
 static bool bnt_grid(const geometry &g, dim3 *grid)
 {
     if (g.cb > 0x7fffffff || g.nb > 65535) return false;
-    *grid = dim3((unsigned)g.cb, (unsigned)g.nb, 1);
+    *grid = dim3((unsigned)g.cb, (unsigned)(g.nb > 0 ? g.nb : 1), 1);
     return true;
 }
 
@@ -398,12 +429,10 @@ template <typename T>
 int batch_moments(const T *x, T *out, double *part, int64_t rows, int64_t c, cudaStream_t s)
 {
     const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
-    if (rows > 0) {
-        dim3 grid;
-        if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
-        batch_moments_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(x, part, rows, c, g);
-    }
-    batch_moments_merge_kernel<<<tflcu_blocks(c), TFLCU_THREADS, 0, s>>>(part, out, rows, c, g);
+    dim3 grid;
+    if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
+    if (rows > 0) batch_moments_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(x, part, rows, c, g);
+    batch_moments_merge_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, out, rows, c, g);
     return tflcu_status();
 }
 
@@ -415,8 +444,8 @@ int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, T *dx
     dim3 grid;
     if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
     bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
-    bn_grad_coefs_kernel<<<tflcu_blocks(c), TFLCU_THREADS, 0, s>>>(part, mo, gamma, coef, rows, c,
-                                                                   eps, g);
+    bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows,
+                                                                    c, eps, g);
     bn_grad_apply_kernel<<<tflcu_blocks(rows * c), TFLCU_THREADS, 0, s>>>(dy, x, mo, coef, dx,
                                                                           rows * c, c);
     return tflcu_status();

@@ -2,14 +2,15 @@
  * framework/cuda/tests/test_bn_train_elems.cu: the GPU's BatchMoments and BatchNormTrainingGrad
  * (k_reduce.cu) run on the host: bn_train_elems.cuh's functions, compiled by nvcc for the
  * host, called in the kernels' order (every block of the grid, every thread of a block, the
- * shared-memory tree step by step, then the per-channel merge in block order), against the
+ * shared-memory trees step by step, the merge kernels' lanes and their tree), against the
  * CPU's kernels (framework/cpu/k_norm.c through tfl_batch_norm_training and
  * tfl__batch_norm_training_grad). The two block differently (the CPU in blocks of 16k
  * elements, the GPU by bnt_geometry), so they agree to float rounding, not bit for bit:
  * float32 within two units in the last place of the values' scale, float64 within 1e-13 of
  * it (on these shapes the float64 results differ by about 2e-15, the float32 ones hardly ever).
  * Shapes: one channel, three, 16, 33 (a partly used block of channels), 300, 2500; rows from
- * one to 70,000 (the cap on blocks of rows reached), not multiples of the block. Built only
+ * one to 300,000 (the cap on blocks of rows reached, several blocks per merge lane), not
+ * multiples of the block. Built only
  * with the CUDA backend (it needs nvcc); what it cannot check is the launches themselves.
  */
 #include <setjmp.h>
@@ -102,12 +103,26 @@ static void moments_emulated(const T *x, int64_t rows, int64_t c, std::vector<T>
             }
         }
     }
+    /* batch_moments_merge_kernel: per block of channels, the lanes' folds, then their tree */
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    std::vector<double> sn(TFLCU_BNT_MERGE_THREADS), sm(sn.size()), sq(sn.size());
     out.assign((size_t)(2 * c), (T)0);
-    for (int64_t j = 0; j < c; j++) {
-        double m, v;
-        bnt_moments_merge(part.data(), g, rows, c, j, &m, &v);
-        out[(size_t)j] = (T)m;
-        out[(size_t)(c + j)] = (T)v;
+    for (int64_t cx = 0; cx < g.cb; cx++) {
+        for (int t = 0; t < TFLCU_BNT_MERGE_THREADS; t++) {
+            const int64_t j = cx * g.tx + t % g.tx;
+            sn[t] = sm[t] = sq[t] = 0;
+            if (j < c)
+                bnt_moments_fold(part.data(), g, rows, c, j, t / g.tx, lanes, &sn[t], &sm[t],
+                                 &sq[t]);
+        }
+        for (int w = lanes / 2; w > 0; w /= 2)
+            for (int t = 0; t < TFLCU_BNT_MERGE_THREADS; t++)
+                bnt_moments_tree_step(sn.data(), sm.data(), sq.data(), t, g.tx, w);
+        for (int tx = 0; tx < g.tx && cx * g.tx + tx < c; tx++) {
+            const int64_t j = cx * g.tx + tx;
+            out[(size_t)j] = rows > 0 ? (T)sm[tx] : (T)NAN;
+            out[(size_t)(c + j)] = rows > 0 ? (T)(sq[tx] / (double)rows) : (T)NAN;
+        }
     }
 }
 
@@ -141,10 +156,27 @@ static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, 
             }
         }
     }
+    /* bn_grad_coefs_kernel: the lanes' folds, their tree, then the coefficients */
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    std::vector<double> s0(TFLCU_BNT_MERGE_THREADS), s1(s0.size());
     std::vector<T> coef((size_t)(3 * c));
-    for (int64_t j = 0; j < c; j++)
-        bnt_grad_coefs(part.data(), g, rows, c, j, mo[c + j], gamma[j], eps, &coef[(size_t)j],
-                       &coef[(size_t)(c + j)], &coef[(size_t)(2 * c + j)]);
+    for (int64_t cx = 0; cx < g.cb; cx++) {
+        for (int t = 0; t < TFLCU_BNT_MERGE_THREADS; t++) {
+            const int64_t j = cx * g.tx + t % g.tx;
+            s0[t] = s1[t] = 0;
+            if (j < c) bnt_grad_fold(part.data(), g, c, j, t / g.tx, lanes, &s0[t], &s1[t]);
+        }
+        for (int w = lanes / 2; w > 0; w /= 2)
+            for (int t = 0; t < TFLCU_BNT_MERGE_THREADS; t++) {
+                bnt_tree_step(s0.data(), t, g.tx, w);
+                bnt_tree_step(s1.data(), t, g.tx, w);
+            }
+        for (int tx = 0; tx < g.tx && cx * g.tx + tx < c; tx++) {
+            const int64_t j = cx * g.tx + tx;
+            bnt_grad_coefs(s0[tx], s1[tx], rows, mo[c + j], gamma[j], eps, &coef[(size_t)j],
+                           &coef[(size_t)(c + j)], &coef[(size_t)(2 * c + j)]);
+        }
+    }
     dx.assign((size_t)(rows * c), (T)0);
     for (int64_t i = 0; i < rows * c; i++) {
         const int64_t j = i % c;
@@ -233,7 +265,9 @@ static const int64_t shapes[][2] = {
     {1, 5},     /* one row */
     {40, 33},   /* a second block of channels with one used */
     {700, 300}, /* 10 blocks of channels, 22 of rows, the last of 28 */
-    {70000, 16}, /* 1024 blocks of rows reached: blocks of 80 rows */
+    {70000, 16}, /* 1024 blocks of rows reached: blocks of 80 rows, 875 of them, merged by
+                    64 lanes (13 or 14 blocks each) */
+    {300000, 3}, /* 938 blocks of 320 rows, merged by 256 lanes */
     {64, 2500}, /* many channels, one block of rows */
 };
 
