@@ -404,15 +404,22 @@ __global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) bn_grad_coefs_kernel(
                        &coef[c + j], &coef[2 * c + j]);
 }
 
+/* dx over the partial-sum kernels' grid: each thread its channel's coefficients, then its rows
+ * of the block */
 template <typename T>
-__global__ void bn_grad_apply_kernel(const T *dy, const T *x, const T *mo, const T *coef, T *dx,
-                                     int64_t n, int64_t c)
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    bn_grad_apply_kernel(const T *dy, const T *x, const T *mo, const T *coef, T *dx, int64_t rows,
+                         int64_t c, geometry g)
 {
-    TFLCU_LOOP(i, n)
-    {
-        const int64_t j = i % c;
-        dx[i] = tflcu_bn_train::bnt_grad_elem(dy[i], x[i], mo[j], coef[j], coef[c + j],
-                                              coef[2 * c + j]);
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    if (j >= c) return;
+    int64_t r0, r1;
+    tflcu_bn_train::bnt_block_rows(g, rows, blockIdx.y, &r0, &r1);
+    const T m = mo[j], a = coef[j], b = coef[c + j], d = coef[2 * c + j];
+    for (int64_t r = r0 + lane; r < r1; r += g.ty) {
+        const int64_t i = r * c + j;
+        dx[i] = tflcu_bn_train::bnt_grad_elem(dy[i], x[i], m, a, b, d);
     }
 }
 
@@ -446,8 +453,7 @@ int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, T *dx
     bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
     bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows,
                                                                     c, eps, g);
-    bn_grad_apply_kernel<<<tflcu_blocks(rows * c), TFLCU_THREADS, 0, s>>>(dy, x, mo, coef, dx,
-                                                                          rows * c, c);
+    bn_grad_apply_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, coef, dx, rows, c, g);
     return tflcu_status();
 }
 

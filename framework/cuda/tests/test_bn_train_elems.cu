@@ -177,11 +177,21 @@ static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, 
                            &coef[(size_t)(c + j)], &coef[(size_t)(2 * c + j)]);
         }
     }
-    dx.assign((size_t)(rows * c), (T)0);
-    for (int64_t i = 0; i < rows * c; i++) {
-        const int64_t j = i % c;
-        dx[(size_t)i] = bnt_grad_elem(dy[i], x[i], mo[j], coef[(size_t)j], coef[(size_t)(c + j)],
-                                      coef[(size_t)(2 * c + j)]);
+    /* bn_grad_apply_kernel over the same grid; an element it missed stays NaN */
+    dx.assign((size_t)(rows * c), (T)NAN);
+    for (int64_t b = 0; b < g.nb; b++) {
+        int64_t r0, r1;
+        bnt_block_rows(g, rows, b, &r0, &r1);
+        for (int64_t cx = 0; cx < g.cb; cx++)
+            for (int t = 0; t < TFLCU_BNT_THREADS; t++) {
+                const int64_t j = cx * g.tx + t % g.tx;
+                if (j >= c) continue;
+                for (int64_t r = r0 + t / g.tx; r < r1; r += g.ty) {
+                    const int64_t i = r * c + j;
+                    dx[(size_t)i] = bnt_grad_elem(dy[i], x[i], mo[j], coef[(size_t)j],
+                                                  coef[(size_t)(c + j)], coef[(size_t)(2 * c + j)]);
+                }
+            }
     }
 }
 
