@@ -42,10 +42,10 @@ namespace tflcu_bn_train
 {
 
 typedef struct geometry {
-    int tx, ty;  /* channels and row lanes of a block: tx ty = TFLCU_BNT_THREADS */
-    int64_t cb;  /* blocks along the channels: ceil(c / tx) */
-    int64_t rb;  /* rows of a block (a multiple of ty; the last block may have fewer) */
-    int64_t nb;  /* blocks along the rows: ceil(rows / rb), 0 without rows */
+    int tx, ty; /* channels and row lanes of a block: tx ty = TFLCU_BNT_THREADS */
+    int64_t cb; /* blocks along the channels: ceil(c / tx) */
+    int64_t rb; /* rows of a block (a multiple of ty; the last block may have fewer) */
+    int64_t nb; /* blocks along the rows: ceil(rows / rb), 0 without rows */
 } geometry;
 
 /* the blocking of x (rows, c), c >= 1: tx the smallest power of two >= c, at most 32; rb
@@ -150,8 +150,7 @@ TFLCU_BNT_HD void bnt_chan(double *n, double *m, double *q, double nb, double mb
 /* lane `lane` of `lanes`'s fold of channel j's block moments p[nb][2][c] (block means, sums
  * of squared deviations), with the blocks' row counts: (n, m, q) */
 TFLCU_BNT_HD void bnt_moments_fold(const double *p, const geometry &g, int64_t rows, int64_t c,
-                                   int64_t j, int lane, int lanes, double *n, double *m,
-                                   double *q)
+                                   int64_t j, int lane, int lanes, double *n, double *m, double *q)
 {
     *n = *m = *q = 0;
     for (int64_t b = lane; b < g.nb; b += lanes) {

@@ -74,8 +74,8 @@ int tflcu_layer_norm(int dtype, int grad, const void *a, const void *b, const vo
  * shape alone; bn_train_elems.cuh). */
 int64_t tflcu_bn_train_blocks(int64_t rows, int64_t c);
 /* out (2, c): the mean and the biased variance of each channel; NaN for rows == 0 */
-int tflcu_batch_moments(int dtype, const void *x, void *out, double *part, int64_t rows,
-                        int64_t c, void *stream);
+int tflcu_batch_moments(int dtype, const void *x, void *out, double *part, int64_t rows, int64_t c,
+                        void *stream);
 /* dx = dy a - (x - m) b - d per channel (rstd = 1 / sqrt(var + eps), a = gamma rstd,
  * b = a rstd^2 sum(dy (x - m)) / rows, d = a sum(dy) / rows), moments (2, c) row 0 m, row 1
  * var, gamma (c); coef: device scratch of 3 c elements of the dtype */

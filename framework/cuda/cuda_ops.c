@@ -356,11 +356,10 @@ static tfl_status k_batch_norm_training(const tfl__kcall *k)
         const char *mo = tfl__data(in[1]);
         st = tfl__cuda_check(
             k->dev,
-            tflcu_batch_norm(x->dtype, tfl__data(x), mo,
-                             mo + (size_t)c * tfl_dtype_size((tfl_dtype)x->dtype),
-                             tfl__data(in[3]), tfl__data(in[2]), tfl__data(k->out), x->numel, c,
-                             ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
-                             tfl__cuda_stream(k->dev)),
+            tflcu_batch_norm(
+                x->dtype, tfl__data(x), mo, mo + (size_t)c * tfl_dtype_size((tfl_dtype)x->dtype),
+                tfl__data(in[3]), tfl__data(in[2]), tfl__data(k->out), x->numel, c,
+                ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, tfl__cuda_stream(k->dev)),
             "BatchNormTraining");
     }
     for (int i = 0; i < 4; i++)
@@ -548,13 +547,12 @@ static tfl_status k_matmul(const tfl__kcall *k)
 #define EW_KERNELS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                              \
     EW_ON_##gpu(EW_K_##kind(id, gpu))
 
-
 const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
     TFL_EW_LIST(EW_KERNELS_, ~) /* the elementwise ops (op_list.h) */
-    [TFL_OP_SUM] = {k_reduce, M_R, NULL},
+        [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},
     [TFL_OP_MIN] = {k_reduce, M_R, NULL},
@@ -576,6 +574,5 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     /* float16 and bfloat16 through cuDNN, declined where cuDNN does not take the shape */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F | TFL_MASK_HALF, NULL},
     [TFL_OP_CONV2D_BACKPROP_INPUT] = {tfl__cuda_conv2d_backprop_input, M_F | TFL_MASK_HALF, NULL},
-    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F | TFL_MASK_HALF,
-                                       NULL},
+    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F | TFL_MASK_HALF, NULL},
 };

@@ -283,7 +283,6 @@ __global__ void sparse_kernel(const T *x, const void *labels, int ldt, T *out, i
     }
 }
 
-
 /* ---- BatchMoments and BatchNormTrainingGrad (bn_train_elems.cuh: the layout, the order) ---- */
 
 using tflcu_bn_train::geometry;
@@ -291,7 +290,8 @@ using tflcu_bn_train::geometry;
 /* block (blockIdx.x, blockIdx.y)'s partials of x (rows, c): its mean and its sum of squared
  * deviations per channel into part[blockIdx.y][2][c] */
 template <typename T>
-__global__ void __launch_bounds__(TFLCU_BNT_THREADS) batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double s[2][TFLCU_BNT_THREADS];
@@ -322,8 +322,8 @@ __global__ void __launch_bounds__(TFLCU_BNT_THREADS) batch_moments_kernel(const 
 /* out (2, c): channel block blockIdx.x's partials merged (bnt_moments_fold, then the lanes'
  * tree); NaN without rows */
 template <typename T>
-__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) batch_moments_merge_kernel(const double *part, T *out, int64_t rows, int64_t c,
-                                           geometry g)
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
+    batch_moments_merge_kernel(const double *part, T *out, int64_t rows, int64_t c, geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double sn[TFLCU_BNT_MERGE_THREADS], sm[TFLCU_BNT_MERGE_THREADS],
@@ -351,8 +351,9 @@ __global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) batch_moments_merge_k
 /* block (blockIdx.x, blockIdx.y)'s sum(dy) and sum(dy (x - mean)) per channel into
  * part[blockIdx.y][2][c]; mo: the moments (2, c), row 0 the mean */
 template <typename T>
-__global__ void __launch_bounds__(TFLCU_BNT_THREADS) bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double *part,
-                                    int64_t rows, int64_t c, geometry g)
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double *part, int64_t rows, int64_t c,
+                        geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double s[2][TFLCU_BNT_THREADS];
@@ -380,8 +381,9 @@ __global__ void __launch_bounds__(TFLCU_BNT_THREADS) bn_grad_sums_kernel(const T
 /* coef (3, c): a, b, d per channel of block blockIdx.x from the blocks' sums
  * (bnt_grad_fold, then the lanes' tree) */
 template <typename T>
-__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef,
-                                     int64_t rows, int64_t c, double eps, geometry g)
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
+    bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef, int64_t rows,
+                         int64_t c, double eps, geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double s[2][TFLCU_BNT_MERGE_THREADS];
@@ -400,8 +402,8 @@ __global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS) bn_grad_coefs_kernel(
         __syncthreads();
     }
     if (lane == 0 && on)
-        bnt_grad_coefs(s[0][tx], s[1][tx], rows, mo[c + j], gamma[j], eps, &coef[j],
-                       &coef[c + j], &coef[2 * c + j]);
+        bnt_grad_coefs(s[0][tx], s[1][tx], rows, mo[c + j], gamma[j], eps, &coef[j], &coef[c + j],
+                       &coef[2 * c + j]);
 }
 
 /* dx over the partial-sum kernels' grid: each thread its channel's coefficients, then its rows
@@ -451,8 +453,8 @@ int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, T *dx
     dim3 grid;
     if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
     bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
-    bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows,
-                                                                    c, eps, g);
+    bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows, c,
+                                                                    eps, g);
     bn_grad_apply_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, coef, dx, rows, c, g);
     return tflcu_status();
 }
@@ -608,7 +610,7 @@ extern "C" int tflcu_batch_norm_training_grad(int dt, const void *dy, const void
                                 eps, s);
     if (dt == TFL_DTYPE_FLOAT64)
         return bn_training_grad((const double *)dy, (const double *)x, (const double *)moments,
-                                (const double *)gamma, (double *)dx, part, (double *)coef, rows,
-                                c, eps, s);
+                                (const double *)gamma, (double *)dx, part, (double *)coef, rows, c,
+                                eps, s);
     return -1;
 }

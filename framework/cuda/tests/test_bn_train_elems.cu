@@ -35,9 +35,9 @@ extern "C" { /* cmocka.h has no C++ linkage block of its own */
 
 extern "C" {
 /* framework/core_api/op_api.h (the gradient op's entry point; the static library has it) */
-tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
-                                          const tfl_tensor *x, const tfl_tensor *moments,
-                                          const tfl_tensor *gamma, double epsilon);
+tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                          const tfl_tensor *moments, const tfl_tensor *gamma,
+                                          double epsilon);
 }
 
 using namespace tflcu_bn_train;
@@ -50,15 +50,6 @@ static double unit(void)
     rng ^= rng << 17;
     return (double)(rng >> 11) / 9007199254740992.0;
 }
-
-template <typename T> static tfl_dtype dtype_of(void);
-template <> tfl_dtype dtype_of<float>(void) { return TFL_DTYPE_FLOAT32; }
-template <> tfl_dtype dtype_of<double>(void) { return TFL_DTYPE_FLOAT64; }
-
-/* the relative tolerance of each dtype (see the header) */
-template <typename T> static double tolerance(void);
-template <> double tolerance<float>(void) { return 2 * 1.1920929e-07; }
-template <> double tolerance<double>(void) { return 1e-13; }
 
 /* a block's two shared arrays and its tree, run on the host step by step: at each step the
  * threads in turn (what one step of one thread reads, no thread of that step writes) */
@@ -218,8 +209,9 @@ static void near(const char *what, int64_t rows, int64_t c, int64_t i, double wa
  * deviations small against the mean), spread 0.5 + j % 3; dy in [-1, 1); gamma in [0.5, 1.5) */
 template <typename T> static void run(tfl_ctx *ctx, int64_t rows, int64_t c)
 {
-    const tfl_dtype dt = dtype_of<T>();
-    const double eps = 1e-3, tol = tolerance<T>();
+    const bool f32 = sizeof(T) == sizeof(float);
+    const tfl_dtype dt = f32 ? TFL_DTYPE_FLOAT32 : TFL_DTYPE_FLOAT64;
+    const double eps = 1e-3, tol = f32 ? 2 * 1.1920929e-07 : 1e-13; /* the header's */
     std::vector<T> x((size_t)(rows * c)), dy(x.size()), gamma((size_t)c);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < c; j++) {
@@ -251,8 +243,8 @@ template <typename T> static void run(tfl_ctx *ctx, int64_t rows, int64_t c)
         std::vector<T> m2(cm);
         m2.insert(m2.end(), cv.begin(), cv.end());
         tfl_tensor *tm = tfl_tensor_new(ctx, dt, 2, ms, m2.data());
-        const std::vector<T> cdx = values<T>(tfl__batch_norm_training_grad(ctx, tdy, tx, tm, tg,
-                                                                           eps));
+        const std::vector<T> cdx =
+            values<T>(tfl__batch_norm_training_grad(ctx, tdy, tx, tm, tg, eps));
         std::vector<T> dx;
         grad_emulated(dy.data(), x.data(), m2.data(), gamma.data(), rows, c, eps, dx);
         for (int64_t i = 0; i < rows * c; i++) {
@@ -270,15 +262,15 @@ template <typename T> static void run(tfl_ctx *ctx, int64_t rows, int64_t c)
 }
 
 static const int64_t shapes[][2] = {
-    {5000, 1},  /* one channel: 256 row lanes, blocks of 1024 rows, the last of 904 */
-    {3001, 3},  /* 4 channel lanes, 3 used */
-    {1, 5},     /* one row */
-    {40, 33},   /* a second block of channels with one used */
-    {700, 300}, /* 10 blocks of channels, 22 of rows, the last of 28 */
+    {5000, 1},   /* one channel: 256 row lanes, blocks of 1024 rows, the last of 904 */
+    {3001, 3},   /* 4 channel lanes, 3 used */
+    {1, 5},      /* one row */
+    {40, 33},    /* a second block of channels with one used */
+    {700, 300},  /* 10 blocks of channels, 22 of rows, the last of 28 */
     {70000, 16}, /* 1024 blocks of rows reached: blocks of 80 rows, 875 of them, merged by
                     64 lanes (13 or 14 blocks each) */
     {300000, 3}, /* 938 blocks of 320 rows, merged by 256 lanes */
-    {64, 2500}, /* many channels, one block of rows */
+    {64, 2500},  /* many channels, one block of rows */
 };
 
 static void test_float32(void **state)
@@ -321,8 +313,8 @@ static void test_geometry(void **state)
 {
     (void)state;
     static const int64_t cs[] = {1, 2, 3, 5, 16, 31, 32, 33, 64, 300, 4096};
-    static const int64_t rs[] = {1, 7, 255, 256, 1023, 1024, 1025, 4097, 100000, 1000001,
-                                 123456789};
+    static const int64_t rs[] = {1,    7,    255,    256,     1023,     1024,
+                                 1025, 4097, 100000, 1000001, 123456789};
     for (int64_t c : cs)
         for (int64_t rows : rs) {
             const geometry g = bnt_geometry(rows, c);
