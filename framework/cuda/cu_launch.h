@@ -70,8 +70,8 @@ int tflcu_layer_norm(int dtype, int grad, const void *a, const void *b, const vo
 /* BatchMoments and BatchNormTrainingGrad over contiguous (rows, c), c >= 1, float32/float64
  * (framework/cpu/k_norm.c's ops): blocks of rows summed in double into the scratch `part`
  * (tflcu_bn_train_blocks(rows, c) * 2 * c doubles of device memory; none when that is 0),
- * merged per channel in block order: deterministic (no atomics, a blocking that depends on the
- * shape alone; bn_train_elems.cuh). */
+ * merged per channel in a fixed order: deterministic (no atomics, a blocking that depends on
+ * the shape alone; bn_train_elems.cuh). */
 int64_t tflcu_bn_train_blocks(int64_t rows, int64_t c);
 /* out (2, c): the mean and the biased variance of each channel; NaN for rows == 0 */
 int tflcu_batch_moments(int dtype, const void *x, void *out, double *part, int64_t rows, int64_t c,

@@ -3,10 +3,10 @@
  * threads striding over the reduced elements, then a shared-memory tree), ArgMax/ArgMin,
  * Softmax/LogSoftmax and the two softmax cross-entropies (one thread per row), LayerNorm and
  * LayerNormGrad (one warp per row), BatchMoments and BatchNormTrainingGrad (blocks of rows by
- * blocks of channels, per-block sums in double merged in block order; the arithmetic is
- * bn_train_elems.cuh's, tested on the host). Accumulators
- * follow the CPU (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums
- * wrap, Max/Min propagate NaN, ArgMax/ArgMin take the first extreme.
+ * blocks of channels, per-block sums in double merged in a fixed order; the arithmetic is
+ * bn_train_elems.cuh's, tested on the host). Accumulators follow the CPU
+ * (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums wrap, Max/Min
+ * propagate NaN, ArgMax/ArgMin take the first extreme.
  */
 #include "bn_train_elems.cuh"
 #include "cu_common.cuh"
