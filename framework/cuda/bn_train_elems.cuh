@@ -12,9 +12,10 @@
  * writes its partials [block][2][c] (doubles) to a workspace; a second kernel combines the
  * blocks of each channel in a fixed order (merge lanes over the blocks, then a tree: see
  * TFLCU_BNT_MERGE_THREADS). No atomics: every run gives the same bits.
- *   BatchMoments: per block its mean and its sum of squared deviations about that mean (two
- *   passes over the block's rows, the second mostly from cache), merged by Chan et al.'s
- *   formula, as the CPU merges its blocks (the CPU in block order).
+ *   BatchMoments: per block its mean and its sum of squared deviations about that mean, each
+ *   thread's from groups of rows held in registers (bnt_thread_moments: one pass over x), the
+ *   threads' and then the blocks' merged by Chan et al.'s formula, as the CPU merges its
+ *   blocks (the CPU in block order).
  *   BatchNormTrainingGrad: per block sum(dy) and sum(dy (x - mean)); the sums give the
  *   coefficients a, b, d (rounded to the dtype, as the CPU's), then dx = dy a - (x - m) b - d.
  * Needs only <stdint.h> and <math.h>.
@@ -30,13 +31,19 @@
 #else
 #define TFLCU_BNT_HD inline
 #endif
+#ifdef __CUDA_ARCH__
+#define TFLCU_BNT_UNROLL _Pragma("unroll")
+#else
+#define TFLCU_BNT_UNROLL
+#endif
 
 /* threads per block (a power of two) */
 #define TFLCU_BNT_THREADS 256
-/* at most this many blocks of rows: the per-channel merge loops over them */
+/* at most this many blocks of rows (the partial sums: blocks x 2 x c doubles) */
 #define TFLCU_BNT_MAX_ROW_BLOCKS 1024
-/* every row lane sums at least this many rows of a full block */
-#define TFLCU_BNT_MIN_LANE_ROWS 4
+/* every row lane sums at least this many rows of a full block (one group of
+ * TFLCU_BNT_GROUP) */
+#define TFLCU_BNT_MIN_LANE_ROWS 8
 
 namespace tflcu_bn_train
 {
@@ -74,27 +81,56 @@ TFLCU_BNT_HD void bnt_block_rows(const geometry &g, int64_t rows, int64_t b, int
     *r1 = rows - *r0 < g.rb ? rows : *r0 + g.rb;
 }
 
-/* one thread's sum of x[r][j] over its rows r = r, r + step, ... < r1 */
-template <typename T>
-TFLCU_BNT_HD double bnt_sum(const T *x, int64_t c, int64_t j, int64_t r, int64_t r1, int step)
+/* (n, m, q) (a count, a mean, a sum of squared deviations) merged with (nb, mb, qb) by Chan
+ * et al.'s formula; an empty side takes the other's values */
+TFLCU_BNT_HD void bnt_chan(double *n, double *m, double *q, double nb, double mb, double qb)
 {
-    double s = 0;
-    for (; r < r1; r += step)
-        s += (double)x[r * c + j];
-    return s;
+    if (nb == 0) return;
+    if (*n == 0) {
+        *n = nb;
+        *m = mb;
+        *q = qb;
+        return;
+    }
+    const double n2 = *n + nb, d = mb - *m, w = nb / n2;
+    *m += d * w;
+    *q += qb + d * d * (*n * w);
+    *n = n2;
 }
 
-/* one thread's sum of (x[r][j] - mean)^2 over the same rows */
+/* rows a thread reads at once in BatchMoments (registers) */
+#define TFLCU_BNT_GROUP 8
+
+/* one thread's count, mean and sum of squared deviations of x[r][j] over its rows r, r + step,
+ * ... < r1: groups of TFLCU_BNT_GROUP of them read at once, each group's mean and squared
+ * deviations exact in double (two passes over registers), the groups merged by bnt_chan in
+ * order. One pass over memory. */
 template <typename T>
-TFLCU_BNT_HD double bnt_sq_dev(const T *x, int64_t c, int64_t j, int64_t r, int64_t r1, int step,
-                               double mean)
+TFLCU_BNT_HD void bnt_thread_moments(const T *x, int64_t c, int64_t j, int64_t r, int64_t r1,
+                                     int step, double *n, double *m, double *q)
 {
-    double q = 0;
-    for (; r < r1; r += step) {
-        const double d = (double)x[r * c + j] - mean;
-        q += d * d;
+    *n = *m = *q = 0;
+    for (; r < r1; r += (int64_t)step * TFLCU_BNT_GROUP) {
+        double v[TFLCU_BNT_GROUP]; /* unrolled, with predicates: registers, not memory */
+        int k = 0;
+        TFLCU_BNT_UNROLL
+        for (int i = 0; i < TFLCU_BNT_GROUP; i++) {
+            const int64_t ri = r + (int64_t)i * step;
+            v[i] = ri < r1 ? (double)x[ri * c + j] : 0.0;
+            k += ri < r1;
+        }
+        double s = 0, d2 = 0;
+        TFLCU_BNT_UNROLL
+        for (int i = 0; i < TFLCU_BNT_GROUP; i++)
+            if (i < k) s += v[i];
+        const double mean = s / (double)k;
+        TFLCU_BNT_UNROLL
+        for (int i = 0; i < TFLCU_BNT_GROUP; i++) {
+            const double d = v[i] - mean;
+            if (i < k) d2 += d * d;
+        }
+        bnt_chan(n, m, q, (double)k, mean, d2);
     }
-    return q;
 }
 
 /* one thread's sum(dy) and sum(dy (x - m)) over the same rows; m: channel j's mean */
@@ -119,23 +155,6 @@ TFLCU_BNT_HD void bnt_grad_sums(const T *dy, const T *x, T m, int64_t c, int64_t
 TFLCU_BNT_HD void bnt_tree_step(double *s, int t, int tx, int w)
 {
     if (t / tx < w) s[t] += s[t + w * tx];
-}
-
-/* (n, m, q) (a count, a mean, a sum of squared deviations) merged with (nb, mb, qb) by Chan
- * et al.'s formula; an empty side takes the other's values */
-TFLCU_BNT_HD void bnt_chan(double *n, double *m, double *q, double nb, double mb, double qb)
-{
-    if (nb == 0) return;
-    if (*n == 0) {
-        *n = nb;
-        *m = mb;
-        *q = qb;
-        return;
-    }
-    const double n2 = *n + nb, d = mb - *m, w = nb / n2;
-    *m += d * w;
-    *q += qb + d * d * (*n * w);
-    *n = n2;
 }
 
 /*

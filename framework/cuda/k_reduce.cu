@@ -294,28 +294,24 @@ __global__ void __launch_bounds__(TFLCU_BNT_THREADS)
     batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
 {
     using namespace tflcu_bn_train;
-    __shared__ double s[2][TFLCU_BNT_THREADS];
+    __shared__ double sn[TFLCU_BNT_THREADS], sm[TFLCU_BNT_THREADS], sq[TFLCU_BNT_THREADS];
     const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
     const int64_t j = (int64_t)blockIdx.x * g.tx + tx, b = blockIdx.y;
-    const bool on = j < c;
     int64_t r0, r1;
     bnt_block_rows(g, rows, b, &r0, &r1);
-    s[0][t] = on ? bnt_sum(x, c, j, r0 + lane, r1, g.ty) : 0.0;
+    double n = 0, m = 0, q = 0;
+    if (j < c) bnt_thread_moments(x, c, j, r0 + lane, r1, g.ty, &n, &m, &q);
+    sn[t] = n;
+    sm[t] = m;
+    sq[t] = q;
     __syncthreads();
     for (int w = g.ty / 2; w > 0; w /= 2) {
-        bnt_tree_step(s[0], t, g.tx, w);
+        bnt_moments_tree_step(sn, sm, sq, t, g.tx, w);
         __syncthreads();
     }
-    const double mean = s[0][tx] / (double)(r1 - r0);
-    s[1][t] = on ? bnt_sq_dev(x, c, j, r0 + lane, r1, g.ty, mean) : 0.0;
-    __syncthreads();
-    for (int w = g.ty / 2; w > 0; w /= 2) {
-        bnt_tree_step(s[1], t, g.tx, w);
-        __syncthreads();
-    }
-    if (lane == 0 && on) {
-        part[2 * c * b + j] = mean;
-        part[2 * c * b + c + j] = s[1][tx];
+    if (lane == 0 && j < c) {
+        part[2 * c * b + j] = sm[tx];
+        part[2 * c * b + c + j] = sq[tx];
     }
 }
 

@@ -9,8 +9,8 @@
  * float32 within two units in the last place of the values' scale, float64 within 1e-13 of
  * it (on these shapes the float64 results differ by about 2e-15, the float32 ones hardly ever).
  * Shapes: one channel, three, 16, 33 (a partly used block of channels), 300, 2500; rows from
- * one to 300,000 (the cap on blocks of rows reached, several blocks per merge lane), not
- * multiples of the block. Built only
+ * one to 2,500,000 (the cap on blocks of rows reached, several groups of rows per thread,
+ * several blocks per merge lane), not multiples of the block. Built only
  * with the CUDA backend (it needs nvcc); what it cannot check is the launches themselves.
  */
 #include <setjmp.h>
@@ -69,28 +69,25 @@ static void moments_emulated(const T *x, int64_t rows, int64_t c, std::vector<T>
 {
     const geometry g = bnt_geometry(rows, c);
     std::vector<double> part((size_t)(g.nb * 2 * c));
-    block_emu e;
+    std::vector<double> bn(TFLCU_BNT_THREADS), bm(bn.size()), bq(bn.size());
     for (int64_t b = 0; b < g.nb; b++) {
         int64_t r0, r1;
         bnt_block_rows(g, rows, b, &r0, &r1);
         for (int64_t cx = 0; cx < g.cb; cx++) {
             for (int t = 0; t < TFLCU_BNT_THREADS; t++) {
-                const int tx = t % g.tx, lane = t / g.tx;
-                const int64_t j = cx * g.tx + tx;
-                e.s0[t] = j < c ? bnt_sum(x, c, j, r0 + lane, r1, g.ty) : 0.0;
+                const int64_t j = cx * g.tx + t % g.tx;
+                bn[t] = bm[t] = bq[t] = 0;
+                if (j < c)
+                    bnt_thread_moments(x, c, j, r0 + t / g.tx, r1, g.ty, &bn[t], &bm[t], &bq[t]);
             }
-            e.tree(e.s0, g);
-            for (int t = 0; t < TFLCU_BNT_THREADS; t++) {
-                const int tx = t % g.tx, lane = t / g.tx;
-                const int64_t j = cx * g.tx + tx;
-                const double mean = e.s0[tx] / (double)(r1 - r0);
-                e.s1[t] = j < c ? bnt_sq_dev(x, c, j, r0 + lane, r1, g.ty, mean) : 0.0;
-            }
-            e.tree(e.s1, g);
+            for (int w = g.ty / 2; w > 0; w /= 2)
+                for (int t = 0; t < TFLCU_BNT_THREADS; t++)
+                    bnt_moments_tree_step(bn.data(), bm.data(), bq.data(), t, g.tx, w);
             for (int tx = 0; tx < g.tx && cx * g.tx + tx < c; tx++) {
                 const int64_t j = cx * g.tx + tx;
-                part[(size_t)(2 * c * b + j)] = e.s0[tx] / (double)(r1 - r0);
-                part[(size_t)(2 * c * b + c + j)] = e.s1[tx];
+                assert_int_equal((int64_t)bn[tx], r1 - r0); /* every row of the block, once */
+                part[(size_t)(2 * c * b + j)] = bm[tx];
+                part[(size_t)(2 * c * b + c + j)] = bq[tx];
             }
         }
     }
@@ -261,16 +258,19 @@ template <typename T> static void run(tfl_ctx *ctx, int64_t rows, int64_t c)
     tfl_frame_pop(ctx);
 }
 
+/* (rows, channels); the blocking as bnt_geometry gives it */
 static const int64_t shapes[][2] = {
-    {5000, 1},   /* one channel: 256 row lanes, blocks of 1024 rows, the last of 904 */
-    {3001, 3},   /* 4 channel lanes, 3 used */
-    {1, 5},      /* one row */
-    {40, 33},    /* a second block of channels with one used */
-    {700, 300},  /* 10 blocks of channels, 22 of rows, the last of 28 */
-    {70000, 16}, /* 1024 blocks of rows reached: blocks of 80 rows, 875 of them, merged by
-                    64 lanes (13 or 14 blocks each) */
-    {300000, 3}, /* 938 blocks of 320 rows, merged by 256 lanes */
-    {64, 2500},  /* many channels, one block of rows */
+    {5000, 1},    /* one channel: 256 row lanes, 3 blocks of 2048 rows, the last of 904 */
+    {3001, 3},    /* 4 channel lanes, 3 used; the last block 441 rows */
+    {1, 5},       /* one row */
+    {40, 33},     /* a second block of channels with one used; 40 of the block's 64 rows */
+    {700, 300},   /* 10 blocks of channels, 11 of rows, the last of 60 */
+    {70000, 16},  /* 547 blocks of rows merged by 64 lanes (8 or 9 blocks each) */
+    {300000, 3},  /* 586 blocks merged by 256 lanes */
+    {150000, 33}, /* the cap of 1024 blocks: blocks of 152 rows, 19 per row lane (3 groups of
+                     registers, the last partial), 987 blocks merged by 32 lanes */
+    {2500000, 1}, /* the cap again: 10 rows per row lane (2 groups) */
+    {64, 2500},   /* many channels, one block of rows */
 };
 
 static void test_float32(void **state)
