@@ -1,9 +1,11 @@
 /*
  * framework/cuda/cuda_ops.c: the GPU kernels of the elementwise ops, Cast and Identity, the
- * reductions, softmax, the fused losses, BatchNorm, LayerNorm, Dropout and MatMul (cuBLAS). Each is a tfl__kernel
- * function like the CPU's (framework/cpu/k_*.c): it reads the call record, describes the
- * operands (shapes, strides, pointers) and enqueues on the device's stream; nothing here
- * waits for the GPU except the index checks of the losses, which read one word back.
+ * reductions, softmax, the fused losses, BatchNorm, LayerNorm, BatchNormalization in training
+ * mode (BatchMoments, BatchNormTraining, BatchNormTrainingGrad), Dropout and MatMul (cuBLAS).
+ * Each is a tfl__kernel function like the CPU's (framework/cpu/k_*.c): it reads the call
+ * record, describes the operands (shapes, strides, pointers) and enqueues on the device's
+ * stream; nothing here waits for the GPU except the index checks of the losses, which read one
+ * word back.
  */
 #include "cuda_internal.h"
 
@@ -303,6 +305,97 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
     return st;
 }
 
+/* ---- BatchNormalization in training mode (k_reduce.cu; BatchNormTraining is BatchNorm's
+ * kernel with the moments) ----------------------------------------------------------------- */
+
+/* a float64 scratch of the partial sums of x (rows, c): tflcu_bn_train_blocks * 2 c doubles;
+ * *part NULL when there are none; the error kept */
+static tfl_status bn_partials(const tfl__kcall *k, int64_t rows, int64_t c, tfl_tensor **part)
+{
+    int64_t len;
+    *part = NULL;
+    const int64_t nb = tflcu_bn_train_blocks(rows, c);
+    if (nb == 0) return TFL_OK;
+    if (tfl__mul_overflow_i64(nb, 2, &len) || tfl__mul_overflow_i64(len, c, &len))
+        return tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED,
+                              "%s: %lld blocks of sums of %lld channels overflow int64",
+                              tfl__op_name(k->op), (long long)nb, (long long)c);
+    *part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len);
+    return *part ? TFL_OK : k->ctx->err_code;
+}
+
+/* BatchMoments (x) -> (2, C): the mean and biased variance per channel */
+static tfl_status k_batch_moments(const tfl__kcall *k)
+{
+    tfl_tensor *tmp = NULL, *part = NULL;
+    const tfl_tensor *x = NULL;
+    tfl_status st = contiguous_inputs(k, 1, &x, &tmp);
+    const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, rows = c ? x->numel / c : 0;
+    if (st == TFL_OK) st = bn_partials(k, rows, c, &part);
+    if (st == TFL_OK)
+        st = tfl__cuda_check(k->dev,
+                             tflcu_batch_moments(x->dtype, tfl__data(x), tfl__data(k->out),
+                                                 part ? tfl__data(part) : NULL, rows, c,
+                                                 tfl__cuda_stream(k->dev)),
+                             "BatchMoments");
+    tfl_tensor_release(part);
+    tfl_tensor_release(tmp);
+    return st;
+}
+
+/* BatchNormTraining (x, moments, gamma, beta): BatchNorm's kernel, mean and variance the two
+ * rows of the moments */
+static tfl_status k_batch_norm_training(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[4] = {NULL};
+    const tfl_tensor *in[4];
+    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    if (st == TFL_OK) {
+        const tfl_tensor *x = in[0];
+        const int64_t c = x->shape[x->rank - 1];
+        const char *mo = tfl__data(in[1]);
+        st = tfl__cuda_check(
+            k->dev,
+            tflcu_batch_norm(
+                x->dtype, tfl__data(x), mo, mo + (size_t)c * tfl_dtype_size((tfl_dtype)x->dtype),
+                tfl__data(in[3]), tfl__data(in[2]), tfl__data(k->out), x->numel, c,
+                ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, tfl__cuda_stream(k->dev)),
+            "BatchNormTraining");
+    }
+    for (int i = 0; i < 4; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
+/* BatchNormTrainingGrad (dy, x, moments, gamma) -> dx */
+static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[4] = {NULL}, *part = NULL, *coef = NULL;
+    const tfl_tensor *in[4] = {NULL};
+    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    const tfl_tensor *x = in[1];
+    const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, rows = c ? x->numel / c : 0;
+    if (st == TFL_OK && rows > 0) st = bn_partials(k, rows, c, &part);
+    if (st == TFL_OK && rows > 0) {
+        const int64_t n3 = 3 * c; /* c <= x's elements */
+        coef = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)x->dtype, 1, &n3);
+        if (!coef) st = k->ctx->err_code;
+    }
+    if (st == TFL_OK && rows > 0)
+        st = tfl__cuda_check(
+            k->dev,
+            tflcu_batch_norm_training_grad(
+                x->dtype, tfl__data(in[0]), tfl__data(x), tfl__data(in[2]), tfl__data(in[3]),
+                tfl__data(k->out), tfl__data(part), tfl__data(coef), rows, c,
+                ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, tfl__cuda_stream(k->dev)),
+            "BatchNormTrainingGrad");
+    tfl_tensor_release(coef);
+    tfl_tensor_release(part);
+    for (int i = 0; i < 4; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 /* ---- MatMul: cuBLAS, batched ----------------------------------------------------------------- */
 
 /*
@@ -454,13 +547,12 @@ static tfl_status k_matmul(const tfl__kcall *k)
 #define EW_KERNELS_(ctx, id, nm, fn, kind, out, cpu, gpu, api, saves)                              \
     EW_ON_##gpu(EW_K_##kind(id, gpu))
 
-
 const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_IDENTITY] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
     TFL_EW_LIST(EW_KERNELS_, ~) /* the elementwise ops (op_list.h) */
-    [TFL_OP_SUM] = {k_reduce, M_R, NULL},
+        [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},
     [TFL_OP_MIN] = {k_reduce, M_R, NULL},
@@ -474,11 +566,13 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
     [TFL_OP_LAYER_NORM] = {k_layer_norm, M_F, NULL},
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_F, NULL},
+    [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_F, NULL},
+    [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_F, NULL},
+    [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_F, NULL},
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     /* float16 and bfloat16 through cuDNN, declined where cuDNN does not take the shape */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F | TFL_MASK_HALF, NULL},
     [TFL_OP_CONV2D_BACKPROP_INPUT] = {tfl__cuda_conv2d_backprop_input, M_F | TFL_MASK_HALF, NULL},
-    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F | TFL_MASK_HALF,
-                                       NULL},
+    [TFL_OP_CONV2D_BACKPROP_FILTER] = {tfl__cuda_conv2d_backprop_filter, M_F | TFL_MASK_HALF, NULL},
 };

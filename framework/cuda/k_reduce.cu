@@ -2,10 +2,13 @@
  * framework/cuda/k_reduce.cu: Sum/Mean/Max/Min over any axes (one block per output element,
  * threads striding over the reduced elements, then a shared-memory tree), ArgMax/ArgMin,
  * Softmax/LogSoftmax and the two softmax cross-entropies (one thread per row), LayerNorm and
- * LayerNormGrad (one warp per row). Accumulators
- * follow the CPU (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums
- * wrap, Max/Min propagate NaN, ArgMax/ArgMin take the first extreme.
+ * LayerNormGrad (one warp per row), BatchMoments and BatchNormTrainingGrad (blocks of rows by
+ * blocks of channels, per-block sums in double merged in a fixed order; the arithmetic is
+ * bn_train_elems.cuh's, tested on the host). Accumulators follow the CPU
+ * (framework/cpu/k_reduce.c, k_loss.c): float32 sums in double, integer sums wrap, Max/Min
+ * propagate NaN, ArgMax/ArgMin take the first extreme.
  */
+#include "bn_train_elems.cuh"
 #include "cu_common.cuh"
 
 #include <float.h>
@@ -280,6 +283,178 @@ __global__ void sparse_kernel(const T *x, const void *labels, int ldt, T *out, i
     }
 }
 
+/* ---- BatchMoments and BatchNormTrainingGrad (bn_train_elems.cuh: the layout, the order) ---- */
+
+using tflcu_bn_train::geometry;
+
+/* block (blockIdx.x, blockIdx.y)'s partials of x (rows, c): its mean and its sum of squared
+ * deviations per channel into part[blockIdx.y][2][c] */
+template <typename T>
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    batch_moments_kernel(const T *x, double *part, int64_t rows, int64_t c, geometry g)
+{
+    using namespace tflcu_bn_train;
+    __shared__ double sn[TFLCU_BNT_THREADS], sm[TFLCU_BNT_THREADS], sq[TFLCU_BNT_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx, b = blockIdx.y;
+    int64_t r0, r1;
+    bnt_block_rows(g, rows, b, &r0, &r1);
+    double n = 0, m = 0, q = 0;
+    if (j < c) bnt_thread_moments(x, c, j, r0 + lane, r1, g.ty, &n, &m, &q);
+    sn[t] = n;
+    sm[t] = m;
+    sq[t] = q;
+    __syncthreads();
+    for (int w = g.ty / 2; w > 0; w /= 2) {
+        bnt_moments_tree_step(sn, sm, sq, t, g.tx, w);
+        __syncthreads();
+    }
+    if (lane == 0 && j < c) {
+        part[2 * c * b + j] = sm[tx];
+        part[2 * c * b + c + j] = sq[tx];
+    }
+}
+
+/* out (2, c): channel block blockIdx.x's partials merged (bnt_moments_fold, then the lanes'
+ * tree); NaN without rows */
+template <typename T>
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
+    batch_moments_merge_kernel(const double *part, T *out, int64_t rows, int64_t c, geometry g)
+{
+    using namespace tflcu_bn_train;
+    __shared__ double sn[TFLCU_BNT_MERGE_THREADS], sm[TFLCU_BNT_MERGE_THREADS],
+        sq[TFLCU_BNT_MERGE_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    const bool on = j < c;
+    double n = 0, m = 0, q = 0;
+    if (on) bnt_moments_fold(part, g, rows, c, j, lane, lanes, &n, &m, &q);
+    sn[t] = n;
+    sm[t] = m;
+    sq[t] = q;
+    __syncthreads();
+    for (int w = lanes / 2; w > 0; w /= 2) {
+        bnt_moments_tree_step(sn, sm, sq, t, g.tx, w);
+        __syncthreads();
+    }
+    if (lane == 0 && on) {
+        out[j] = rows > 0 ? (T)sm[tx] : (T)NAN;
+        out[c + j] = rows > 0 ? (T)(sq[tx] / (double)rows) : (T)NAN;
+    }
+}
+
+/* block (blockIdx.x, blockIdx.y)'s sum(dy) and sum(dy (x - mean)) per channel into
+ * part[blockIdx.y][2][c]; mo: the moments (2, c), row 0 the mean */
+template <typename T>
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    bn_grad_sums_kernel(const T *dy, const T *x, const T *mo, double *part, int64_t rows, int64_t c,
+                        geometry g)
+{
+    using namespace tflcu_bn_train;
+    __shared__ double s[2][TFLCU_BNT_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx, b = blockIdx.y;
+    const bool on = j < c;
+    int64_t r0, r1;
+    bnt_block_rows(g, rows, b, &r0, &r1);
+    double sg = 0, sgx = 0;
+    if (on) bnt_grad_sums(dy, x, mo[j], c, j, r0 + lane, r1, g.ty, &sg, &sgx);
+    s[0][t] = sg;
+    s[1][t] = sgx;
+    __syncthreads();
+    for (int w = g.ty / 2; w > 0; w /= 2) {
+        bnt_tree_step(s[0], t, g.tx, w);
+        bnt_tree_step(s[1], t, g.tx, w);
+        __syncthreads();
+    }
+    if (lane == 0 && on) {
+        part[2 * c * b + j] = s[0][tx];
+        part[2 * c * b + c + j] = s[1][tx];
+    }
+}
+
+/* coef (3, c): a, b, d per channel of block blockIdx.x from the blocks' sums
+ * (bnt_grad_fold, then the lanes' tree) */
+template <typename T>
+__global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
+    bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef, int64_t rows,
+                         int64_t c, double eps, geometry g)
+{
+    using namespace tflcu_bn_train;
+    __shared__ double s[2][TFLCU_BNT_MERGE_THREADS];
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    const bool on = j < c;
+    double sg = 0, sgx = 0;
+    if (on) bnt_grad_fold(part, g, c, j, lane, lanes, &sg, &sgx);
+    s[0][t] = sg;
+    s[1][t] = sgx;
+    __syncthreads();
+    for (int w = lanes / 2; w > 0; w /= 2) {
+        bnt_tree_step(s[0], t, g.tx, w);
+        bnt_tree_step(s[1], t, g.tx, w);
+        __syncthreads();
+    }
+    if (lane == 0 && on)
+        bnt_grad_coefs(s[0][tx], s[1][tx], rows, mo[c + j], gamma[j], eps, &coef[j], &coef[c + j],
+                       &coef[2 * c + j]);
+}
+
+/* dx over the partial-sum kernels' grid: each thread its channel's coefficients, then its rows
+ * of the block */
+template <typename T>
+__global__ void __launch_bounds__(TFLCU_BNT_THREADS)
+    bn_grad_apply_kernel(const T *dy, const T *x, const T *mo, const T *coef, T *dx, int64_t rows,
+                         int64_t c, geometry g)
+{
+    const int t = threadIdx.x, tx = t % g.tx, lane = t / g.tx;
+    const int64_t j = (int64_t)blockIdx.x * g.tx + tx;
+    if (j >= c) return;
+    int64_t r0, r1;
+    tflcu_bn_train::bnt_block_rows(g, rows, blockIdx.y, &r0, &r1);
+    const T m = mo[j], a = coef[j], b = coef[c + j], d = coef[2 * c + j];
+    for (int64_t r = r0 + lane; r < r1; r += g.ty) {
+        const int64_t i = r * c + j;
+        dx[i] = tflcu_bn_train::bnt_grad_elem(dy[i], x[i], m, a, b, d);
+    }
+}
+
+/* the grid of the partial-sum kernels (the merge kernels': its x), or false when the channel
+ * blocks exceed its x limit */
+static bool bnt_grid(const geometry &g, dim3 *grid)
+{
+    if (g.cb > 0x7fffffff || g.nb > 65535) return false;
+    *grid = dim3((unsigned)g.cb, (unsigned)(g.nb > 0 ? g.nb : 1), 1);
+    return true;
+}
+
+template <typename T>
+int batch_moments(const T *x, T *out, double *part, int64_t rows, int64_t c, cudaStream_t s)
+{
+    const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
+    dim3 grid;
+    if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
+    if (rows > 0) batch_moments_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(x, part, rows, c, g);
+    batch_moments_merge_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, out, rows, c, g);
+    return tflcu_status();
+}
+
+template <typename T>
+int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, T *dx, double *part,
+                     T *coef, int64_t rows, int64_t c, double eps, cudaStream_t s)
+{
+    const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
+    dim3 grid;
+    if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
+    bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
+    bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows, c,
+                                                                    eps, g);
+    bn_grad_apply_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, coef, dx, rows, c, g);
+    return tflcu_status();
+}
+
 } // namespace
 
 extern "C" int tflcu_reduce_run(int op, int dt, const tflcu_reduce *r, const void *x, void *out,
@@ -399,4 +574,39 @@ extern "C" int tflcu_sparse_xent(int dt, const void *x, const void *labels, int 
     else
         return -1;
     return tflcu_status();
+}
+
+extern "C" int64_t tflcu_bn_train_blocks(int64_t rows, int64_t c)
+{
+    return c > 0 ? tflcu_bn_train::bnt_geometry(rows, c).nb : 0;
+}
+
+extern "C" int tflcu_batch_moments(int dt, const void *x, void *out, double *part, int64_t rows,
+                                   int64_t c, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (c <= 0) return 0;
+    if (dt == TFL_DTYPE_FLOAT32)
+        return batch_moments((const float *)x, (float *)out, part, rows, c, s);
+    if (dt == TFL_DTYPE_FLOAT64)
+        return batch_moments((const double *)x, (double *)out, part, rows, c, s);
+    return -1;
+}
+
+extern "C" int tflcu_batch_norm_training_grad(int dt, const void *dy, const void *x,
+                                              const void *moments, const void *gamma, void *dx,
+                                              double *part, void *coef, int64_t rows, int64_t c,
+                                              double eps, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows <= 0 || c <= 0) return 0;
+    if (dt == TFL_DTYPE_FLOAT32)
+        return bn_training_grad((const float *)dy, (const float *)x, (const float *)moments,
+                                (const float *)gamma, (float *)dx, part, (float *)coef, rows, c,
+                                eps, s);
+    if (dt == TFL_DTYPE_FLOAT64)
+        return bn_training_grad((const double *)dy, (const double *)x, (const double *)moments,
+                                (const double *)gamma, (double *)dx, part, (double *)coef, rows, c,
+                                eps, s);
+    return -1;
 }
