@@ -1,6 +1,7 @@
 /*
  * framework/cuda/bn_train_elems.cuh: the arithmetic of the training-mode BatchNormalization
- * kernels (BatchMoments, BatchNormTrainingGrad; k_reduce.cu), as functions that nvcc compiles
+ * kernels (BatchMoments, BatchNormParamGrad, BatchNormTrainingGrad; k_reduce.cu), as
+ * functions that nvcc compiles
  * for the GPU and for the host, where tests/test_bn_train_elems.cu (this folder) runs them in
  * the kernels' order against the CPU's kernels (framework/cpu/k_norm.c) without a GPU.
  *
@@ -16,8 +17,10 @@
  *   thread's from groups of rows held in registers (bnt_thread_moments: one pass over x), the
  *   threads' and then the blocks' merged by Chan et al.'s formula, as the CPU merges its
  *   blocks (the CPU in block order).
- *   BatchNormTrainingGrad: per block sum(dy) and sum(dy (x - mean)); the sums give the
- *   coefficients a, b, d (rounded to the dtype, as the CPU's), then dx = dy a - (x - m) b - d.
+ *   BatchNormParamGrad: per block sum(dy) and sum(dy (x - mean)), merged as the moments'
+ *   blocks, giving dgamma = rstd sum(dy (x - mean)) and dbeta = sum(dy).
+ *   BatchNormTrainingGrad: from those two, the coefficients a, b, d per channel (rounded to
+ *   the dtype, as the CPU's), then dx = dy a - (x - m) b - d over the same grid.
  * Needs only <stdint.h> and <math.h>.
  */
 #ifndef TFL_CUDA_BN_TRAIN_ELEMS_CUH
@@ -199,18 +202,28 @@ TFLCU_BNT_HD void bnt_grad_fold(const double *p, const geometry &g, int64_t c, i
     *sgx = b;
 }
 
-/* the coefficients of dx = dy a - (x - m) b - d from the channel's sum(dy) and
- * sum(dy (x - m)): rstd = 1 / sqrt(var + eps), a = gamma rstd, b = a rstd^2 sgx / rows,
- * d = a sg / rows, in double, each rounded to T (the CPU's) */
+/* BatchNormParamGrad's (2, c) from a channel's sum(dy) and sum(dy (x - m)): dgamma =
+ * sum(dy xhat) = rstd sum(dy (x - m)), dbeta = sum(dy), rstd = 1 / sqrt(var + eps), each
+ * rounded to T (the CPU's) */
 template <typename T>
-TFLCU_BNT_HD void bnt_grad_coefs(double sg, double sgx, int64_t rows, T var, T gamma, double eps,
+TFLCU_BNT_HD void bnt_param_grads(double sg, double sgx, T var, double eps, T *dgamma, T *dbeta)
+{
+    *dgamma = (T)(sgx / sqrt((double)var + eps));
+    *dbeta = (T)sg;
+}
+
+/* the coefficients of dx = dy a - (x - m) b - d from the channel's BatchNormParamGrad
+ * (dgamma = sum(dy xhat), dbeta = sum(dy)): rstd = 1 / sqrt(var + eps), a = gamma rstd,
+ * b = a rstd dgamma / rows, d = a dbeta / rows, in double, each rounded to T (the CPU's) */
+template <typename T>
+TFLCU_BNT_HD void bnt_grad_coefs(T dgamma, T dbeta, int64_t rows, T var, T gamma, double eps,
                                  T *a, T *b, T *d)
 {
     const double n = (double)rows, rs = 1.0 / sqrt((double)var + eps);
     const double ad = (double)gamma * rs;
     *a = (T)ad;
-    *b = (T)(ad * rs * rs * (sgx / n));
-    *d = (T)(ad * (sg / n));
+    *b = (T)(ad * rs * ((double)dgamma / n));
+    *d = (T)(ad * ((double)dbeta / n));
 }
 
 /* one element of dx */

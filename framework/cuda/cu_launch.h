@@ -67,7 +67,7 @@ int tflcu_softmax(int dtype, int log_out, const void *x, void *y, int64_t outer,
  * (framework/cpu/k_norm.c) */
 int tflcu_layer_norm(int dtype, int grad, const void *a, const void *b, const void *c, void *out,
                      int64_t rows, int64_t n, double eps, void *stream);
-/* BatchMoments and BatchNormTrainingGrad over contiguous (rows, c), c >= 1, float32/float64
+/* BatchMoments and BatchNormParamGrad over contiguous (rows, c), c >= 1, float32/float64
  * (framework/cpu/k_norm.c's ops): blocks of rows summed in double into the scratch `part`
  * (tflcu_bn_train_blocks(rows, c) * 2 * c doubles of device memory; none when that is 0),
  * merged per channel in a fixed order: deterministic (no atomics, a blocking that depends on
@@ -76,11 +76,16 @@ int64_t tflcu_bn_train_blocks(int64_t rows, int64_t c);
 /* out (2, c): the mean and the biased variance of each channel; NaN for rows == 0 */
 int tflcu_batch_moments(int dtype, const void *x, void *out, double *part, int64_t rows, int64_t c,
                         void *stream);
-/* dx = dy a - (x - m) b - d per channel (rstd = 1 / sqrt(var + eps), a = gamma rstd,
- * b = a rstd^2 sum(dy (x - m)) / rows, d = a sum(dy) / rows), moments (2, c) row 0 m, row 1
- * var, gamma (c); coef: device scratch of 3 c elements of the dtype */
+/* out (2, c): sum(dy xhat) = rstd sum(dy (x - m)) and sum(dy) per channel (BatchNormParamGrad;
+ * rstd = 1 / sqrt(var + eps)), moments (2, c) row 0 m, row 1 var */
+int tflcu_batch_norm_param_grad(int dtype, const void *dy, const void *x, const void *moments,
+                                void *out, double *part, int64_t rows, int64_t c, double eps,
+                                void *stream);
+/* dx = dy a - (x - m) b - d per channel (a = gamma rstd, b = a rstd sums[0] / rows,
+ * d = a sums[1] / rows), sums (2, c) BatchNormParamGrad's, gamma (c); coef: device scratch of
+ * 3 c elements of the dtype */
 int tflcu_batch_norm_training_grad(int dtype, const void *dy, const void *x, const void *moments,
-                                   const void *gamma, void *dx, double *part, void *coef,
+                                   const void *gamma, const void *sums, void *dx, void *coef,
                                    int64_t rows, int64_t c, double eps, void *stream);
 /* SoftmaxCrossEntropyWithLogits rows: out[r] over contiguous x, z (outer, n, inner) */
 int tflcu_xent(int dtype, const void *x, const void *z, void *out, int64_t outer, int64_t n,

@@ -367,15 +367,38 @@ static tfl_status k_batch_norm_training(const tfl__kcall *k)
     return st;
 }
 
-/* BatchNormTrainingGrad (dy, x, moments, gamma) -> dx */
-static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
+/* BatchNormParamGrad (dy, x, moments) -> (2, C): dgamma and dbeta per channel */
+static tfl_status k_batch_norm_param_grad(const tfl__kcall *k)
 {
-    tfl_tensor *tmp[4] = {NULL}, *part = NULL, *coef = NULL;
-    const tfl_tensor *in[4] = {NULL};
-    tfl_status st = contiguous_inputs(k, 4, in, tmp);
+    tfl_tensor *tmp[3] = {NULL}, *part = NULL;
+    const tfl_tensor *in[3] = {NULL};
+    tfl_status st = contiguous_inputs(k, 3, in, tmp);
     const tfl_tensor *x = in[1];
     const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, rows = c ? x->numel / c : 0;
-    if (st == TFL_OK && rows > 0) st = bn_partials(k, rows, c, &part);
+    if (st == TFL_OK) st = bn_partials(k, rows, c, &part);
+    if (st == TFL_OK)
+        st = tfl__cuda_check(
+            k->dev,
+            tflcu_batch_norm_param_grad(x->dtype, tfl__data(in[0]), tfl__data(x), tfl__data(in[2]),
+                                        tfl__data(k->out), part ? tfl__data(part) : NULL, rows, c,
+                                        ((const tfl__batch_norm_attrs *)k->attrs)->epsilon,
+                                        tfl__cuda_stream(k->dev)),
+            "BatchNormParamGrad");
+    tfl_tensor_release(part);
+    for (int i = 0; i < 3; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
+/* BatchNormTrainingGrad (dy, x, moments, gamma, sums) -> dx: the coefficients from the sums,
+ * then one pass */
+static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[5] = {NULL}, *coef = NULL;
+    const tfl_tensor *in[5] = {NULL};
+    tfl_status st = contiguous_inputs(k, 5, in, tmp);
+    const tfl_tensor *x = in[1];
+    const int64_t c = st == TFL_OK ? x->shape[x->rank - 1] : 0, rows = c ? x->numel / c : 0;
     if (st == TFL_OK && rows > 0) {
         const int64_t n3 = 3 * c; /* c <= x's elements */
         coef = tfl__tensor_alloc(k->ctx, k->dev, (tfl_dtype)x->dtype, 1, &n3);
@@ -386,12 +409,11 @@ static tfl_status k_batch_norm_training_grad(const tfl__kcall *k)
             k->dev,
             tflcu_batch_norm_training_grad(
                 x->dtype, tfl__data(in[0]), tfl__data(x), tfl__data(in[2]), tfl__data(in[3]),
-                tfl__data(k->out), tfl__data(part), tfl__data(coef), rows, c,
+                tfl__data(in[4]), tfl__data(k->out), tfl__data(coef), rows, c,
                 ((const tfl__batch_norm_attrs *)k->attrs)->epsilon, tfl__cuda_stream(k->dev)),
             "BatchNormTrainingGrad");
     tfl_tensor_release(coef);
-    tfl_tensor_release(part);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         tfl_tensor_release(tmp[i]);
     return st;
 }
@@ -569,6 +591,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_F, NULL},
+    [TFL_OP_BATCH_NORM_PARAM_GRAD] = {k_batch_norm_param_grad, M_F, NULL},
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     /* float16 and bfloat16 through cuDNN, declined where cuDNN does not take the shape */

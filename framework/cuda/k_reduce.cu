@@ -283,7 +283,7 @@ __global__ void sparse_kernel(const T *x, const void *labels, int ldt, T *out, i
     }
 }
 
-/* ---- BatchMoments and BatchNormTrainingGrad (bn_train_elems.cuh: the layout, the order) ---- */
+/* ---- BatchMoments, BatchNormParamGrad and BatchNormTrainingGrad (bn_train_elems.cuh) ------ */
 
 using tflcu_bn_train::geometry;
 
@@ -374,12 +374,12 @@ __global__ void __launch_bounds__(TFLCU_BNT_THREADS)
     }
 }
 
-/* coef (3, c): a, b, d per channel of block blockIdx.x from the blocks' sums
- * (bnt_grad_fold, then the lanes' tree) */
+/* out (2, c): BatchNormParamGrad's dgamma and dbeta per channel of block blockIdx.x from the
+ * blocks' sums (bnt_grad_fold, then the lanes' tree) */
 template <typename T>
 __global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
-    bn_grad_coefs_kernel(const double *part, const T *mo, const T *gamma, T *coef, int64_t rows,
-                         int64_t c, double eps, geometry g)
+    bn_param_grad_merge_kernel(const double *part, const T *mo, T *out, int64_t c, double eps,
+                               geometry g)
 {
     using namespace tflcu_bn_train;
     __shared__ double s[2][TFLCU_BNT_MERGE_THREADS];
@@ -397,9 +397,19 @@ __global__ void __launch_bounds__(TFLCU_BNT_MERGE_THREADS)
         bnt_tree_step(s[1], t, g.tx, w);
         __syncthreads();
     }
-    if (lane == 0 && on)
-        bnt_grad_coefs(s[0][tx], s[1][tx], rows, mo[c + j], gamma[j], eps, &coef[j], &coef[c + j],
-                       &coef[2 * c + j]);
+    if (lane == 0 && on) bnt_param_grads(s[0][tx], s[1][tx], mo[c + j], eps, &out[j], &out[c + j]);
+}
+
+/* coef (3, c): a, b, d per channel from BatchNormParamGrad's sums (2, c) */
+template <typename T>
+__global__ void bn_grad_coefs_kernel(const T *sums, const T *mo, const T *gamma, T *coef,
+                                     int64_t rows, int64_t c, double eps)
+{
+    TFLCU_LOOP(j, c)
+    {
+        tflcu_bn_train::bnt_grad_coefs(sums[j], sums[c + j], rows, mo[c + j], gamma[j], eps,
+                                       &coef[j], &coef[c + j], &coef[2 * c + j]);
+    }
 }
 
 /* dx over the partial-sum kernels' grid: each thread its channel's coefficients, then its rows
@@ -442,15 +452,26 @@ int batch_moments(const T *x, T *out, double *part, int64_t rows, int64_t c, cud
 }
 
 template <typename T>
-int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, T *dx, double *part,
+int bn_param_grad(const T *dy, const T *x, const T *mo, T *out, double *part, int64_t rows,
+                  int64_t c, double eps, cudaStream_t s)
+{
+    const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
+    dim3 grid;
+    if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
+    if (rows > 0) bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
+    bn_param_grad_merge_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, out, c, eps, g);
+    return tflcu_status();
+}
+
+template <typename T>
+int bn_training_grad(const T *dy, const T *x, const T *mo, const T *gamma, const T *sums, T *dx,
                      T *coef, int64_t rows, int64_t c, double eps, cudaStream_t s)
 {
     const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
     dim3 grid;
     if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
-    bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
-    bn_grad_coefs_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, gamma, coef, rows, c,
-                                                                    eps, g);
+    bn_grad_coefs_kernel<<<tflcu_blocks(c), TFLCU_THREADS, 0, s>>>(sums, mo, gamma, coef, rows, c,
+                                                                   eps);
     bn_grad_apply_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, coef, dx, rows, c, g);
     return tflcu_status();
 }
@@ -593,20 +614,35 @@ extern "C" int tflcu_batch_moments(int dt, const void *x, void *out, double *par
     return -1;
 }
 
+extern "C" int tflcu_batch_norm_param_grad(int dt, const void *dy, const void *x,
+                                           const void *moments, void *out, double *part,
+                                           int64_t rows, int64_t c, double eps, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (c <= 0) return 0;
+    if (dt == TFL_DTYPE_FLOAT32)
+        return bn_param_grad((const float *)dy, (const float *)x, (const float *)moments,
+                             (float *)out, part, rows, c, eps, s);
+    if (dt == TFL_DTYPE_FLOAT64)
+        return bn_param_grad((const double *)dy, (const double *)x, (const double *)moments,
+                             (double *)out, part, rows, c, eps, s);
+    return -1;
+}
+
 extern "C" int tflcu_batch_norm_training_grad(int dt, const void *dy, const void *x,
-                                              const void *moments, const void *gamma, void *dx,
-                                              double *part, void *coef, int64_t rows, int64_t c,
-                                              double eps, void *stream)
+                                              const void *moments, const void *gamma,
+                                              const void *sums, void *dx, void *coef, int64_t rows,
+                                              int64_t c, double eps, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     if (rows <= 0 || c <= 0) return 0;
     if (dt == TFL_DTYPE_FLOAT32)
         return bn_training_grad((const float *)dy, (const float *)x, (const float *)moments,
-                                (const float *)gamma, (float *)dx, part, (float *)coef, rows, c,
-                                eps, s);
+                                (const float *)gamma, (const float *)sums, (float *)dx,
+                                (float *)coef, rows, c, eps, s);
     if (dt == TFL_DTYPE_FLOAT64)
         return bn_training_grad((const double *)dy, (const double *)x, (const double *)moments,
-                                (const double *)gamma, (double *)dx, part, (double *)coef, rows, c,
-                                eps, s);
+                                (const double *)gamma, (const double *)sums, (double *)dx,
+                                (double *)coef, rows, c, eps, s);
     return -1;
 }

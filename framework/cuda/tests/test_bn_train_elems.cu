@@ -1,10 +1,10 @@
 /*
- * framework/cuda/tests/test_bn_train_elems.cu: the GPU's BatchMoments and BatchNormTrainingGrad
- * (k_reduce.cu) run on the host: bn_train_elems.cuh's functions, compiled by nvcc for the
+ * framework/cuda/tests/test_bn_train_elems.cu: the GPU's BatchMoments, BatchNormParamGrad and
+ * BatchNormTrainingGrad (k_reduce.cu) run on the host: bn_train_elems.cuh's functions, compiled by nvcc for the
  * host, called in the kernels' order (every block of the grid, every thread of a block, the
  * shared-memory trees step by step, the merge kernels' lanes and their tree), against the
- * CPU's kernels (framework/cpu/k_norm.c through tfl_batch_norm_training and
- * tfl__batch_norm_training_grad). The two block differently (the CPU in blocks of 16k
+ * CPU's kernels (framework/cpu/k_norm.c through tfl_batch_norm_training,
+ * tfl__batch_norm_param_grad and tfl__batch_norm_training_grad). The two block differently (the CPU in blocks of 16k
  * elements, the GPU by bnt_geometry), so they agree to float rounding, not bit for bit:
  * float32 within two units in the last place of the values' scale, float64 within 1e-13 of
  * it (on these shapes the float64 results differ by up to 4e-15 of it, float32 by one unit in
@@ -38,9 +38,11 @@ extern "C" { /* cmocka.h has no C++ linkage block of its own */
 
 extern "C" {
 /* framework/core_api/op_api.h (the gradient op's entry point; the static library has it) */
+tfl_tensor *tfl__batch_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                       const tfl_tensor *moments, double epsilon);
 tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
                                           const tfl_tensor *moments, const tfl_tensor *gamma,
-                                          double epsilon);
+                                          const tfl_tensor *sums, double epsilon);
 }
 
 using namespace tflcu_bn_train;
@@ -117,11 +119,11 @@ static void moments_emulated(const T *x, int64_t rows, int64_t c, std::vector<T>
     }
 }
 
-/* BatchNormTrainingGrad as bn_grad_sums_kernel, bn_grad_coefs_kernel and bn_grad_apply_kernel
- * compute it */
+/* BatchNormParamGrad as bn_grad_sums_kernel and bn_param_grad_merge_kernel compute it:
+ * out (2, c) dgamma, dbeta */
 template <typename T>
-static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, int64_t rows,
-                          int64_t c, double eps, std::vector<T> &dx)
+static void param_grad_emulated(const T *dy, const T *x, const T *mo, int64_t rows, int64_t c,
+                                double eps, std::vector<T> &out)
 {
     const geometry g = bnt_geometry(rows, c);
     std::vector<double> part((size_t)(g.nb * 2 * c));
@@ -147,10 +149,10 @@ static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, 
             }
         }
     }
-    /* bn_grad_coefs_kernel: the lanes' folds, their tree, then the coefficients */
+    /* bn_param_grad_merge_kernel: the lanes' folds, their tree, then dgamma and dbeta */
     const int lanes = TFLCU_BNT_MERGE_THREADS / g.tx;
     std::vector<double> s0(TFLCU_BNT_MERGE_THREADS), s1(s0.size());
-    std::vector<T> coef((size_t)(3 * c));
+    out.assign((size_t)(2 * c), (T)NAN);
     for (int64_t cx = 0; cx < g.cb; cx++) {
         for (int t = 0; t < TFLCU_BNT_MERGE_THREADS; t++) {
             const int64_t j = cx * g.tx + t % g.tx;
@@ -164,11 +166,23 @@ static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, 
             }
         for (int tx = 0; tx < g.tx && cx * g.tx + tx < c; tx++) {
             const int64_t j = cx * g.tx + tx;
-            bnt_grad_coefs(s0[tx], s1[tx], rows, mo[c + j], gamma[j], eps, &coef[(size_t)j],
-                           &coef[(size_t)(c + j)], &coef[(size_t)(2 * c + j)]);
+            bnt_param_grads(s0[tx], s1[tx], mo[c + j], eps, &out[(size_t)j], &out[(size_t)(c + j)]);
         }
     }
-    /* bn_grad_apply_kernel over the same grid; an element it missed stays NaN */
+}
+
+/* BatchNormTrainingGrad as bn_grad_coefs_kernel and bn_grad_apply_kernel compute it, from
+ * BatchNormParamGrad's sums (2, c) */
+template <typename T>
+static void grad_emulated(const T *dy, const T *x, const T *mo, const T *gamma, const T *sums,
+                          int64_t rows, int64_t c, double eps, std::vector<T> &dx)
+{
+    const geometry g = bnt_geometry(rows, c);
+    std::vector<T> coef((size_t)(3 * c));
+    for (int64_t j = 0; j < c; j++)
+        bnt_grad_coefs(sums[j], sums[c + j], rows, mo[c + j], gamma[j], eps, &coef[(size_t)j],
+                       &coef[(size_t)(c + j)], &coef[(size_t)(2 * c + j)]);
+    /* bn_grad_apply_kernel over the partial sums' grid; an element it missed stays NaN */
     dx.assign((size_t)(rows * c), (T)NAN);
     for (int64_t b = 0; b < g.nb; b++) {
         int64_t r0, r1;
@@ -243,10 +257,22 @@ template <typename T> static void run(tfl_ctx *ctx, int64_t rows, int64_t c)
         std::vector<T> m2(cm);
         m2.insert(m2.end(), cv.begin(), cv.end());
         tfl_tensor *tm = tfl_tensor_new(ctx, dt, 2, ms, m2.data());
+        tfl_tensor *tsums = tfl__batch_norm_param_grad(ctx, tdy, tx, tm, eps);
+        const std::vector<T> csums = values<T>(tsums);
+        std::vector<T> sums;
+        param_grad_emulated(dy.data(), x.data(), m2.data(), rows, c, eps, sums);
+        for (int64_t j = 0; j < c; j++) { /* sums of rows terms of size about 1 each */
+            const double scale = sqrt((double)rows) + fabs((double)csums[(size_t)j]);
+            near("BatchNormParamGrad dgamma", rows, c, j, csums[(size_t)j], sums[(size_t)j], tol,
+                 scale);
+            near("BatchNormParamGrad dbeta", rows, c, j, csums[(size_t)(c + j)],
+                 sums[(size_t)(c + j)], tol, scale);
+        }
+        /* the gradient with the CPU's sums, as the op gets them */
         const std::vector<T> cdx =
-            values<T>(tfl__batch_norm_training_grad(ctx, tdy, tx, tm, tg, eps));
+            values<T>(tfl__batch_norm_training_grad(ctx, tdy, tx, tm, tg, tsums, eps));
         std::vector<T> dx;
-        grad_emulated(dy.data(), x.data(), m2.data(), gamma.data(), rows, c, eps, dx);
+        grad_emulated(dy.data(), x.data(), m2.data(), gamma.data(), csums.data(), rows, c, eps, dx);
         for (int64_t i = 0; i < rows * c; i++) {
             /* the scale of the three terms: |a| (|dy| + |x - m| / sd + 1) */
             const int64_t j = i % c;
