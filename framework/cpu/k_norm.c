@@ -36,28 +36,22 @@ static int threads_for(const tfl__kcall *k, int64_t elements)
 
 /* ---- BatchNorm ------------------------------------------------------------------------------ */
 
-/* y, x: (rows, c); m, a, o: (c) */
-static void bn_rows_f32(const float *x, const float *m, const float *a, const float *o, float *y,
-                        int64_t rows, int64_t c, int threads)
-{
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * c;
-        float *yr = y + r * c;
-        for (int64_t j = 0; j < c; j++) yr[j] = (xr[j] - m[j]) * a[j] + o[j];
+/* y = (x - m) a + o over one row of c; and over rows: y, x (rows, c); m, a, o (c) */
+#define BN_ROWS(T)                                                                               \
+    TFL_WIDE_LOOPS static void bn_row_##T(const T *restrict x, const T *restrict m,             \
+                                          const T *restrict a, const T *restrict o,             \
+                                          T *restrict y, int64_t c)                              \
+    {                                                                                            \
+        for (int64_t j = 0; j < c; j++) y[j] = (x[j] - m[j]) * a[j] + o[j];                      \
+    }                                                                                            \
+    static void bn_rows_##T(const T *x, const T *m, const T *a, const T *o, T *y, int64_t rows, \
+                            int64_t c, int threads)                                              \
+    {                                                                                            \
+        _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
+        for (int64_t r = 0; r < rows; r++) bn_row_##T(x + r * c, m, a, o, y + r * c, c);          \
     }
-}
-
-static void bn_rows_f64(const double *x, const double *m, const double *a, const double *o,
-                        double *y, int64_t rows, int64_t c, int threads)
-{
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t r = 0; r < rows; r++) {
-        const double *xr = x + r * c;
-        double *yr = y + r * c;
-        for (int64_t j = 0; j < c; j++) yr[j] = (xr[j] - m[j]) * a[j] + o[j];
-    }
-}
+BN_ROWS(float)
+BN_ROWS(double)
 
 /* y = (x - m) a + o per channel, a = s / sqrt(v + eps) (in double, rounded to the dtype);
  * x, m, v, o, s contiguous (x (rows, c), the others (c)) */
@@ -75,12 +69,12 @@ static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void 
         float *ad = tfl__data(a);
         for (int64_t j = 0; j < c; j++)
             ad[j] = (float)((double)sf[j] / sqrt((double)vf[j] + eps));
-        bn_rows_f32(tfl__data(x), m, ad, o, y, rows, c, threads);
+        bn_rows_float(tfl__data(x), m, ad, o, y, rows, c, threads);
     } else {
         const double *vd = v, *sd = s;
         double *ad = tfl__data(a);
         for (int64_t j = 0; j < c; j++) ad[j] = sd[j] / sqrt(vd[j] + eps);
-        bn_rows_f64(tfl__data(x), m, ad, o, y, rows, c, threads);
+        bn_rows_double(tfl__data(x), m, ad, o, y, rows, c, threads);
     }
     tfl_tensor_release(a);
     return TFL_OK;
@@ -106,8 +100,8 @@ static int64_t block_rows(int64_t c)
 
 #define BN_TRAIN_KERNELS(T)                                                                      \
     /* p[2 c b ..]: block b's mean, then its sum of squared deviations */                       \
-    static void moments_block_##T(const T *restrict x, int64_t nr, int64_t c,                   \
-                                  double *restrict p)                                            \
+    TFL_WIDE_LOOPS static void moments_block_##T(const T *restrict x, int64_t nr, int64_t c,    \
+                                                 double *restrict p)                             \
     {                                                                                            \
         double *restrict mb = p, *restrict qb = p + c;                                           \
         for (int64_t j = 0; j < c; j++) mb[j] = qb[j] = 0;                                       \
@@ -121,8 +115,9 @@ static int64_t block_rows(int64_t c)
             }                                                                                    \
     }                                                                                            \
     /* p[2 c b ..]: block b's sum(dy), then sum(dy (x - m)) */                                  \
-    static void grad_block_##T(const T *restrict dy, const T *restrict x, const T *restrict m, \
-                               int64_t nr, int64_t c, double *restrict p)                        \
+    TFL_WIDE_LOOPS static void grad_block_##T(const T *restrict dy, const T *restrict x,        \
+                                              const T *restrict m, int64_t nr, int64_t c,       \
+                                              double *restrict p)                                \
     {                                                                                            \
         double *restrict sg = p, *restrict sgx = p + c;                                          \
         for (int64_t j = 0; j < c; j++) sg[j] = sgx[j] = 0;                                      \
@@ -133,16 +128,20 @@ static int64_t block_rows(int64_t c)
                 sgx[j] += g * ((double)x[r * c + j] - (double)m[j]);                             \
             }                                                                                    \
     }                                                                                            \
-    /* dx = dy a - (x - m) b - d, row by row */                                                  \
+    /* dx = dy a - (x - m) b - d, one row; and row by row */                                  \
+    TFL_WIDE_LOOPS static void grad_row_##T(const T *restrict dy, const T *restrict x,          \
+                                            const T *restrict m, const T *restrict a,           \
+                                            const T *restrict b, const T *restrict d,           \
+                                            T *restrict dx, int64_t c)                           \
+    {                                                                                            \
+        for (int64_t j = 0; j < c; j++) dx[j] = dy[j] * a[j] - (x[j] - m[j]) * b[j] - d[j];      \
+    }                                                                                            \
     static void grad_rows_##T(const T *dy, const T *x, const T *m, const T *a, const T *b,      \
                               const T *d, T *dx, int64_t rows, int64_t c, int threads)           \
     {                                                                                            \
         _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
-        for (int64_t r = 0; r < rows; r++) {                                                     \
-            const T *restrict dyr = dy + r * c, *restrict xr = x + r * c;                        \
-            T *restrict dxr = dx + r * c;                                                        \
-            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * a[j] - (xr[j] - m[j]) * b[j] - d[j]; \
-        }                                                                                        \
+        for (int64_t r = 0; r < rows; r++)                                                       \
+            grad_row_##T(dy + r * c, x + r * c, m, a, b, d, dx + r * c, c);                      \
     }
 BN_TRAIN_KERNELS(float)
 BN_TRAIN_KERNELS(double)
