@@ -102,8 +102,9 @@ TFL_RULE(batch_norm_training)
 TFL_RULE(batch_norm_param_grad)
 {
     const double eps = g->attrs->batch_norm.epsilon;
-    tfl_tensor *v0 = row_of(g, DY, 0);
-    if (g->need[0]) g->dx[0] = tfl__batch_norm_apply(CTX, X(1), X(2), v0, row_of(g, DY, 1), eps);
+    tfl_tensor *v0 = row_of(g, DY, 0), *v1 = row_of(g, DY, 1);
+    if (!v0 || !v1) return; /* the error kept (NULL would mean gamma 1, beta 0 below) */
+    if (g->need[0]) g->dx[0] = tfl__batch_norm_apply(CTX, X(1), X(2), v0, v1, eps);
     if (g->need[1])
         g->dx[1] = tfl__batch_norm_training_grad(CTX, tfl_mul(CTX, X(0), v0), X(1), X(2), NULL,
                                                  NULL, eps);

@@ -83,9 +83,9 @@ static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void 
 /* ---- BatchMoments, BatchNormTraining and BatchNormTrainingGrad ------------------------------ */
 
 /*
- * x (rows, c) is summed over rows in blocks of about 16k elements (whole rows; the blocking
- * depends on the shape alone), each block's sums in double, then the blocks combined in
- * order: the result never depends on threads. BatchMoments: per block its mean and the sum
+ * x (rows, c) is summed over rows in blocks of about 16k elements (a tile of at most 1024
+ * channels by 16 or more rows; the blocking depends on the shape alone), each block's sums in
+ * double, then each channel's blocks combined in order: the result never depends on threads. BatchMoments: per block its mean and the sum
  * of squares about it (two passes over a block that stays in cache), combined by Chan's
  * formula, so the variance is as exact as a two-pass one. BatchNormParamGrad: per block
  * sum(dy) and sum(dy (x - mean)); BatchNormTrainingGrad, given those sums, one pass
@@ -93,39 +93,50 @@ static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void 
  */
 enum { BN_BLOCK = 16384 };
 
+/* channels of a tile: all of them up to BN_TILE, else tiles of BN_TILE; a block is a tile's
+ * BN_BLOCK / tile rows (at least 16), so its sums' scratch stays at most a quarter of a
+ * float32 x however wide the channels */
+enum { BN_TILE = 1024 };
+
+static int64_t tile_width(int64_t c)
+{
+    return c < BN_TILE ? (c ? c : 1) : BN_TILE;
+}
+
 static int64_t block_rows(int64_t c)
 {
-    return c >= BN_BLOCK ? 1 : BN_BLOCK / (c ? c : 1);
+    return BN_BLOCK / tile_width(c);
 }
 
 #define BN_TRAIN_KERNELS(T)                                                                      \
-    /* p[2 c b ..]: block b's mean, then its sum of squared deviations */                       \
+    /* a block of nr rows (stride ld) by c channels: its mean and its sum of squared       \
+     * deviations into mb, qb */                                                                 \
     TFL_WIDE_LOOPS static void moments_block_##T(const T *restrict x, int64_t nr, int64_t c,    \
-                                                 double *restrict p)                             \
+                                                 int64_t ld, double *restrict mb,               \
+                                                 double *restrict qb)                            \
     {                                                                                            \
-        double *restrict mb = p, *restrict qb = p + c;                                           \
         for (int64_t j = 0; j < c; j++) mb[j] = qb[j] = 0;                                       \
         for (int64_t r = 0; r < nr; r++)                                                         \
-            for (int64_t j = 0; j < c; j++) mb[j] += (double)x[r * c + j];                       \
+            for (int64_t j = 0; j < c; j++) mb[j] += (double)x[r * ld + j];                      \
         for (int64_t j = 0; j < c; j++) mb[j] /= (double)nr;                                     \
         for (int64_t r = 0; r < nr; r++)                                                         \
             for (int64_t j = 0; j < c; j++) {                                                    \
-                const double d = (double)x[r * c + j] - mb[j];                                   \
+                const double d = (double)x[r * ld + j] - mb[j];                                  \
                 qb[j] += d * d;                                                                  \
             }                                                                                    \
     }                                                                                            \
-    /* p[2 c b ..]: block b's sum(dy), then sum(dy (x - m)) */                                  \
+    /* the same block's sum(dy) and sum(dy (x - m)) into sg, sgx */                              \
     TFL_WIDE_LOOPS static void grad_block_##T(const T *restrict dy, const T *restrict x,        \
                                               const T *restrict m, int64_t nr, int64_t c,       \
-                                              double *restrict p)                                \
+                                              int64_t ld, double *restrict sg,                  \
+                                              double *restrict sgx)                              \
     {                                                                                            \
-        double *restrict sg = p, *restrict sgx = p + c;                                          \
         for (int64_t j = 0; j < c; j++) sg[j] = sgx[j] = 0;                                      \
         for (int64_t r = 0; r < nr; r++)                                                         \
             for (int64_t j = 0; j < c; j++) {                                                    \
-                const double g = (double)dy[r * c + j];                                          \
+                const double g = (double)dy[r * ld + j];                                         \
                 sg[j] += g;                                                                      \
-                sgx[j] += g * ((double)x[r * c + j] - (double)m[j]);                             \
+                sgx[j] += g * ((double)x[r * ld + j] - (double)m[j]);                            \
             }                                                                                    \
     }                                                                                            \
     /* dx = dy a - (x - m) b - d, one row; and row by row */                                  \
@@ -162,16 +173,19 @@ static void release_all(tfl_tensor **t, int n)
     for (int i = 0; i < n; i++) tfl_tensor_release(t[i]);
 }
 
-/* The blocks of x (rows, c) summed by `block` into a new float64 tensor of nb blocks of 2 c
- * sums each (nb c <= x's elements + c), *nb set; NULL with the error kept. */
+/* x (rows, c) summed in blocks of block_rows(c) rows by tile_width(c) channels into a new
+ * float64 tensor of nb row blocks of 2 c sums each (block b, channel j: p[2 c b + j] and
+ * p[2 c b + c + j]; at most a quarter of a float32 x), *nb set: BatchMoments' (dy NULL) or
+ * BatchNormParamGrad's. NULL with the error kept. */
 static tfl_tensor *block_sums(const tfl__kcall *k, const tfl_tensor *x, const void *dy,
                               const void *m, int64_t *nb_out)
 {
     const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
     const int64_t c = x->shape[x->rank - 1], rows = c ? x->numel / c : 0;
-    const int64_t br = block_rows(c), nb = rows ? (rows + br - 1) / br : 1;
-    int64_t len;
-    if (tfl__mul_overflow_i64(nb, 2 * c, &len)) {
+    const int64_t br = block_rows(c), tw = tile_width(c), nt = (c + tw - 1) / tw;
+    const int64_t nb = rows ? (rows + br - 1) / br : 1;
+    int64_t len, items;
+    if (tfl__mul_overflow_i64(nb, 2 * c, &len) || tfl__mul_overflow_i64(nb, nt, &items)) {
         tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: too many sums",
                        tfl__op_defs[k->op].name);
         return NULL;
@@ -179,19 +193,23 @@ static tfl_tensor *block_sums(const tfl__kcall *k, const tfl_tensor *x, const vo
     tfl_tensor *part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len);
     if (!part) return NULL;
     double *p = tfl__data(part);
-    const void *xd = tfl__data(x);
+    const char *xd = tfl__data(x), *dd = dy;
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
     const int threads = threads_for(k, x->numel);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t it = 0; it < items; it++) {
+        const int64_t b = it / nt, j0 = it % nt * tw, ct = c - j0 < tw ? c - j0 : tw;
         const int64_t r0 = b * br, nr = rows - r0 < br ? rows - r0 : br;
-        double *pb = p + 2 * c * b;
-        if (!dy && f32) moments_block_float((const float *)xd + r0 * c, nr, c, pb);
-        else if (!dy) moments_block_double((const double *)xd + r0 * c, nr, c, pb);
+        const size_t at = (size_t)(r0 * c + j0) * es;
+        double *p0 = p + 2 * c * b + j0, *p1 = p0 + c;
+        if (!dy && f32) moments_block_float((const float *)(xd + at), nr, ct, c, p0, p1);
+        else if (!dy) moments_block_double((const double *)(xd + at), nr, ct, c, p0, p1);
         else if (f32)
-            grad_block_float((const float *)dy + r0 * c, (const float *)xd + r0 * c, m, nr, c, pb);
+            grad_block_float((const float *)(dd + at), (const float *)(xd + at),
+                             (const float *)m + j0, nr, ct, c, p0, p1);
         else
-            grad_block_double((const double *)dy + r0 * c, (const double *)xd + r0 * c, m, nr, c,
-                              pb);
+            grad_block_double((const double *)(dd + at), (const double *)(xd + at),
+                              (const double *)m + j0, nr, ct, c, p0, p1);
     }
     *nb_out = nb;
     return part;
@@ -222,15 +240,21 @@ static tfl_status k_batch_moments(const tfl__kcall *k)
         const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
         const int64_t c = x->shape[x->rank - 1], rows = c ? x->numel / c : 0, br = block_rows(c);
         double *p = tfl__data(part), *mean = p, *q = p + c; /* block 0's, becoming the whole's */
-        for (int64_t b = 1; b < nb; b++) {
-            const int64_t nr = rows - b * br < br ? rows - b * br : br;
-            const double na = (double)(b * br), n = na + (double)nr;
-            const double w = (double)nr / n, cross = na * (double)nr / n;
-            const double *mb = p + 2 * c * b, *qb = mb + c;
-            for (int64_t j = 0; j < c; j++) {
-                const double d = mb[j] - mean[j];
-                mean[j] += d * w;
-                q[j] += qb[j] + d * d * cross;
+        const int64_t tw = tile_width(c), nt = (c + tw - 1) / tw;
+        const int threads = threads_for(k, nb * c);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t t = 0; t < nt; t++) { /* each channel's blocks in order */
+            const int64_t j1 = (t + 1) * tw < c ? (t + 1) * tw : c;
+            for (int64_t b = 1; b < nb; b++) {
+                const int64_t nr = rows - b * br < br ? rows - b * br : br;
+                const double na = (double)(b * br), n = na + (double)nr;
+                const double w = (double)nr / n, cross = na * (double)nr / n;
+                const double *mb = p + 2 * c * b, *qb = mb + c;
+                for (int64_t j = t * tw; j < j1; j++) {
+                    const double d = mb[j] - mean[j];
+                    mean[j] += d * w;
+                    q[j] += qb[j] + d * d * cross;
+                }
             }
         }
         void *out = tfl__data(k->out);
@@ -276,8 +300,14 @@ static tfl_status k_batch_norm_param_grad(const tfl__kcall *k)
         const int64_t c = in[1]->shape[in[1]->rank - 1];
         const double eps = ((const tfl__batch_norm_attrs *)k->attrs)->epsilon;
         double *p = tfl__data(part);
-        for (int64_t b = 1; b < nb; b++)
-            for (int64_t j = 0; j < 2 * c; j++) p[j] += p[2 * c * b + j];
+        const int64_t tw = tile_width(c), nt = (2 * c + tw - 1) / tw;
+        const int threads = threads_for(k, nb * c);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t t = 0; t < nt; t++) { /* each sum's blocks in order */
+            const int64_t j1 = (t + 1) * tw < 2 * c ? (t + 1) * tw : 2 * c;
+            for (int64_t b = 1; b < nb; b++)
+                for (int64_t j = t * tw; j < j1; j++) p[j] += p[2 * c * b + j];
+        }
         const void *mo = tfl__data(in[2]);
         void *out = tfl__data(k->out);
         for (int64_t j = 0; j < c; j++) {

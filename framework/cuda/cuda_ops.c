@@ -574,7 +574,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BROADCAST_TO] = {k_copy, TFL_MASK_ALL, NULL},
     [TFL_OP_CAST] = {k_cast, TFL_MASK_REAL | TFL_DT(BOOL), NULL},
     TFL_EW_LIST(EW_KERNELS_, ~) /* the elementwise ops (op_list.h) */
-        [TFL_OP_SUM] = {k_reduce, M_R, NULL},
+    [TFL_OP_SUM] = {k_reduce, M_R, NULL},
     [TFL_OP_MEAN] = {k_reduce, M_R, NULL},
     [TFL_OP_MAX] = {k_reduce, M_R, NULL},
     [TFL_OP_MIN] = {k_reduce, M_R, NULL},

@@ -116,16 +116,31 @@ tfl_tensor *tfl_batch_norm_training(tfl_ctx *ctx, const tfl_tensor *x, const tfl
     if (variance) *variance = NULL;
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_BATCH_NORM_TRAINING;
-    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
-        !check_norm_x(ctx, op, x, epsilon, "channels") ||
-        (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
-        (beta && !check_param(ctx, op, x, beta, "beta")))
+    const tfl_tensor *in[3] = {x, gamma, beta}; /* a policy casts all three alike */
+    if (!tfl__check_inputs(ctx, op, 1, in) || !tfl__autocast(ctx, op, 3, in) ||
+        !check_norm_x(ctx, op, in[0], epsilon, "channels") ||
+        (in[1] && !check_param(ctx, op, in[0], in[1], "gamma")) ||
+        (in[2] && !check_param(ctx, op, in[0], in[2], "beta")))
         return NULL;
     if (tfl_frame_push(ctx) != TFL_OK) return NULL;
-    tfl_tensor *moments = batch_moments(ctx, x);
-    tfl_tensor *y = moments ? tfl__batch_norm_apply(ctx, x, moments, gamma, beta, epsilon) : NULL;
+    /* float16/bfloat16 in float32, rounded once at the end: the statistics and the
+     * gradients' per-channel sums stay float32 (a sum of dy over 65,504 overflows float16) */
+    const tfl_dtype dt = (tfl_dtype)in[0]->dtype;
+    const bool half = (TFL_MASK_HALF >> dt & 1u) != 0;
+    for (int i = 0; half && i < 3; i++)
+        if (in[i]) in[i] = tfl_cast(ctx, in[i], TFL_DTYPE_FLOAT32);
+    tfl_tensor *moments = in[0] && (!gamma || in[1]) && (!beta || in[2])
+                              ? batch_moments(ctx, in[0])
+                              : NULL;
+    tfl_tensor *y = moments ? tfl__batch_norm_apply(ctx, in[0], moments, in[1], in[2], epsilon)
+                            : NULL;
     tfl_tensor *m = y && mean ? moment(ctx, moments, 0) : NULL;
     tfl_tensor *v = y && variance ? moment(ctx, moments, 1) : NULL;
+    if (half) {
+        y = tfl_cast(ctx, y, dt);
+        m = m ? tfl_cast(ctx, m, dt) : NULL;
+        v = v ? tfl_cast(ctx, v, dt) : NULL;
+    }
     const bool ok = y && (!mean || m) && (!variance || v);
     if (ok) {
         tfl_keep(y);
@@ -277,8 +292,12 @@ tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
 {
     if (!ctx) return NULL;
     const tfl__op_id op = TFL_OP_LAYER_NORM;
-    if (!tfl__check_inputs(ctx, op, 1, &x) || !tfl__autocast(ctx, op, 1, &x) ||
-        !check_norm_x(ctx, op, x, epsilon, "features") ||
+    const tfl_tensor *in[3] = {x, gamma, beta}; /* a policy casts all three alike */
+    if (!tfl__check_inputs(ctx, op, 1, in) || !tfl__autocast(ctx, op, 3, in)) return NULL;
+    x = in[0];
+    gamma = in[1];
+    beta = in[2];
+    if (!check_norm_x(ctx, op, x, epsilon, "features") ||
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;

@@ -491,6 +491,9 @@ const bc_case bc_cases[] = {
     {"BatchNormTraining/f32/strided_no_params", 1, {INV(F32, 3, 5, 7, 6)},
      b_batch_norm_training_plain},
     {"BatchMoments/f32/blocks", 1, {IN(F32, 2, 3000, 7)}, b_batch_moments},
+    /* 2500 channels: tiles of 1024 on the CPU */
+    {"BatchNormTraining/f32/wide", 3, {IN(F32, 2, 40, 2500), IN(F32, 1, 2500), IN(F32, 1, 2500)},
+     b_batch_norm_training},
     {"BatchNorm/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), INP(F32, 1, 3)}, b_batch_norm},
     {"BatchNorm/f64", 3, {IN(F64, 2, 5, 4), IN(F64, 1, 4), INP(F64, 1, 4)}, b_batch_norm},
     {"BatchNorm/f32/nhwc",

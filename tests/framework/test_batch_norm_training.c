@@ -103,12 +103,14 @@ static void fill(double *v, int64_t n, uint64_t *seed, double lo, double span)
 }
 
 /* Shapes with one block of rows and many (blocks of 16384 elements' worth of rows: 1500 x 24
- * is 3 blocks, the last short), channels 1 to 300, in float64 and float32: y, the
+ * is 3 blocks, the last short), channels 1 to 2500 (tiles of 1024), in float64 and float32: y, the
  * statistics and the gradients against the double reference, and the composition's. */
 static void test_vs_reference_and_composition(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
-    static const int64_t shapes[][2] = {{6, 3}, {1500, 24}, {9, 1}, {70, 300}, {20000, 1}};
+    /* (40, 2500): three tiles of channels, the last short */
+    static const int64_t shapes[][2] = {{6, 3},     {1500, 24}, {9, 1},
+                                        {70, 300},  {20000, 1}, {40, 2500}};
     static const tfl_dtype dts[] = {TH_F64, TH_F32};
     uint64_t seed = 99;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -195,6 +197,41 @@ static void test_far_mean_half_strided(void **state)
                 TH_SHAPE(6, 4), h.y, 24, 1e-14);
     ref_free(&h);
     free(x), free(ones), free(zeros), free(w);
+    th_end(ctx);
+}
+
+/* float16 with a per-channel sum of dy past float16's 65,504: the sums stay float32, so dx
+ * is the composition's in float32 (dy 32 everywhere: dx about 0), not inf */
+static void test_half_sums_in_float32(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    const int64_t rows = 4096, c = 2, n = rows * c;
+    double *x = malloc(sizeof(double) * (size_t)n);
+    assert_non_null(x);
+    uint64_t seed = 3;
+    fill(x, n, &seed, -2, 4);
+    tfl_tensor *dx[2];
+    for (int half = 0; half < 2; half++) {
+        tfl_tensor *xt = TH_TENSOR_N(ctx, half ? TH_F16 : TH_F32, 2, TH_SHAPE(rows, c), x, n);
+        tfl_tape *tape = tfl_tape_begin(ctx, 0);
+        assert_int_equal(tfl_tape_watch(tape, xt), TFL_OK);
+        tfl_tensor *y = tfl_batch_norm_training(ctx, xt, NULL, NULL, 1e-3, NULL, NULL);
+        tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_cast(ctx, y, TH_F32), 0, NULL, false);
+        loss = tfl_mul(ctx, loss, tfl_scalar_f32(ctx, 32));
+        const tfl_tensor *src = xt;
+        assert_int_equal(tfl_tape_gradient(tape, loss, 1, &src, &dx[half], 0), TFL_OK);
+        tfl_tape_free(tape);
+        dx[half] = tfl_cast(ctx, dx[half], TH_F64);
+    }
+    double *d32 = malloc(sizeof(double) * (size_t)n), *d16 = malloc(sizeof(double) * (size_t)n);
+    assert_true(d32 && d16);
+    assert_int_equal(tfl_tensor_to_host(dx[0], d32, sizeof(double) * (size_t)n), TFL_OK);
+    assert_int_equal(tfl_tensor_to_host(dx[1], d16, sizeof(double) * (size_t)n), TFL_OK);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(d16[i]) || fabs(d16[i]) > 0.01 || fabs(d32[i]) > 0.01)
+            fail_msg("dx[%lld]: float16 %g, float32 %g (want about 0)", (long long)i, d16[i],
+                     d32[i]);
+    free(d32), free(d16), free(x);
     th_end(ctx);
 }
 
@@ -289,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TH_TEST(test_vs_reference_and_composition),
         TH_TEST(test_far_mean_half_strided),
+        TH_TEST(test_half_sums_in_float32),
         TH_TEST(test_threads_same_bits),
         TH_TEST(test_empty_batch),
         TH_TEST(test_errors),

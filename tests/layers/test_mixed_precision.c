@@ -153,6 +153,14 @@ static void mixed_policies_pick_dtypes(void **state)
         assert_int_equal(tfl_tensor_dtype(tfl_reduce_max(ctx, h, 0, NULL, false)), k_half[p]);
         assert_int_equal(tfl_tensor_dtype(tfl_mul(ctx, h, x)), k_half[p]);
         assert_int_equal(tfl_tensor_dtype(tfl_add(ctx, x, x)), TFL_DTYPE_FLOAT32);
+        /* the norms: x, gamma and beta all 16-bit are cast alike, to float32 */
+        tfl_tensor *g = tfl_cast(ctx, values(ctx, 1, (int64_t[]){6}, 6), k_half[p]);
+        tfl_tensor *mean = NULL;
+        tfl_tensor *bn = tfl_batch_norm_training(ctx, h, g, g, 1e-3, &mean, NULL);
+        assert_non_null(bn);
+        assert_int_equal(tfl_tensor_dtype(bn), TFL_DTYPE_FLOAT32);
+        assert_int_equal(tfl_tensor_dtype(mean), TFL_DTYPE_FLOAT32);
+        assert_int_equal(tfl_tensor_dtype(tfl_layer_norm(ctx, h, g, g, 1e-3)), TFL_DTYPE_FLOAT32);
         /* the float32 sum of the 16-bit values, exactly as the float32 policy sums them */
         tfl_tensor *s = tfl_reduce_sum(ctx, h, 0, NULL, false);
         assert_int_equal(tfl_ctx_set_precision(ctx, TFL_PRECISION_FLOAT32), TFL_OK);

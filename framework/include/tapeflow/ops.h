@@ -213,7 +213,10 @@ TFL_API tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_
  * the last:
  *   dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat));  dgamma = sum(dy xhat);
  *   dbeta = sum(dy)
- * float16/bfloat16 run in float32 (the statistics rounded to the dtype, as tfl_moments').
+ * float16/bfloat16 run in float32 throughout (the statistics and the gradients' per-channel
+ * sums too: a sum of dy over 65,504 rows would overflow float16), y, mean and variance
+ * rounded once to the dtype. Under a mixed-precision policy on a GPU, x, gamma and beta of
+ * the 16-bit dtype are cast to float32 alike.
  * Errors: INVALID_ARGUMENT "BatchNormTraining: gamma must have shape (3,) (the last dimension
  * of x, whose shape is (2, 3)), got (4,)" (beta likewise), "BatchNormTraining: epsilon must
  * be > 0, got 0" (NaN too), dtype mismatches and unsupported dtypes as tfl_batch_norm's,
