@@ -16,19 +16,7 @@
  * rounding (nvcc contracts multiply-adds into FMAs, the host build does not, so the GPU's last
  * bits may differ from these; test_backend_ops GPU:0 compares the GPU with the CPU).
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-extern "C" { /* cmocka.h has no C++ linkage block of its own */
-#include <cmocka.h>
-}
-
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "host_test.h"
 
 #include <tapeflow/tapeflow.h>
 
@@ -46,15 +34,6 @@ tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy, co
 }
 
 using namespace tflcu_bn_train;
-
-static uint64_t rng = 88172645463325252ull;
-static double unit(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 /* a block's two shared arrays and its tree, run on the host step by step: at each step the
  * threads in turn (what one step of one thread reads, no thread of that step writes) */

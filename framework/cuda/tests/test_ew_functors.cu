@@ -8,18 +8,7 @@
  * computes per element: the dtype overloads, the attribute passing and the formulas; on the
  * device only CUDA's libm differs from the host's. Built only with the CUDA backend.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-extern "C" { /* cmocka.h has no C++ linkage block of its own */
-#include <cmocka.h>
-}
-
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
+#include "host_test.h"
 
 #include <tapeflow/tapeflow.h>
 

@@ -13,19 +13,7 @@
  * +0.0 where the CPU's vectorized channels keep a dy of -0.0 (equal values; k_pool.cu's
  * header). Anywhere else a -0.0 / +0.0 difference fails.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-extern "C" { /* cmocka.h has no C++ linkage block of its own */
-#include <cmocka.h>
-}
-
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "host_test.h"
 
 #include <tapeflow/tapeflow.h>
 
@@ -43,15 +31,6 @@ tfl_tensor *tfl__avg_pool_grad(tfl_ctx *ctx, const int64_t input_shape[4], const
 }
 
 using namespace tflcu_pool_elems;
-
-static uint64_t rng = 88172645463325252ull;
-static double unit(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 /* one axis by TensorFlow's rules (ops/conv.c's window_axis): the output size and the padding
  * before */
