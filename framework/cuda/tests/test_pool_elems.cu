@@ -17,7 +17,6 @@
 
 #include <tapeflow/tapeflow.h>
 
-
 #include "pool_elems.cuh"
 
 extern "C" {
