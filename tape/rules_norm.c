@@ -1,6 +1,6 @@
 /*
- * tape/rules_norm.c: backward rules of BatchNorm, BatchNormTraining and its gradient op,
- * LayerNorm, LayerNormGrad and Dropout,
+ * tape/rules_norm.c: backward rules of BatchNorm, BatchNormTraining and its gradient ops
+ * (BatchNormParamGrad, BatchNormTrainingGrad), LayerNorm, LayerNormGrad and Dropout,
  * written with ordinary ops (LayerNorm's with its fused gradient op, which has a rule of its
  * own) so they are differentiable again. BatchNorm's parameters are (C) along x's last axis: their
  * gradients sum over every other axis. Dropout's rule drops dy with the forward's rate and

@@ -80,16 +80,16 @@ static tfl_status bn_apply(const tfl__kcall *k, const tfl_tensor *x, const void 
     return TFL_OK;
 }
 
-/* ---- BatchMoments, BatchNormTraining and BatchNormTrainingGrad ------------------------------ */
+/* ---- BatchMoments, BatchNormTraining, BatchNormParamGrad, BatchNormTrainingGrad ------------- */
 
 /*
  * x (rows, c) is summed over rows in blocks of about 16k elements (a tile of at most 1024
  * channels by 16 or more rows; the blocking depends on the shape alone), each block's sums in
- * double, then each channel's blocks combined in order: the result never depends on threads. BatchMoments: per block its mean and the sum
- * of squares about it (two passes over a block that stays in cache), combined by Chan's
- * formula, so the variance is as exact as a two-pass one. BatchNormParamGrad: per block
- * sum(dy) and sum(dy (x - mean)); BatchNormTrainingGrad, given those sums, one pass
- * dx = dy a - (x - mean) b - d with per-channel a, b, d.
+ * double, then each channel's blocks combined in order: the result never depends on threads.
+ * BatchMoments: per block its mean and the sum of squares about it (two passes over a block
+ * that stays in cache), combined by Chan's formula, so the variance is as exact as a two-pass
+ * one. BatchNormParamGrad: per block sum(dy) and sum(dy (x - mean)); BatchNormTrainingGrad,
+ * given those sums, one pass dx = dy a - (x - mean) b - d with per-channel a, b, d.
  */
 enum { BN_BLOCK = 16384 };
 

@@ -458,7 +458,8 @@ int bn_param_grad(const T *dy, const T *x, const T *mo, T *out, double *part, in
     const geometry g = tflcu_bn_train::bnt_geometry(rows, c);
     dim3 grid;
     if (!bnt_grid(g, &grid)) return (int)cudaErrorInvalidConfiguration;
-    if (rows > 0) bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
+    if (rows > 0)
+        bn_grad_sums_kernel<<<grid, TFLCU_BNT_THREADS, 0, s>>>(dy, x, mo, part, rows, c, g);
     bn_param_grad_merge_kernel<<<grid.x, TFLCU_BNT_MERGE_THREADS, 0, s>>>(part, mo, out, c, eps, g);
     return tflcu_status();
 }

@@ -35,52 +35,6 @@ static bool check_param(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const 
     return true;
 }
 
-tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *mean,
-                           const tfl_tensor *variance, const tfl_tensor *offset,
-                           const tfl_tensor *scale, double epsilon)
-{
-    if (!ctx) return NULL;
-    const tfl__op_id op = TFL_OP_BATCH_NORM;
-    const char *name = tfl__op_defs[op].name;
-    const tfl_tensor *req[3] = {x, mean, variance};
-    const tfl_tensor *all[5] = {x, mean, variance, offset, scale};
-    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 5, all) ||
-        !tfl__check_dtype(ctx, op, (tfl_dtype)all[0]->dtype))
-        return NULL;
-    x = all[0];
-    mean = all[1];
-    variance = all[2];
-    offset = all[3];
-    scale = all[4];
-    TFL_CHECK_RET(ctx, x->rank >= 1, NULL, TFL_INVALID_ARGUMENT,
-                  "%s: x must have rank >= 1 (channels on the last axis), got shape ()", name);
-    TFL_CHECK_RET(ctx, epsilon > 0, NULL, TFL_INVALID_ARGUMENT, "%s: epsilon must be > 0, got %g",
-                  name, epsilon);
-    if (!check_param(ctx, op, x, mean, "mean") || !check_param(ctx, op, x, variance, "variance") ||
-        (offset && !check_param(ctx, op, x, offset, "offset")) ||
-        (scale && !check_param(ctx, op, x, scale, "scale")))
-        return NULL;
-    const tfl_dtype dt = (tfl_dtype)x->dtype;
-    const tfl__batch_norm_attrs attrs = {epsilon};
-    if (offset && scale) {
-        const tfl_tensor *in[5] = {x, mean, variance, offset, scale};
-        return tfl__op_run(ctx, op, dt, 5, in, dt, x->rank, x->shape, &attrs);
-    }
-    /* A missing offset or scale is a constant of zeros or ones (a tape gives it no gradient);
-     * it lives in a frame of its own so that only the result reaches the caller's frame. */
-    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
-    const int64_t c = x->shape[x->rank - 1];
-    const tfl_tensor *in[5] = {x, mean, variance, offset ? offset : tfl_zeros(ctx, dt, 1, &c),
-                               scale ? scale : tfl_ones(ctx, dt, 1, &c)};
-    tfl_tensor *y = in[3] && in[4] ? tfl__op_run(ctx, op, dt, 5, in, dt, x->rank, x->shape, &attrs)
-                                   : NULL;
-    tfl_keep(y);
-    tfl_frame_pop(ctx);
-    return y ? tfl__frame_adopt(ctx, y) : NULL;
-}
-
-/* ---- batch normalization in training mode -------------------------------------------------- */
-
 static bool check_norm_x(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, double epsilon,
                          const char *axis_is)
 {
@@ -92,6 +46,59 @@ static bool check_norm_x(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, doubl
                   "%s: epsilon must be > 0, got %g", name, epsilon);
     return true;
 }
+
+/*
+ * The op on in[0 .. n_in), its output of x's dtype and shape, where a NULL in[i] (an optional
+ * parameter: offset, scale, gamma, beta) is a (C) constant of fill[i] (a tape gives it no
+ * gradient). The constants live in a frame of their own so that only the result reaches the
+ * caller's frame.
+ */
+static tfl_tensor *run_norm(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int n_in,
+                            const tfl_tensor *const *in, const double *fill, const void *attrs)
+{
+    const tfl_dtype dt = (tfl_dtype)x->dtype;
+    bool given = true;
+    for (int i = 0; i < n_in; i++) given &= in[i] != NULL;
+    if (given) return tfl__op_run(ctx, op, dt, n_in, in, dt, x->rank, x->shape, attrs);
+    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+    const int64_t ch = x->shape[x->rank - 1];
+    const tfl_tensor *all[5];
+    bool ok = true;
+    for (int i = 0; i < n_in; i++) {
+        all[i] = in[i] ? in[i] : tfl_fill(ctx, dt, 1, &ch, fill[i]);
+        ok &= all[i] != NULL;
+    }
+    tfl_tensor *y = ok ? tfl__op_run(ctx, op, dt, n_in, all, dt, x->rank, x->shape, attrs) : NULL;
+    tfl_keep(y);
+    tfl_frame_pop(ctx);
+    return y ? tfl__frame_adopt(ctx, y) : NULL;
+}
+
+tfl_tensor *tfl_batch_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *mean,
+                           const tfl_tensor *variance, const tfl_tensor *offset,
+                           const tfl_tensor *scale, double epsilon)
+{
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_BATCH_NORM;
+    const tfl_tensor *req[3] = {x, mean, variance};
+    const tfl_tensor *all[5] = {x, mean, variance, offset, scale};
+    if (!tfl__check_inputs(ctx, op, 3, req) || !tfl__autocast(ctx, op, 5, all)) return NULL;
+    x = all[0];
+    mean = all[1];
+    variance = all[2];
+    offset = all[3];
+    scale = all[4];
+    if (!check_norm_x(ctx, op, x, epsilon, "channels") || !check_param(ctx, op, x, mean, "mean") ||
+        !check_param(ctx, op, x, variance, "variance") ||
+        (offset && !check_param(ctx, op, x, offset, "offset")) ||
+        (scale && !check_param(ctx, op, x, scale, "scale")))
+        return NULL;
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    return run_norm(ctx, op, x, 5, (const tfl_tensor *[5]){x, mean, variance, offset, scale},
+                    (const double[5]){0, 0, 0, 0, 1}, &attrs);
+}
+
+/* ---- batch normalization in training mode -------------------------------------------------- */
 
 /* x's BatchMoments, (2, C): its mean and biased variance per channel over every other axis */
 static tfl_tensor *batch_moments(tfl_ctx *ctx, const tfl_tensor *x)
@@ -154,39 +161,14 @@ tfl_tensor *tfl_batch_norm_training(tfl_ctx *ctx, const tfl_tensor *x, const tfl
     return tfl__frame_adopt(ctx, y);
 }
 
-/* BatchNormTraining (x, moments, gamma, beta) or BatchNormTrainingGrad (dy, x, moments, gamma,
- * sums): in[i] NULL for gamma is ones, for beta zeros; the constants live in a frame of their
- * own so that only the result reaches the caller's frame */
-static tfl_tensor *run_training(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, int n_in,
-                                const tfl_tensor *const *in, double epsilon)
-{
-    const tfl_dtype dt = (tfl_dtype)x->dtype;
-    const tfl__batch_norm_attrs attrs = {epsilon};
-    const int gi = op == TFL_OP_BATCH_NORM_TRAINING ? 2 : 3, bi = gi == 2 ? 3 : -1;
-    if (in[gi] && (bi < 0 || in[bi]))
-        return tfl__op_run(ctx, op, dt, n_in, in, dt, x->rank, x->shape, &attrs);
-    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
-    const int64_t ch = x->shape[x->rank - 1];
-    const tfl_tensor *all[5];
-    for (int i = 0; i < n_in; i++) all[i] = in[i];
-    if (!all[gi]) all[gi] = tfl_ones(ctx, dt, 1, &ch);
-    if (bi >= 0 && !all[bi]) all[bi] = tfl_zeros(ctx, dt, 1, &ch);
-    tfl_tensor *y = all[gi] && (bi < 0 || all[bi])
-                        ? tfl__op_run(ctx, op, dt, n_in, all, dt, x->rank, x->shape, &attrs)
-                        : NULL;
-    tfl_keep(y);
-    tfl_frame_pop(ctx);
-    return y ? tfl__frame_adopt(ctx, y) : NULL;
-}
-
 /* m is (2, C) with x's dtype: x's moments or its parameters' gradients */
 static bool check_pair(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *x, const tfl_tensor *m,
                        const char *what)
 {
     const int64_t shape[2] = {2, x->shape[x->rank - 1]};
     TFL_CHECK_RET(ctx, m->dtype == x->dtype && tfl__same_shape(m->rank, m->shape, 2, shape),
-                  false, TFL_INTERNAL, "%s: the %s are not x's (2, C) %s",
-                  tfl__op_defs[op].name, what, what);
+                  false, TFL_INTERNAL, "%s: %s must have x's dtype and shape (2, C)",
+                  tfl__op_defs[op].name, what);
     return true;
 }
 
@@ -212,7 +194,9 @@ tfl_tensor *tfl__batch_norm_apply(tfl_ctx *ctx, const tfl_tensor *x, const tfl_t
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;
-    return run_training(ctx, op, x, 4, (const tfl_tensor *[4]){x, moments, gamma, beta}, epsilon);
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    return run_norm(ctx, op, x, 4, (const tfl_tensor *[4]){x, moments, gamma, beta},
+                    (const double[4]){0, 0, 1, 0}, &attrs);
 }
 
 tfl_tensor *tfl__batch_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
@@ -246,13 +230,15 @@ tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
         (gamma && !check_param(ctx, op, x, gamma, "gamma")) ||
         (sums && !check_pair(ctx, op, x, sums, "sums")))
         return NULL;
+    const tfl__batch_norm_attrs attrs = {epsilon};
+    const double fill[5] = {0, 0, 0, 1, 0}; /* gamma: ones */
     if (sums)
-        return run_training(ctx, op, x, 5, (const tfl_tensor *[5]){dy, x, moments, gamma, sums},
-                            epsilon);
+        return run_norm(ctx, op, x, 5, (const tfl_tensor *[5]){dy, x, moments, gamma, sums}, fill,
+                        &attrs);
     if (tfl_frame_push(ctx) != TFL_OK) return NULL;
     const tfl_tensor *s = tfl__batch_norm_param_grad(ctx, dy, x, moments, epsilon);
-    tfl_tensor *dx = s ? run_training(ctx, op, x, 5,
-                                      (const tfl_tensor *[5]){dy, x, moments, gamma, s}, epsilon)
+    tfl_tensor *dx = s ? run_norm(ctx, op, x, 5, (const tfl_tensor *[5]){dy, x, moments, gamma, s},
+                                  fill, &attrs)
                        : NULL;
     tfl_keep(dx);
     tfl_frame_pop(ctx);
@@ -260,32 +246,6 @@ tfl_tensor *tfl__batch_norm_training_grad(tfl_ctx *ctx, const tfl_tensor *dy,
 }
 
 /* ---- layer normalization ------------------------------------------------------------------ */
-
-/*
- * The op on (a, b, c) with b or c NULL replaced by a constant of `fill_b` / `fill_c` of shape
- * (C): a missing gamma is ones, a missing beta zeros (a tape gives them no gradient). The
- * constants live in a frame of their own so that only the result reaches the caller's frame.
- */
-static tfl_tensor *run_with_params(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor *a,
-                                   const tfl_tensor *b, double fill_b, const tfl_tensor *c,
-                                   double fill_c, const void *attrs)
-{
-    const tfl_tensor *x = op == TFL_OP_LAYER_NORM ? a : b;
-    const tfl_dtype dt = (tfl_dtype)x->dtype;
-    if (b && c) {
-        const tfl_tensor *in[3] = {a, b, c};
-        return tfl__op_run(ctx, op, dt, 3, in, dt, x->rank, x->shape, attrs);
-    }
-    if (tfl_frame_push(ctx) != TFL_OK) return NULL;
-    const int64_t ch = x->shape[x->rank - 1];
-    const tfl_tensor *in[3] = {a, b ? b : tfl_fill(ctx, dt, 1, &ch, fill_b),
-                               c ? c : tfl_fill(ctx, dt, 1, &ch, fill_c)};
-    tfl_tensor *y = in[1] && in[2] ? tfl__op_run(ctx, op, dt, 3, in, dt, x->rank, x->shape, attrs)
-                                   : NULL;
-    tfl_keep(y);
-    tfl_frame_pop(ctx);
-    return y ? tfl__frame_adopt(ctx, y) : NULL;
-}
 
 tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *gamma,
                            const tfl_tensor *beta, double epsilon)
@@ -302,7 +262,8 @@ tfl_tensor *tfl_layer_norm(tfl_ctx *ctx, const tfl_tensor *x, const tfl_tensor *
         (beta && !check_param(ctx, op, x, beta, "beta")))
         return NULL;
     const tfl__layer_norm_attrs attrs = {epsilon};
-    return run_with_params(ctx, op, x, gamma, 1.0, beta, 0.0, &attrs);
+    return run_norm(ctx, op, x, 3, (const tfl_tensor *[3]){x, gamma, beta},
+                    (const double[3]){0, 1, 0}, &attrs);
 }
 
 tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
@@ -317,7 +278,8 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
         (gamma && !check_param(ctx, op, x, gamma, "gamma")))
         return NULL;
     const tfl__layer_norm_attrs attrs = {epsilon};
-    return run_with_params(ctx, op, dy, x, 0.0, gamma, 1.0, &attrs);
+    return run_norm(ctx, op, x, 3, (const tfl_tensor *[3]){dy, x, gamma},
+                    (const double[3]){0, 0, 1}, &attrs);
 }
 
 /* ---- moments ------------------------------------------------------------------------------ */

@@ -19,7 +19,7 @@ typedef struct ref {
 
 static ref ref_new(int64_t rows, int64_t c)
 {
-    ref r = {calloc((size_t)c, 8), calloc((size_t)c, 8), calloc((size_t)(rows * c), 8),
+    ref r = {calloc((size_t)c, 8),          calloc((size_t)c, 8), calloc((size_t)(rows * c), 8),
              calloc((size_t)(rows * c), 8), calloc((size_t)c, 8), calloc((size_t)c, 8)};
     assert_true(r.mean && r.var && r.y && r.dx && r.dgamma && r.dbeta);
     return r;
@@ -35,9 +35,11 @@ static void ref_compute(const double *x, const double *g, const double *b, const
 {
     for (int64_t j = 0; j < c; j++) {
         double m = 0, v = 0, sw = 0, swx = 0;
-        for (int64_t i = 0; i < rows; i++) m += x[i * c + j];
+        for (int64_t i = 0; i < rows; i++)
+            m += x[i * c + j];
         m /= (double)rows;
-        for (int64_t i = 0; i < rows; i++) v += (x[i * c + j] - m) * (x[i * c + j] - m);
+        for (int64_t i = 0; i < rows; i++)
+            v += (x[i * c + j] - m) * (x[i * c + j] - m);
         v /= (double)rows;
         const double rs = 1 / sqrt(v + eps);
         for (int64_t i = 0; i < rows; i++) {
@@ -48,7 +50,8 @@ static void ref_compute(const double *x, const double *g, const double *b, const
         }
         for (int64_t i = 0; i < rows; i++) {
             const double xh = (x[i * c + j] - m) * rs;
-            r->dx[i * c + j] = g[j] * rs * (w[i * c + j] - sw / (double)rows - xh * swx / (double)rows);
+            r->dx[i * c + j] =
+                g[j] * rs * (w[i * c + j] - sw / (double)rows - xh * swx / (double)rows);
         }
         r->mean[j] = m, r->var[j] = v, r->dgamma[j] = swx, r->dbeta[j] = sw;
     }
@@ -60,7 +63,8 @@ static void fused(tfl_ctx *ctx, tfl_tensor *x, tfl_tensor *g, tfl_tensor *b, tfl
 {
     tfl_tape *tape = tfl_tape_begin(ctx, 0);
     const tfl_tensor *src[3] = {x, g, b};
-    for (int i = 0; i < 3; i++) assert_int_equal(tfl_tape_watch(tape, src[i]), TFL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tfl_tape_watch(tape, src[i]), TFL_OK);
     out[0] = tfl_batch_norm_training(ctx, x, g, b, eps, &out[1], &out[2]);
     assert_non_null(out[0]);
     tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_mul(ctx, out[0], w), 0, NULL, false);
@@ -74,9 +78,11 @@ static void composed(tfl_ctx *ctx, tfl_tensor *x, tfl_tensor *g, tfl_tensor *b, 
 {
     tfl_tape *tape = tfl_tape_begin(ctx, 0);
     const tfl_tensor *src[3] = {x, g, b};
-    for (int i = 0; i < 3; i++) assert_int_equal(tfl_tape_watch(tape, src[i]), TFL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tfl_tape_watch(tape, src[i]), TFL_OK);
     int axes[TFL_MAX_RANK], rank = tfl_tensor_rank(x);
-    for (int d = 0; d < rank - 1; d++) axes[d] = d;
+    for (int d = 0; d < rank - 1; d++)
+        axes[d] = d;
     assert_int_equal(tfl_moments(ctx, x, rank - 1, axes, false, &out[1], &out[2]), TFL_OK);
     out[0] = tfl_batch_norm(ctx, x, out[1], out[2], b, g, eps);
     tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_mul(ctx, out[0], w), 0, NULL, false);
@@ -109,8 +115,8 @@ static void test_vs_reference_and_composition(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
     /* (40, 2500): three tiles of channels, the last short */
-    static const int64_t shapes[][2] = {{6, 3},     {1500, 24}, {9, 1},
-                                        {70, 300},  {20000, 1}, {40, 2500}};
+    static const int64_t shapes[][2] = {{6, 3},    {1500, 24}, {9, 1},
+                                        {70, 300}, {20000, 1}, {40, 2500}};
     static const tfl_dtype dts[] = {TH_F64, TH_F32};
     uint64_t seed = 99;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -130,8 +136,10 @@ static void test_vs_reference_and_composition(void **state)
             const tfl_dtype dt = dts[d];
             const double tol = dt == TH_F64 ? 1e-12 : 2e-5; /* the sums of 20000 in float32 */
             const int64_t xs[2] = {rows, c};
-            tfl_tensor *xt = TH_TENSOR_N(ctx, dt, 2, xs, x, n), *wt = TH_TENSOR_N(ctx, dt, 2, xs, w, n);
-            tfl_tensor *gt = TH_TENSOR_N(ctx, dt, 1, &c, g, c), *bt = TH_TENSOR_N(ctx, dt, 1, &c, b, c);
+            tfl_tensor *xt = TH_TENSOR_N(ctx, dt, 2, xs, x, n),
+                       *wt = TH_TENSOR_N(ctx, dt, 2, xs, w, n);
+            tfl_tensor *gt = TH_TENSOR_N(ctx, dt, 1, &c, g, c),
+                       *bt = TH_TENSOR_N(ctx, dt, 1, &c, b, c);
             tfl_tensor *f[6], *k[6];
             fused(ctx, xt, gt, bt, wt, 1e-3, f);
             composed(ctx, xt, gt, bt, wt, 1e-3, k);
@@ -165,11 +173,13 @@ static void test_far_mean_half_strided(void **state)
     const int64_t rows = 16384 * 2, c = 32, n = rows * c; /* 64 blocks of 512 rows */
     double *x = malloc(sizeof(double) * (size_t)n);
     assert_non_null(x);
-    for (int64_t i = 0; i < n; i++) x[i] = 1e4 + sin(0.37 * (double)i) + 0.001 * (double)(i % 7);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = 1e4 + sin(0.37 * (double)i) + 0.001 * (double)(i % 7);
     double *ones = malloc(sizeof(double) * (size_t)c), *zeros = calloc((size_t)c, 8);
     double *w = calloc((size_t)n, 8);
     assert_true(ones && zeros && w);
-    for (int64_t j = 0; j < c; j++) ones[j] = 1;
+    for (int64_t j = 0; j < c; j++)
+        ones[j] = 1;
     ref r = ref_new(rows, c);
     ref_compute(x, ones, zeros, w, rows, c, 1e-5, &r);
     tfl_tensor *xt = TH_TENSOR_N(ctx, TH_F64, 2, TH_SHAPE(rows, c), x, n), *mean, *var;
@@ -180,7 +190,8 @@ static void test_far_mean_half_strided(void **state)
     ref_free(&r);
     /* float16: the statistics in float32, rounded once; y within float16's rounding */
     double hx[24], hw[24] = {0}, hg[4] = {1, 1, 1, 1}, hb[4] = {0};
-    for (int i = 0; i < 24; i++) hx[i] = (double)((i * 7) % 11) - 4;
+    for (int i = 0; i < 24; i++)
+        hx[i] = (double)((i * 7) % 11) - 4;
     ref h = ref_new(6, 4);
     ref_compute(hx, hg, hb, hw, 6, 4, 1e-3, &h);
     tfl_tensor *hxt = TH_TENSOR_N(ctx, TH_F16, 2, TH_SHAPE(6, 4), hx, 24);
@@ -191,7 +202,8 @@ static void test_far_mean_half_strided(void **state)
     tfl_tensor *tt = tfl_transpose(ctx, TH_TENSOR_N(ctx, TH_F64, 2, TH_SHAPE(4, 6), hx, 24), NULL);
     double tx[24];
     for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 4; j++) tx[i * 4 + j] = hx[j * 6 + i];
+        for (int j = 0; j < 4; j++)
+            tx[i * 4 + j] = hx[j * 6 + i];
     ref_compute(tx, hg, hb, hw, 6, 4, 1e-3, &h);
     TH_EXPECT_N(ctx, tfl_batch_norm_training(ctx, tt, NULL, NULL, 1e-3, NULL, NULL), TH_F64, 2,
                 TH_SHAPE(6, 4), h.y, 24, 1e-14);
@@ -251,14 +263,16 @@ static void test_threads_same_bits(void **state)
     fill(b, c, &seed, -1, 2);
     tfl_tensor *xt = TH_TENSOR_N(ctx, TH_F32, 2, TH_SHAPE(rows, c), x, n);
     tfl_tensor *wt = TH_TENSOR_N(ctx, TH_F32, 2, TH_SHAPE(rows, c), w, n);
-    tfl_tensor *gt = TH_TENSOR_N(ctx, TH_F32, 1, &c, g, c), *bt = TH_TENSOR_N(ctx, TH_F32, 1, &c, b, c);
+    tfl_tensor *gt = TH_TENSOR_N(ctx, TH_F32, 1, &c, g, c),
+               *bt = TH_TENSOR_N(ctx, TH_F32, 1, &c, b, c);
     void *got[2][6];
     size_t bytes[6];
     for (int t = 0; t < 2; t++) {
         assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
         tfl_tensor *out[6];
         fused(ctx, xt, gt, bt, wt, 1e-3, out);
-        for (int i = 0; i < 6; i++) got[t][i] = bytes_of(out[i], &bytes[i]);
+        for (int i = 0; i < 6; i++)
+            got[t][i] = bytes_of(out[i], &bytes[i]);
     }
     for (int i = 0; i < 6; i++) {
         assert_memory_equal(got[0][i], got[1][i], bytes[i]);
@@ -279,7 +293,8 @@ static void test_empty_batch(void **state)
     float m[3], v[3];
     assert_int_equal(tfl_tensor_to_host(mean, m, sizeof m), TFL_OK);
     assert_int_equal(tfl_tensor_to_host(var, v, sizeof v), TFL_OK);
-    for (int j = 0; j < 3; j++) assert_true(isnan(m[j]) && isnan(v[j]));
+    for (int j = 0; j < 3; j++)
+        assert_true(isnan(m[j]) && isnan(v[j]));
     th_end(ctx);
 }
 
@@ -289,9 +304,10 @@ static void test_errors(void **state)
     tfl_tensor *x = TH_T(ctx, TH_F32, (2, 3), (1, 2, 3, 4, 5, 6));
     tfl_tensor *c3 = TH_T(ctx, TH_F32, (3), (1, 1, 1)), *c4 = TH_T(ctx, TH_F32, (4), (1, 1, 1, 1));
     tfl_tensor *mean = c3, *var = c3; /* set to NULL on every error */
-    TH_EXPECT_INVALID(ctx, tfl_batch_norm_training(ctx, x, c4, c3, 1e-3, &mean, &var), BNT,
-                      "gamma must have shape (3,) (the last dimension of x, whose shape is (2, 3)), "
-                      "got (4,)");
+    TH_EXPECT_INVALID(
+        ctx, tfl_batch_norm_training(ctx, x, c4, c3, 1e-3, &mean, &var), BNT,
+        "gamma must have shape (3,) (the last dimension of x, whose shape is (2, 3)), "
+        "got (4,)");
     assert_null(mean);
     assert_null(var);
     TH_EXPECT_INVALID(ctx, tfl_batch_norm_training(ctx, x, NULL, c4, 1e-3, NULL, NULL), BNT,
@@ -307,9 +323,9 @@ static void test_errors(void **state)
     TH_EXPECT_INVALID(ctx, tfl_batch_norm_training(ctx, xi, NULL, NULL, 1e-3, NULL, NULL), BNT,
                       "dtype int32 is not supported; expected one of float16, bfloat16, float32, "
                       "float64");
-    TH_EXPECT_INVALID(ctx, tfl_batch_norm_training(ctx, TH_T0(ctx, TH_F32, 1), NULL, NULL, 1e-3,
-                                                   NULL, NULL),
-                      BNT, "x must have rank >= 1 (channels on the last axis), got shape ()");
+    TH_EXPECT_INVALID(
+        ctx, tfl_batch_norm_training(ctx, TH_T0(ctx, TH_F32, 1), NULL, NULL, 1e-3, NULL, NULL), BNT,
+        "x must have rank >= 1 (channels on the last axis), got shape ()");
     mean = var = c3;
     TH_EXPECT_INVALID(ctx, tfl_batch_norm_training(ctx, NULL, NULL, NULL, 1e-3, &mean, &var), BNT,
                       "input 0 is NULL");
