@@ -306,7 +306,9 @@ int tfl_layer_output_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t
     TFL_CHECK_RET(l->ctx, rank >= 0 && rank <= TFL_MAX_RANK && (shape || rank == 0) && out, -1,
                   TFL_INVALID_ARGUMENT, "%s: a shape of rank %d (0..%d) and an output array "
                   "are needed", l->name, rank, TFL_MAX_RANK);
-    return tfl__layer_shape(l, rank, shape, out);
+    int r = tfl__layer_shape(l, rank, shape, out);
+    if (r >= 0 && !l->built && !tfl__layer_vars_fit(l, rank, shape)) return -1;
+    return r;
 }
 
 tfl_status tfl_layer_build(tfl_layer *l, int rank, const int64_t *shape)

@@ -18,28 +18,24 @@
 /* the order of the variables in l->vars with biases: kernel then bias per projection */
 enum { V_Q, V_K, V_V, V_O };
 
-tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f)
+int tfl__attention_var_defs(const tfl_layer *l, int64_t f, const tfl_initializer *kinit,
+                            const tfl_initializer *binit, tfl__var_def *d)
 {
     const tfl_layer_spec *s = &l->spec;
-    tfl_initializer glorot = tfl_init_glorot_uniform(0), zeros = tfl_init_zeros();
-    const tfl_initializer *kinit = s->kernel_init ? s->kernel_init : &glorot;
-    const tfl_initializer *binit = s->bias_init ? s->bias_init : &zeros;
     const int64_t h = s->num_heads;
-    const int64_t k = l->key_dim = s->key_dim ? s->key_dim : f / h; /* divides: layer_call.c */
+    const int64_t k = s->key_dim ? s->key_dim : f / h; /* divides: layer_call.c */
     static const char *const names[3] = {"query", "key", "value"};
-    char what[64];
+    char what[32];
+    int n = 0;
     for (int p = 0; p < 3; p++) {
         snprintf(what, sizeof what, "%s/kernel", names[p]);
-        if (!tfl__layer_add_var(l, what, 3, (int64_t[]){f, h, k}, kinit, true))
-            return tfl_ctx_status(CTX);
+        n = tfl__var_def_add(d, n, what, 3, (int64_t[]){f, h, k}, kinit, true);
         snprintf(what, sizeof what, "%s/bias", names[p]);
-        if (!s->no_bias && !tfl__layer_add_var(l, what, 2, (int64_t[]){h, k}, binit, true))
-            return tfl_ctx_status(CTX);
+        if (!s->no_bias) n = tfl__var_def_add(d, n, what, 2, (int64_t[]){h, k}, binit, true);
     }
-    if (!tfl__layer_add_var(l, "attention_output/kernel", 3, (int64_t[]){h, k, f}, kinit, true) ||
-        (!s->no_bias && !tfl__layer_add_var(l, "attention_output/bias", 1, &f, binit, true)))
-        return tfl_ctx_status(CTX);
-    return TFL_OK;
+    n = tfl__var_def_add(d, n, "attention_output/kernel", 3, (int64_t[]){h, k, f}, kinit, true);
+    if (!s->no_bias) n = tfl__var_def_add(d, n, "attention_output/bias", 1, &f, binit, true);
+    return n;
 }
 
 /* variable v (V_Q ...) of l: its kernel, or its bias (NULL without biases) */

@@ -83,6 +83,18 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
 /* ---- variables ------------------------------------------------------------------------------- */
 
 /* Makes "<layer>/<what>" and appends it. */
+int tfl__var_def_add(tfl__var_def *d, int n, const char *what, int rank, const int64_t *shape,
+                     const tfl_initializer *init, bool trainable)
+{
+    tfl__var_def *v = &d[n];
+    snprintf(v->what, sizeof v->what, "%s", what);
+    v->rank = rank;
+    memcpy(v->shape, shape, sizeof *shape * (size_t)rank);
+    v->init = init;
+    v->trainable = trainable;
+    return n + 1;
+}
+
 bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
                         const tfl_initializer *init, bool trainable)
 {

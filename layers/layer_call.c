@@ -182,57 +182,92 @@ int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out)
 
 /* ---- variables ------------------------------------------------------------------------------ */
 
+/* the initializers a kind's variables take, by role */
+enum { I_KERNEL, I_BIAS, I_ONES, I_ZEROS, I_EMBEDDINGS, I_COUNT };
+
+/* The variables of l's kind for inputs of f features, in order (at most TFL__LAYER_VARS);
+ * with in[] NULL entries, the shapes alone. */
+static int var_defs(const tfl_layer *l, int64_t f, const tfl_initializer *const *in,
+                    tfl__var_def *d)
+{
+    const tfl_layer_spec *s = &l->spec;
+    int n = 0;
+    switch (s->kind) {
+    case TFL_LAYER_DENSE:
+    case TFL_LAYER_CONV2D:
+        n = s->kind == TFL_LAYER_DENSE
+                ? tfl__var_def_add(d, n, "kernel", 2, (int64_t[]){f, s->units}, in[I_KERNEL], true)
+                : tfl__var_def_add(d, n, "kernel", 4,
+                                   (int64_t[]){s->kernel_size[0], s->kernel_size[1], f, s->units},
+                                   in[I_KERNEL], true);
+        if (!s->no_bias) n = tfl__var_def_add(d, n, "bias", 1, &s->units, in[I_BIAS], true);
+        return n;
+    case TFL_LAYER_BATCH_NORM:
+    case TFL_LAYER_LAYER_NORM:
+        if (!s->no_scale) n = tfl__var_def_add(d, n, "gamma", 1, &f, in[I_ONES], true);
+        if (!s->no_center) n = tfl__var_def_add(d, n, "beta", 1, &f, in[I_ZEROS], true);
+        if (s->kind == TFL_LAYER_LAYER_NORM) return n;
+        n = tfl__var_def_add(d, n, "moving_mean", 1, &f, in[I_ZEROS], false);
+        return tfl__var_def_add(d, n, "moving_variance", 1, &f, in[I_ONES], false);
+    case TFL_LAYER_MULTI_HEAD_ATTENTION:
+        return tfl__attention_var_defs(l, f, in[I_KERNEL], in[I_BIAS], d);
+    case TFL_LAYER_POSITION_EMBEDDING:
+        return tfl__var_def_add(d, n, "embeddings", 2, (int64_t[]){s->sequence_length, f},
+                                in[I_KERNEL], true);
+    case TFL_LAYER_EMBEDDING:
+        return tfl__var_def_add(d, n, "embeddings", 2, (int64_t[]){s->input_dim, s->units},
+                                in[I_EMBEDDINGS], true);
+    default:
+        return 0;
+    }
+}
+
+/* Whether the kind's variables are sized by the input's last dimension (then l->in_feature). */
+static bool feature_sized(tfl_layer_kind kind)
+{
+    return kind == TFL_LAYER_DENSE || kind == TFL_LAYER_CONV2D || kind == TFL_LAYER_BATCH_NORM ||
+           kind == TFL_LAYER_LAYER_NORM || kind == TFL_LAYER_MULTI_HEAD_ATTENTION ||
+           kind == TFL_LAYER_POSITION_EMBEDDING;
+}
+
+bool tfl__layer_vars_fit(tfl_layer *l, int rank, const int64_t *shape)
+{
+    const tfl_initializer *none[I_COUNT] = {0};
+    tfl__var_def d[TFL__LAYER_VARS];
+    int n = var_defs(l, rank > 0 ? shape[rank - 1] : 0, none, d);
+    for (int i = 0; i < n; i++) {
+        char what[1024];
+        snprintf(what, sizeof what, "%s: variable '%.*s/%s'", NAME, TFL__NAME_MAX, NAME,
+                 d[i].what);
+        if (!tfl__check_new(CTX, what, TFL_DTYPE_FLOAT32, d[i].rank, d[i].shape)) return false;
+    }
+    return true;
+}
+
 tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape)
 {
     const tfl_layer_spec *s = &l->spec;
     tfl_initializer glorot = tfl_init_glorot_uniform(0), zeros = tfl_init_zeros(),
                     ones = tfl_init_ones(), emb = tfl_init_random_uniform(-0.05, 0.05, 0);
-    const tfl_initializer *kinit = s->kernel_init ? s->kernel_init : &glorot;
-    const tfl_initializer *binit = s->bias_init ? s->bias_init : &zeros;
+    const tfl_initializer *in[I_COUNT] = {
+        [I_KERNEL] = s->kernel_init ? s->kernel_init : &glorot,
+        [I_BIAS] = s->bias_init ? s->bias_init : &zeros,
+        [I_ONES] = &ones,
+        [I_ZEROS] = &zeros,
+        [I_EMBEDDINGS] = s->kernel_init ? s->kernel_init : &emb,
+    };
     int64_t f = rank > 0 ? shape[rank - 1] : 0;
-    bool ok = true;
-    switch (s->kind) {
-    case TFL_LAYER_DENSE:
-        ok = tfl__layer_add_var(l, "kernel", 2, (int64_t[]){f, s->units}, kinit, true) &&
-             (s->no_bias || tfl__layer_add_var(l, "bias", 1, &s->units, binit, true));
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_CONV2D:
-        ok = tfl__layer_add_var(l, "kernel", 4,
-                     (int64_t[]){s->kernel_size[0], s->kernel_size[1], f, s->units}, kinit,
-                     true) &&
-             (s->no_bias || tfl__layer_add_var(l, "bias", 1, &s->units, binit, true));
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_BATCH_NORM:
-        ok = (s->no_scale || tfl__layer_add_var(l, "gamma", 1, &f, &ones, true)) &&
-             (s->no_center || tfl__layer_add_var(l, "beta", 1, &f, &zeros, true)) &&
-             tfl__layer_add_var(l, "moving_mean", 1, &f, &zeros, false) &&
-             tfl__layer_add_var(l, "moving_variance", 1, &f, &ones, false);
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_LAYER_NORM:
-        ok = (s->no_scale || tfl__layer_add_var(l, "gamma", 1, &f, &ones, true)) &&
-             (s->no_center || tfl__layer_add_var(l, "beta", 1, &f, &zeros, true));
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_MULTI_HEAD_ATTENTION:
-        ok = tfl__attention_make_vars(l, f) == TFL_OK;
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_POSITION_EMBEDDING:
-        ok = tfl__layer_add_var(l, "embeddings", 2, (int64_t[]){s->sequence_length, f}, kinit, true);
-        l->in_feature = f;
-        break;
-    case TFL_LAYER_EMBEDDING:
-        ok = tfl__layer_add_var(l, "embeddings", 2, (int64_t[]){s->input_dim, s->units},
-                     s->kernel_init ? s->kernel_init : &emb, true);
-        break;
-    default:
-        break;
+    tfl__var_def d[TFL__LAYER_VARS];
+    int n = var_defs(l, f, in, d);
+    for (int i = 0; i < n; i++) {
+        if (!tfl__layer_add_var(l, d[i].what, d[i].rank, d[i].shape, d[i].init, d[i].trainable)) {
+            l->in_feature = -1;
+            return tfl_ctx_status(CTX);
+        }
     }
-    if (!ok) l->in_feature = -1;
-    return ok ? TFL_OK : tfl_ctx_status(CTX);
+    if (feature_sized(s->kind)) l->in_feature = f;
+    if (s->kind == TFL_LAYER_MULTI_HEAD_ATTENTION) l->key_dim = d[0].shape[2]; /* (f, h, k) */
+    return TFL_OK;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------ */

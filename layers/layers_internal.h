@@ -110,6 +110,17 @@ bool tfl__layer_name_taken(tfl_ctx *ctx, const char *name, bool layers);
 void tfl__unique_name(tfl_ctx *ctx, const char *base, bool layers, char out[TFL__NAME_MAX]);
 /** Checks a user-given name: non-empty, < 128 bytes, no '/' or ':', not taken. */
 bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layers);
+/** A variable a layer makes: "<layer>/<what>", float32, its shape and initializer. */
+typedef struct tfl__var_def {
+    char what[32];
+    int rank;
+    int64_t shape[4];
+    const tfl_initializer *init; /* NULL when only the shape is asked for */
+    bool trainable;
+} tfl__var_def;
+/** Sets d[n] (rank <= 4); returns n + 1. */
+int tfl__var_def_add(tfl__var_def *d, int n, const char *what, int rank, const int64_t *shape,
+                     const tfl_initializer *init, bool trainable);
 /** Makes the variable "<layer>/<what>" (float32) and appends it to l's list. */
 bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
                         const tfl_initializer *init, bool trainable);
@@ -126,13 +137,19 @@ tfl_tensor *tfl__dropout_forward(tfl_layer *l, const tfl_tensor *x);
 tfl_tensor *tfl__batch_norm_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 
 /* layer_attention.c: MultiHeadAttention's variables for features f, and self-attention */
-tfl_status tfl__attention_make_vars(tfl_layer *l, int64_t f);
+/** Appends the layer's variables (kernels kinit, biases binit) to d; returns their count. */
+int tfl__attention_var_defs(const tfl_layer *l, int64_t f, const tfl_initializer *kinit,
+                            const tfl_initializer *binit, tfl__var_def *d);
 tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training);
 
 /* layer_call.c */
 /** Output shape of the layer's kind for an input shape (batch first, may be -1); -1 with the
  * error kept. Checks the input against a built layer. */
 int tfl__layer_shape(tfl_layer *l, int rank, const int64_t *shape, int64_t *out);
+/** Whether the variables the kind would make for this (checked) input shape can exist: at
+ * most INT64_MAX elements and PTRDIFF_MAX bytes each (tfl__check_new); false with the
+ * error kept. */
+bool tfl__layer_vars_fit(tfl_layer *l, int rank, const int64_t *shape);
 /** Makes the kind's variables for an input shape already checked by tfl__layer_shape. */
 tfl_status tfl__layer_make_vars(tfl_layer *l, int rank, const int64_t *shape);
 /** Checks x's dtype for the layer's kind (floating; integer ids for Embedding). */

@@ -545,6 +545,46 @@ static void test_build_failure_rolls_back(void **state)
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
 }
 
+/* A layer whose variables could not exist (more than INT64_MAX elements, or more than
+ * PTRDIFF_MAX bytes) fails at shape inference, before anything is made, with the variable's
+ * name and shape; a config is refused at load so (configs/bad/variable_too_large.yaml). */
+static void test_variables_too_large(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    uint64_t live = live_tensors(ctx);
+    int64_t out[4];
+    tfl_layer *d = LAYER(ctx, .kind = TFL_LAYER_DENSE, .units = 1000000000);
+    expect_shape_error(ctx, d, I64(-1, 4000000000000000000),
+                       "dense: variable 'dense/kernel': shape (4000000000000000000, "
+                       "1000000000) has more than INT64_MAX elements");
+    assert_int_equal(tfl_layer_build(d, RS(-1, 4000000000000000000)), TFL_INVALID_ARGUMENT);
+    expect_kept_error(ctx, TFL_INVALID_ARGUMENT, "dense/kernel");
+    /* a feature size whose kernel fits is built (the layer kept no state from the refusals) */
+    assert_int_equal(tfl_layer_output_shape(d, RS(-1, 4), out), 2);
+    assert_int_equal(out[1], 1000000000);
+    tfl_layer *c = LAYER(ctx, .kind = TFL_LAYER_CONV2D, .units = 1000000000, .kernel_size = {4, 4});
+    expect_shape_error(ctx, c, I64(-1, 8, 8, 1000000000),
+                       "conv2d: variable 'conv2d/kernel': shape (4, 4, 1000000000, 1000000000) "
+                       "has more than INT64_MAX elements");
+    /* 2^61 float32 elements: countable, but more than PTRDIFF_MAX bytes */
+    tfl_layer *e = LAYER(ctx, .kind = TFL_LAYER_EMBEDDING, .input_dim = (int64_t)1 << 60,
+                         .units = 2);
+    expect_shape_error(ctx, e, I64(-1, 3), "embedding: variable 'embedding/embeddings': "
+                       "2305843009213693952 elements of float32 need more than");
+    tfl_layer *a = LAYER(ctx, .kind = TFL_LAYER_MULTI_HEAD_ATTENTION, .num_heads = 1000000,
+                         .key_dim = 1000000000);
+    expect_shape_error(ctx, a, I64(-1, 5, 100000),
+                       "multi_head_attention: variable 'multi_head_attention/query/kernel': "
+                       "shape (100000, 1000000, 1000000000) has more than INT64_MAX elements");
+    tfl_layer *p = LAYER(ctx, .kind = TFL_LAYER_POSITION_EMBEDDING,
+                         .sequence_length = (int64_t)1 << 40);
+    expect_shape_error(ctx, p, I64(-1, 5, (int64_t)1 << 30),
+                       "position_embedding: variable 'position_embedding/embeddings': shape "
+                       "(1099511627776, 1073741824) has more than INT64_MAX elements");
+    assert_int_equal(live_tensors(ctx), live);
+    FREE_ALL(d, c, e, a, p);
+}
+
 static void test_embedding_variables(void **state)
 {
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
@@ -918,6 +958,7 @@ int main(void)
         T(test_output_shapes),
         T(test_dense_variables),
         T(test_build_failure_rolls_back),
+        T(test_variables_too_large),
         T(test_embedding_variables),
         T(test_dense_values),
         T(test_call_errors),
