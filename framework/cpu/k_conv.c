@@ -205,36 +205,21 @@ static void transpose(bool f32, const void *s, int64_t rows, int64_t cols, void 
 
 /* ---- Conv2D: y = col(x) w ------------------------------------------------------------------- */
 
-static tfl_status k_conv2d(const tfl__kcall *k)
+/* y (N OH OW, Cout) = col(x) w for the geometry g, w (K, Cout) row-major: the work of Conv2D,
+ * and of Conv2DBackpropInput at stride 1 (a convolution of dy, see there). */
+static tfl_status conv_forward(const tfl__kcall *k, const geom *g, tfl_dtype dt, const char *xd,
+                               const char *wd, char *yd)
 {
-    tfl_ctx *ctx = k->ctx;
-    const tfl_tensor *x, *w;
-    tfl_tensor *tx = NULL, *tw = NULL;
-    tfl_status st = TFL_OK;
-    char *scratch = NULL;
-    size_t got = 0;
-    if (!inputs(k, &x, &w, &tx, &tw)) {
-        st = ctx->err_code;
-        goto done;
-    }
-    geom g = make_geom(x->shape, w->shape, k->out->shape, k->attrs);
-    tfl_dtype dt = (tfl_dtype)k->out->dtype;
     bool f32 = dt == TFL_DTYPE_FLOAT32;
-    size_t es = tfl_dtype_size(dt);
-    const int64_t ohw = g.oh * g.ow, m = g.n * ohw, K = g.kdim, F = g.f;
-    const char *xd = tfl__data(x), *wd = tfl__data(w);
-    char *yd = tfl__data(k->out);
-    if (k->out->numel == 0) goto done;
-    plan p = make_plan(k, &g, es);
+    size_t es = tfl_dtype_size(dt), got = 0;
+    const int64_t ohw = g->oh * g->ow, m = g->n * ohw, K = g->kdim, F = g->f;
+    plan p = make_plan(k, g, es);
     if (p.direct) {
         gemm(k, dt, p.threads, m, F, K, xd, K, 1, wd, F, false, yd, F);
-        goto done;
+        return TFL_OK;
     }
-    scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
-    if (!scratch) {
-        st = ctx->err_code;
-        goto done;
-    }
+    char *scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
+    if (!scratch) return k->ctx->err_code;
     if (p.tasks) {
 #pragma omp parallel num_threads(p.threads)
         {
@@ -242,22 +227,35 @@ static tfl_status k_conv2d(const tfl__kcall *k)
 #pragma omp for schedule(static)
             for (int64_t t = 0; t < p.count; t++) {
                 int64_t n0, n1;
-                task_images(t, p.count, g.n, &n0, &n1);
+                task_images(t, p.count, g->n, &n0, &n1);
                 int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
-                im2col(&g, f32, xd, m0, m0 + rows, col);
+                im2col(g, f32, xd, m0, m0 + rows, col);
                 gemm(k, dt, 1, rows, F, K, col, K, 1, wd, F, false, yd + (size_t)(m0 * F) * es, F);
             }
         }
     } else {
         for (int64_t c = 0; c < p.count; c++) {
             int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
-            im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
+            im2col_par(g, f32, xd, m0, m1, scratch, es, p.threads);
             gemm(k, dt, p.threads, m1 - m0, F, K, scratch, K, 1, wd, F, false,
                  yd + (size_t)(m0 * F) * es, F);
         }
     }
-done:
-    if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, got);
+    tfl__allocator_put(&k->dev->alloc, scratch, got);
+    return TFL_OK;
+}
+
+static tfl_status k_conv2d(const tfl__kcall *k)
+{
+    const tfl_tensor *x, *w;
+    tfl_tensor *tx = NULL, *tw = NULL;
+    tfl_status st = k->ctx->err_code;
+    if (inputs(k, &x, &w, &tx, &tw)) {
+        geom g = make_geom(x->shape, w->shape, k->out->shape, k->attrs);
+        st = k->out->numel == 0 ? TFL_OK
+                                : conv_forward(k, &g, (tfl_dtype)k->out->dtype, tfl__data(x),
+                                               tfl__data(w), tfl__data(k->out));
+    }
     tfl_tensor_release(tx);
     tfl_tensor_release(tw);
     return st;
@@ -352,6 +350,56 @@ done:
 
 /* ---- Conv2DBackpropInput: dx = col2im(dy w^T) ------------------------------------------- */
 
+/*
+ * At stride 1 dx is itself a convolution, of dy: with the filter flipped in space and its
+ * channels swapped, wf (KH, KW, Cout, Cin) [i, j, o, c] = w[KH-1-i, KW-1-j, c, o], and the
+ * padding before each axis span - 1 - pad (span = (KH - 1) dh + 1),
+ *     dx[n, h, w, c] = sum over i, j, o of dy[n, h - pt' + i dh, w - pl' + j dw, o] wf[i, j, o, c]
+ * (dy zero outside), so it runs as Conv2D does: im2col of dy and a GEMM as wide as Cin, with
+ * no dcol of width KH KW Cin and no col2im of scattered adds. The geometry of that
+ * convolution, or false at other strides.
+ */
+static bool flipped_geom(const geom *g, geom *t)
+{
+    const int64_t pt = g->dh * (g->kh - 1) - g->pt, pl = g->dw * (g->kw - 1) - g->pl;
+    if (g->sh != 1 || g->sw != 1 || pt < 0 || pl < 0) return false;
+    *t = (geom){.n = g->n,
+                .h = g->oh,
+                .w = g->ow,
+                .c = g->f,
+                .kh = g->kh,
+                .kw = g->kw,
+                .f = g->c,
+                .oh = g->h,
+                .ow = g->w,
+                .sh = 1,
+                .sw = 1,
+                .dh = g->dh,
+                .dw = g->dw,
+                .pt = pt,
+                .pl = pl,
+                .kdim = g->kh * g->kw * g->f};
+    return true;
+}
+
+/* wf of flipped_geom from w (KH, KW, Cin, Cout) */
+static void flip_filter(const geom *g, bool f32, const void *w, void *wf)
+{
+    const int64_t C = g->c, F = g->f;
+    for (int64_t i = 0; i < g->kh; i++)
+        for (int64_t j = 0; j < g->kw; j++) {
+            int64_t src = ((g->kh - 1 - i) * g->kw + (g->kw - 1 - j)) * C * F;
+            int64_t dst = (i * g->kw + j) * F * C;
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t o = 0; o < F; o++) {
+                    if (f32)
+                        ((float *)wf)[dst + o * C + c] = ((const float *)w)[src + c * F + o];
+                    else
+                        ((double *)wf)[dst + o * C + c] = ((const double *)w)[src + c * F + o];
+                }
+        }
+}
+
 static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
 {
     tfl_ctx *ctx = k->ctx;
@@ -374,6 +422,16 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
     const char *wd = tfl__data(w), *dyd = tfl__data(dy);
     char *dx = tfl__data(k->out);
     if (k->out->numel == 0) goto done;
+    geom gt;
+    if (flipped_geom(&g, &gt)) { /* stride 1: Conv2D of dy by the flipped filter */
+        if (!(scratch = scratch_get(k, K * F * (int64_t)es, &got))) {
+            st = ctx->err_code;
+            goto done;
+        }
+        flip_filter(&g, f32, wd, scratch);
+        st = conv_forward(k, &gt, dt, dyd, scratch, dx);
+        goto done;
+    }
     plan p = make_plan(k, &g, es);
     /* scratch: w^T (Cout, K) row-major for the gemms' B, then the dcol buffers */
     int64_t wt_bytes = (K * F * (int64_t)es + 63) / 64 * 64;
