@@ -103,6 +103,8 @@ void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m,
 bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                           void *c, int64_t ldc, bool accumulate);
+/** Whether tfl__cpu_gemm_narrow runs on this CPU (AVX-512 and a compiler that builds it). */
+bool tfl__cpu_gemm_narrow_runs(void);
 
 /** The CPU backend (cpu_device.c): one device, CPU:0, in host memory. */
 extern const tfl__backend tfl__cpu_backend;

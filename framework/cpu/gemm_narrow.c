@@ -140,6 +140,15 @@ static bool has_avx512(void)
 }
 #endif
 
+bool tfl__cpu_gemm_narrow_runs(void)
+{
+#ifdef HAVE_NARROW
+    return has_avx512();
+#else
+    return false;
+#endif
+}
+
 bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                           void *c, int64_t ldc, bool accumulate)

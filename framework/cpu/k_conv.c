@@ -356,13 +356,21 @@ done:
  * padding before each axis span - 1 - pad (span = (KH - 1) dh + 1),
  *     dx[n, h, w, c] = sum over i, j, o of dy[n, h - pt' + i dh, w - pl' + j dw, o] wf[i, j, o, c]
  * (dy zero outside), so it runs as Conv2D does: im2col of dy and a GEMM as wide as Cin, with
- * no dcol of width KH KW Cin and no col2im of scattered adds. The geometry of that
- * convolution, or false at other strides.
+ * no dcol of width KH KW Cin and no col2im of scattered adds. Taken only where dcol's GEMM
+ * is wider than NARROW_MAX (KH KW Cin > 512), and where this one is narrow enough: where the
+ * narrow kernel runs (AVX-512) it runs this GEMM as it runs Conv2D's, while dcol's goes to
+ * BLIS, so up to Cin 512 (from a Zen 5 profile, where the input gradients ran at 320 GFLOP/s
+ * against Conv2D's 430; not yet measured on such a CPU this way); where BLIS runs both (AVX2), only up to Cin 64, as measured on a
+ * Zen 3 core pair (the input gradients of big_cnn's 3x3 layers, the two ways alternated in
+ * one process: Cin 64 1.02-1.09x, Cin 128 0.81-1.02x, Cin 256 0.96x; below 512 taps, Cin 1
+ * and 32, 0.5x). The geometry of that convolution, or false where the col2im way stays.
  */
 static bool flipped_geom(const geom *g, geom *t)
 {
     const int64_t pt = g->dh * (g->kh - 1) - g->pt, pl = g->dw * (g->kw - 1) - g->pl;
-    if (g->sh != 1 || g->sw != 1 || pt < 0 || pl < 0) return false;
+    const int64_t widest = tfl__cpu_gemm_narrow_runs() ? NARROW_MAX : 64;
+    if (g->sh != 1 || g->sw != 1 || pt < 0 || pl < 0 || g->kdim <= NARROW_MAX || g->c > widest)
+        return false;
     *t = (geom){.n = g->n,
                 .h = g->oh,
                 .w = g->ow,

@@ -4,9 +4,9 @@
  * panels (Cout 16, 32, 37, 70, 130), a 1x1 filter (no im2col), strides, dilations, SAME
  * padding, tasks of several images on small outputs (tall enough for the GEMM, a large
  * filter); pooling over 37 and 70 channels (vector blocks and their tails, channel blocks
- * shared by threads) with overlapping windows; the input gradient at stride 1 (a convolution
- * of dy by the flipped filter) in tasks and chunks; and that a warmed-up conv training step
- * takes no memory from the system. */
+ * shared by threads) with overlapping windows; the input gradient at stride 1 over 512 taps
+ * and up to 64 channels in (a convolution of dy by the flipped filter on every CPU) in tasks
+ * and chunks; and that a warmed-up conv training step takes no memory from the system. */
 #include "test_ops_helpers.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -29,11 +29,12 @@ static const conv_case k_conv[] = {
     {23, 7, 7, 32, 3, 3, 40, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
     /* a filter over 1 MiB (576 x 520 float32): tasks twice as tall */
     {5, 4, 4, 64, 3, 3, 520, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 4},
-    /* stride 1, where the input gradient is a convolution of dy by the flipped filter: one
-     * image (row chunks), SAME padding only after (an even kernel), a 1x1 dilated filter */
-    {1, 12, 12, 8, 3, 3, 37, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
-    {2, 9, 9, 6, 2, 2, 12, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
-    {3, 6, 5, 7, 1, 1, 9, {{1, 1}, {2, 2}, TFL_PADDING_SAME}, 1},
+    /* stride 1 with over 512 taps, where the input gradient is a convolution of dy by the
+     * flipped filter (so is the case above): one image (row chunks), SAME padding only after
+     * (an even kernel), VALID with a dilation */
+    {1, 8, 8, 64, 3, 3, 37, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
+    {2, 7, 7, 60, 2, 5, 12, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
+    {2, 9, 8, 60, 3, 3, 10, {{1, 1}, {2, 1}, TFL_PADDING_VALID}, 1},
 };
 
 /* TensorFlow's output size and padding before along one axis */
