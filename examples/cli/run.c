@@ -124,6 +124,21 @@ int cli_train(const cli_args *a)
 int cli_config(const cli_args *a)
 {
     int code;
+    if (!a->opt[OPT_REFERENCE] != (a->n_pos == 1)) { /* one of the two */
+        fprintf(stderr, "tapeflow config: %s; see 'tapeflow config --help'\n",
+                a->n_pos ? "--reference takes no CONFIG" : "no CONFIG given");
+        return CLI_USAGE;
+    }
+    if (a->opt[OPT_REFERENCE]) { /* the schema's, from an empty config's */
+        tfl_status st;
+        tfl_config *cfg = tfl_config_parse(a->ctx, "", 0, "reference", NULL, NULL, 0, &st);
+        const char *md = cfg ? tfl_config_schema_markdown(cfg) : NULL;
+        if (md) fputs(md, stdout);
+        else cli_error("no memory for the reference");
+        code = md ? CLI_OK : CLI_RUNTIME;
+        tfl_config_free(cfg);
+        return code;
+    }
     tfl_config *cfg = cli_load_config(a->ctx, a->pos[0], a, &code);
     const char *text = cfg ? tfl_config_format(cfg) : NULL;
     if (text) fputs(text, stdout);

@@ -49,6 +49,8 @@ static const option options[OPT_N] = {
     [OPT_LINEAR_Y] = {"--linear-y", NULL, NULL, OPT_LOG_Y, "a linear y axis"},
     [OPT_TITLE] = {"--title", NULL, "TEXT", OPT_TITLE, "the title (default: the metric)"},
     [OPT_WEIGHTS] = {"--weights-only", NULL, NULL, OPT_WEIGHTS, "no optimizer state"},
+    [OPT_REFERENCE] = {"--reference", NULL, NULL, OPT_REFERENCE, "instead, the reference of "
+                       "every key as Markdown (configs/README.md's), without a CONFIG"},
 };
 
 typedef struct command {
@@ -89,7 +91,7 @@ static const command commands[] = {
      cli_generate, "text sampled from a trained text model",
      "Restores a model trained on 'format: text' data (the checkpoint named on stderr) and "
      "prints TEXT followed by N generated tokens. Nothing is written."},
-    {"config", "CONFIG", 1, 1, O(SET), 0, cli_config,
+    {"config", "CONFIG", 0, 1, O(SET) | O(REFERENCE), 0, cli_config,
      "print the resolved config: every default explicit",
      "Prints the resolved config of CONFIG and its overrides as YAML, every default explicit."},
     {"plot", "RUN...", 1, -1, O(METRIC) | O(PLOT_OUT) | O(LOG_Y) | O(LINEAR_Y) | O(TITLE), 0,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_basics.sh TAPEFLOW SRC: help texts, usage errors (exit 2), version, `config` and its
-# round trip, --set (good and bad), a short training run and its run directory, a run
-# directory of another config refused.
+# round trip, `config --reference`, --set (good and bad), a short training run and its run
+# directory, a run directory of another config refused.
 TAPEFLOW=$1 SRC=$2
 . "$SRC/tests/cli/cli_lib.sh"
 xor="$SRC/configs/xor.yaml"
@@ -35,6 +35,11 @@ cmp -s <(tail -n +2 a.yaml) <(tail -n +2 b.yaml) ||
 run 0 config "$xor" --set training.epochs=3 --set optimizer.learning_rate=3e-4 &&
   has out.txt "epochs: 3" && has out.txt "learning_rate: 0.0003"
 run 0 config "$xor" --set 'model.layers[0].dense.units=8' && has out.txt "units: 8"
+# config --reference: the schema's reference, exactly configs/README.md's; one of it or CONFIG
+run 0 config --reference && sed -n '/^## Reference (generated from the schema)/,$p' \
+  "$SRC/configs/README.md" | cmp -s - out.txt || fail "config --reference is not configs/README.md's"
+run 2 config && has err.txt "no CONFIG given"
+run 2 config "$xor" --reference && has err.txt "--reference takes no CONFIG"
 run 2 config "$xor" --set training.epochs=3 --set training.epoch=3 &&
   has err.txt "--set[2]" && has err.txt "did you mean 'epochs'"
 run 2 config "$xor" --set training.epochs=0 && has err.txt "training.epochs" &&
