@@ -82,7 +82,7 @@ bool tfl__check_name(tfl_ctx *ctx, const char *who, const char *name, bool layer
 
 /* ---- variables ------------------------------------------------------------------------------- */
 
-/* Makes "<layer>/<what>" and appends it. */
+/* Fills d[n] with one variable's description. */
 int tfl__var_def_add(tfl__var_def *d, int n, const char *what, int rank, const int64_t *shape,
                      const tfl_initializer *init, bool trainable)
 {
@@ -95,6 +95,7 @@ int tfl__var_def_add(tfl__var_def *d, int n, const char *what, int rank, const i
     return n + 1;
 }
 
+/* Makes "<layer>/<what>" and appends it. */
 bool tfl__layer_add_var(tfl_layer *l, const char *what, int rank, const int64_t *shape,
                         const tfl_initializer *init, bool trainable)
 {

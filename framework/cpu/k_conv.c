@@ -249,12 +249,13 @@ static tfl_status k_conv2d(const tfl__kcall *k)
 {
     const tfl_tensor *x, *w;
     tfl_tensor *tx = NULL, *tw = NULL;
-    tfl_status st = k->ctx->err_code;
-    if (inputs(k, &x, &w, &tx, &tw)) {
+    tfl_status st = TFL_OK;
+    if (!inputs(k, &x, &w, &tx, &tw)) {
+        st = k->ctx->err_code; /* set by the failed copy */
+    } else if (k->out->numel > 0) {
         geom g = make_geom(x->shape, w->shape, k->out->shape, k->attrs);
-        st = k->out->numel == 0 ? TFL_OK
-                                : conv_forward(k, &g, (tfl_dtype)k->out->dtype, tfl__data(x),
-                                               tfl__data(w), tfl__data(k->out));
+        st = conv_forward(k, &g, (tfl_dtype)k->out->dtype, tfl__data(x), tfl__data(w),
+                          tfl__data(k->out));
     }
     tfl_tensor_release(tx);
     tfl_tensor_release(tw);
@@ -360,10 +361,11 @@ done:
  * is wider than NARROW_MAX (KH KW Cin > 512), and where this one is narrow enough: where the
  * narrow kernel runs (AVX-512) it runs this GEMM as it runs Conv2D's, while dcol's goes to
  * BLIS, so up to Cin 512 (from a Zen 5 profile, where the input gradients ran at 320 GFLOP/s
- * against Conv2D's 430; not yet measured on such a CPU this way); where BLIS runs both (AVX2), only up to Cin 64, as measured on a
- * Zen 3 core pair (the input gradients of big_cnn's 3x3 layers, the two ways alternated in
- * one process: Cin 64 1.02-1.09x, Cin 128 0.81-1.02x, Cin 256 0.96x; below 512 taps, Cin 1
- * and 32, 0.5x). The geometry of that convolution, or false where the col2im way stays.
+ * against Conv2D's 430; not yet measured on such a CPU this way); where BLIS runs both
+ * (AVX2), only up to Cin 64, as measured on a Zen 3 core pair (the input gradients of
+ * big_cnn's 3x3 layers, the two ways alternated in one process: Cin 64 1.02-1.09x, Cin 128
+ * 0.81-1.02x, Cin 256 0.96x; below 512 taps, Cin 1 and 32, 0.5x). The geometry of that
+ * convolution, or false where the col2im way stays.
  */
 static bool flipped_geom(const geom *g, geom *t)
 {

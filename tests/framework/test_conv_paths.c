@@ -6,7 +6,8 @@
  * filter); pooling over 37 and 70 channels (vector blocks and their tails, channel blocks
  * shared by threads) with overlapping windows; the input gradient at stride 1 over 512 taps
  * and up to 64 channels in (a convolution of dy by the flipped filter on every CPU) in tasks
- * and chunks; and that a warmed-up conv training step takes no memory from the system. */
+ * and chunks; that a warmed-up conv training step takes no memory from the system; and that
+ * a refused copy of a strided operand fails each conv op. */
 #include "test_ops_helpers.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -276,6 +277,67 @@ static void test_no_fresh_allocations(void **state)
     th_end(ctx);
 }
 
+/* allocation hooks that refuse every block of refuse_from bytes or more */
+static size_t refuse_from = SIZE_MAX;
+static void *refusing_alloc(void *user, size_t bytes, size_t align)
+{
+    (void)user;
+    if (bytes >= refuse_from) return NULL;
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+static void refusing_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* A refused copy of a strided operand fails each conv op: NULL with RESOURCE_EXHAUSTED kept,
+ * never an output of memory nothing wrote; with the memory back the same call computes. */
+static void test_refused_copy_fails(void **state)
+{
+    (void)state;
+    tfl_status st;
+    tfl_ctx *ctx = tfl_ctx_new(
+        &(tfl_ctx_opts){.num_threads = 1, .alloc_fn = refusing_alloc, .free_fn = refusing_free},
+        &st);
+    assert_non_null(ctx);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *base = tfl_ones(ctx, TH_F32, 4, TH_SHAPE(1, 300, 300, 4));
+    tfl_tensor *view = tfl_transpose(ctx, base, (const int[]){0, 2, 1, 3}); /* strided */
+    tfl_tensor *w = tfl_ones(ctx, TH_F32, 4, TH_SHAPE(1, 1, 4, 1));
+    tfl_tensor *w_in = tfl_ones(ctx, TH_F32, 4, TH_SHAPE(1, 1, 1, 4));
+    tfl_tensor *dy = tfl_ones(ctx, TH_F32, 4, TH_SHAPE(1, 300, 300, 1));
+    assert_non_null(view);
+    assert_false(tfl_tensor_is_contiguous(view));
+    for (int pass = 0; pass < 2; pass++) {
+        refuse_from = pass == 0 ? (size_t)300 * 300 * 4 * sizeof(float) : SIZE_MAX;
+        for (int op = 0; op < 3; op++) {
+            tfl_tensor *r =
+                op == 0   ? tfl_conv2d(ctx, view, w, NULL)
+                : op == 1 ? tfl_conv2d_backprop_filter(ctx, view, (const int64_t[]){1, 1, 4, 1},
+                                                       dy, NULL)
+                          : tfl_conv2d_backprop_input(ctx, (const int64_t[]){1, 300, 300, 1},
+                                                      w_in, view, NULL);
+            if (pass == 0) {
+                assert_null(r);
+                assert_int_equal(tfl_ctx_error(ctx).code, TFL_RESOURCE_EXHAUSTED);
+                tfl_ctx_clear_error(ctx);
+                continue;
+            }
+            assert_non_null(r);
+            float v[4];
+            assert_int_equal(tfl_tensor_to_host(tfl_slice(ctx, r, (const int64_t[]){0, 0, 0, 0},
+                                                          (const int64_t[]){1, 1, 1, 1}),
+                                                v, sizeof(float)),
+                             TFL_OK);
+            /* every sum: 4 channels of ones; the filter gradient: 300 x 300 pixels */
+            assert_true(v[0] == (op == 1 ? 90000.0f : 4.0f));
+        }
+    }
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    tfl_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +345,7 @@ int main(void)
         TH_TEST(test_conv_paths_one_thread),
         TH_TEST(test_pool_paths),
         TH_TEST(test_no_fresh_allocations),
+        cmocka_unit_test(test_refused_copy_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

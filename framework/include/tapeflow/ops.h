@@ -399,7 +399,9 @@ TFL_API tfl_tensor *tfl_conv2d(tfl_ctx *ctx, const tfl_tensor *input, const tfl_
  * Cout) under the same opts,
  *   dx[n, h, w, ci] = sum of dy[n, oh, ow, co] * filter[i, j, ci, co] over every (oh, ow,
  *       i, j, co) with oh sh - pt + i dh = h and ow sw - pl + j dw = w.
- * The result has input_shape. On the CPU: one GEMM dy filter^T per chunk, then col2im.
+ * The result has input_shape. On the CPU: one GEMM dy filter^T per chunk, then col2im; at
+ * stride 1 with over 512 taps, a Conv2D of dy by the filter flipped in space with its
+ * channels swapped (im2col of dy, a GEMM as wide as Cin) where that GEMM is narrow enough.
  * Gradients: d/dfilter = tfl_conv2d_backprop_filter(ddx, filter's shape, dy),
  * d/ddy = tfl_conv2d(ddx, filter).
  * Errors (INVALID_ARGUMENT): input_shape NULL or with a negative dimension; "Conv2DBackprop
