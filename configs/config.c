@@ -237,7 +237,11 @@ tfl_status tfl_config_apply_context(tfl_config *cfg)
     /* training.device: a device scope for what is made from here on (once per config) */
     const rval *dev = tfl__rget(tr, "device");
     if (!cfg->device_scope && dev && dev->set && strcasecmp(dev->s, "auto") != 0) {
-        const char *name = strcasecmp(dev->s, "GPU") == 0 ? "GPU:0" : dev->s;
+        char type[16], first[32]; /* a type alone ("GPU", "/gpu"): its first device */
+        int index = 0;
+        const char *name = dev->s;
+        if (tfl_device_parse(name, type, sizeof type, &index) == TFL_OK && index < 0)
+            snprintf(first, sizeof first, "%s:0", type), name = first;
         TFL_TRY(tfl_device_scope_push(cfg->ctx, name));
         cfg->device_scope = true;
         warn_if_absent(cfg->ctx, name);
