@@ -392,22 +392,14 @@ static bool flipped_geom(const geom *g, geom *t)
     return true;
 }
 
-/* wf of flipped_geom from w (KH, KW, Cin, Cout) */
-static void flip_filter(const geom *g, bool f32, const void *w, void *wf)
+/* wf of flipped_geom from w (KH, KW, Cin, Cout): each tap's (Cin, Cout) block transposed into
+ * the mirrored tap's place */
+static void flip_filter(const geom *g, bool f32, size_t es, const char *w, char *wf)
 {
-    const int64_t C = g->c, F = g->f;
-    for (int64_t i = 0; i < g->kh; i++)
-        for (int64_t j = 0; j < g->kw; j++) {
-            int64_t src = ((g->kh - 1 - i) * g->kw + (g->kw - 1 - j)) * C * F;
-            int64_t dst = (i * g->kw + j) * F * C;
-            for (int64_t c = 0; c < C; c++)
-                for (int64_t o = 0; o < F; o++) {
-                    if (f32)
-                        ((float *)wf)[dst + o * C + c] = ((const float *)w)[src + c * F + o];
-                    else
-                        ((double *)wf)[dst + o * C + c] = ((const double *)w)[src + c * F + o];
-                }
-        }
+    const int64_t block = g->c * g->f, taps = g->kh * g->kw;
+    for (int64_t t = 0; t < taps; t++)
+        transpose(f32, w + (size_t)((taps - 1 - t) * block) * es, g->c, g->f,
+                  wf + (size_t)(t * block) * es);
 }
 
 static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
@@ -438,7 +430,7 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
             st = ctx->err_code;
             goto done;
         }
-        flip_filter(&g, f32, wd, scratch);
+        flip_filter(&g, f32, es, wd, scratch);
         st = conv_forward(k, &gt, dt, dyd, scratch, dx);
         goto done;
     }
