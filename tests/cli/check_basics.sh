@@ -112,6 +112,11 @@ else
     has err.txt "training on CPU:0" &&
     has rd2/run.log "warning: training.device GPU:0 is not available"
   [ "$(grep -c 'is not available' err.txt)" = 1 ] || fail "the warning is not one line"
+  # a type alone, in TensorFlow's spelling too, is its first device
+  for d in gpu /gpu; do
+    run 0 train "$xor" --set training.epochs=2 --set "training.device=$d" --quiet --run-dir "rd2$d" &&
+      has err.txt "training.device GPU:0 is not available"
+  done
 fi
 # logging.metrics_csv puts the metrics elsewhere (a relative path would be the config's folder)
 run 0 train "$xor" --set training.epochs=3 --set "logging.metrics_csv=$tmp/elsewhere.csv" \
