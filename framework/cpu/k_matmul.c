@@ -21,18 +21,21 @@
  * ("sup") path, zen3's kernels for complex (skx has no complex kernels). The context is a
  * copy kept in the ctx's CPU device: no global state, no environment variable, and an
  * application using BLIS itself is not affected. Built against libblis.so (the static
- * libtapeflow), the registry is missing and BLIS's own choice is used. On the CPUs BLIS
- * knows, MatMul uses BLIS's own context and the convolutions a copy of it with other
+ * libtapeflow), the registry is missing and BLIS's own choice is used. On the Zen CPUs BLIS
+ * knows, MatMul uses BLIS's own context, or a copy without the small-matrix
+ * path for the products packed_pays() picks, and the convolutions a copy with other
  * small-matrix thresholds (conv_context()). */
 #pragma weak bli_gks_lookup_id
 
 /* The contexts of one CPU device: real and cplx replace BLIS's choice for MatMul when
- * `own`; conv, when `has_conv`, is the one tfl__cpu_gemm (the convolutions) passes. */
+ * `own`; conv, when `has_conv`, is the one tfl__cpu_gemm (the convolutions) passes; packed,
+ * when `has_packed`, is MatMul's for the float products packed_pays() picks. */
 typedef struct gemm_state {
-    cntx_t real; /* sgemm, dgemm */
-    cntx_t cplx; /* cgemm, zgemm */
-    cntx_t conv; /* the convolutions' sgemm, dgemm */
-    bool own, has_conv;
+    cntx_t real;   /* sgemm, dgemm */
+    cntx_t cplx;   /* cgemm, zgemm */
+    cntx_t conv;   /* the convolutions' sgemm, dgemm */
+    cntx_t packed; /* BLIS's own without the small-matrix path */
+    bool own, has_conv, has_packed;
 } gemm_state;
 
 size_t tfl__cpu_gemm_bytes(void) { return sizeof(gemm_state); }
@@ -72,13 +75,35 @@ static bool conv_context(gemm_state *st)
     if (!own) return false;
     st->conv = *own;
     set_sup_thresh(&st->conv, 128, 128, 256);
+    st->packed = *own;
+    set_sup_thresh(&st->packed, 1, 1, 1); /* BLIS takes the sup path below a threshold */
+    st->has_packed = true;
     return true;
+}
+
+/*
+ * Whether a float MatMul of (m x k) (k x n) runs faster packed than on BLIS's small-matrix
+ * kernels, on the Zen CPUs BLIS knows (where its thresholds, m 512, n 200, k 240, send all of a
+ * transformer's products to them). Measured on a Zen 3 core pair, the two paths alternated in
+ * one process (speed of packed over sup, one thread / two):
+ *   - 2048x512x128 1.35/1.24, 2048x128x512 1.18/1.22, 2048x256x128 1.15/1.16, 512x512x128
+ *     1.28/1.23, 256x256x256 1.16/1.05: an n or k of 256 or more over an output of 64K;
+ *   - 2048x128x128 0.95/0.95, 512x128x128 0.88/0.87, 256x128x256 1.09/0.93: smaller stays;
+ *   - A^T B with k = 2048 (a kernel's gradient): 128x512 1.40/1.39, 512x128 1.35/1.14,
+ *     128x256 1.29/1.38, but 128x128 1.28/0.81 and 64x64 0.93/0.75: an output of 32K or more.
+ * The choice never depends on the thread count, so neither do the results.
+ */
+static bool packed_pays(bool ta, int64_t m, int64_t n, int64_t k)
+{
+    if (m < 128 || n < 128 || k < 128) return false;
+    if (ta) return m * n >= 32768;
+    return (n >= 256 || k >= 256) && m * n >= 65536;
 }
 
 bool tfl__cpu_gemm_init(void *mem)
 {
     gemm_state *st = mem;
-    st->own = st->has_conv = false;
+    st->own = st->has_conv = st->has_packed = false;
     if (!cpu_has("avx2")) return false;
     bli_init(); /* once per process (BLIS's own pthread_once) */
     if (bli_arch_query_id() != BLIS_ARCH_GENERIC) { /* BLIS knows this CPU */
@@ -307,8 +332,13 @@ static tfl_status k_matmul(const tfl__kcall *k)
         memset(tfl__data(c), 0, (size_t)c->numel * es);
         return TFL_OK;
     }
-    bool failed = false;
-    tfl_tensor *bt = tb ? transposed_b(k, b, m, n, kk, &failed) : NULL;
+    gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
+    tfl_dtype dt = (tfl_dtype)c->dtype;
+    const bool packed = gs && gs->has_packed && !gs->own &&
+                        (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64) &&
+                        packed_pays(ta, m, n, kk);
+    bool failed = false; /* packing reads b^T as fast as b: no copy */
+    tfl_tensor *bt = tb && !packed ? transposed_b(k, b, m, n, kk, &failed) : NULL;
     if (failed) return k->ctx->err_code;
     if (bt) b = bt, tb = false;
     batch_map map = {.a = a, .b = b, .c = c, .batch_rank = batch_rank, .es = (int64_t)es};
@@ -318,8 +348,8 @@ static tfl_status k_matmul(const tfl__kcall *k)
         map.sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
     }
     mat A = stored(a), B = stored(b);
-    gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
-    cntx_t *real = gs && gs->own ? &gs->real : NULL, *cplx = gs && gs->own ? &gs->cplx : NULL;
+    cntx_t *real = gs && gs->own ? &gs->real : packed ? &gs->packed : NULL;
+    cntx_t *cplx = gs && gs->own ? &gs->cplx : NULL;
     /* A product big enough runs on the context's threads inside BLIS; a batch of smaller ones
      * (attention's heads) runs its products side by side, each on one thread. Either way each
      * output matrix is one fixed computation, so the result never depends on the threads. */

@@ -391,6 +391,25 @@ static void test_matmul_large_vs_naive(void **state)
     th_end(ctx);
 }
 
+/* Products big enough for BLIS's packed path where k_matmul picks it (packed_pays(): an n or
+ * k of 256 over an output of 64K, A^T B over 32K); b^T is then read in place, not copied. */
+static void test_matmul_packed_vs_naive(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const tfl_dtype all[] = {TH_F32, TH_F64};
+    for (int d = 0; d < NELEMS(all); d++) {
+        tfl_dtype dt = all[d];
+        double tol = tol_for(dt);
+        CHECK_MM(ctx, dt, (256, 128), (128, 256), 0, tol);
+        CHECK_MM(ctx, dt, (256, 300), (300, 256), 0, tol);
+        CHECK_MM(ctx, dt, (256, 128), (257, 128), TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (300, 128), (300, 256), TFL_TRANSPOSE_A, tol);
+        CHECK_MM(ctx, dt, (300, 129), (256, 300), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B, tol);
+        CHECK_MM(ctx, dt, (2, 256, 128), (128, 256), 0, tol);
+    }
+    th_end(ctx);
+}
+
 /* Batched views: a permuted rank-3 a, and a b that broadcasts over the batch. */
 static void test_matmul_batched_views_vs_naive(void **state)
 {
@@ -535,6 +554,7 @@ int main(void)
         TH_TEST(test_matmul_batched_broadcast),
         TH_TEST(test_matmul_of_views),
         TH_TEST(test_matmul_large_vs_naive),
+        TH_TEST(test_matmul_packed_vs_naive),
         TH_TEST(test_matmul_batched_views_vs_naive),
         TH_TEST(test_matmul_batch_threads),
         TH_TEST(test_matmul_int64_exact),
