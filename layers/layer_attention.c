@@ -3,11 +3,11 @@
  * differentiates (so it runs, forward and backward, on every device): with x (b, s, f), h
  * heads of size k,
  *     Q = x Wq + bq, K = x Wk + bk, V = x Wv + bv       (b, s, h, k) -> (b, h, s, k)
- *     A = softmax(Q K^T / sqrt(k) [+ -1e9 above the diagonal when causal])   (b, h, s, s)
+ *     A = softmax(Q K^T / sqrt(k)), causal: 0 above the diagonal           (b, h, s, s)
  *     y = (dropout(A) V  -> (b, s, h k)) Wo + bo                              (b, s, f)
  * Keras's layout and names: the projection kernels (f, h, k), their biases (h, k), the output
- * kernel (h, k, f) and bias (f); the -1e9 is Keras's large negative for float32 (PyTorch's
- * -inf gives the same weights).
+ * kernel (h, k, f) and bias (f). A is one op, tfl_attention_softmax: the same weights as
+ * Keras's mask of -1e9 and PyTorch's of -inf.
  */
 #include "layers_internal.h"
 
@@ -61,20 +61,6 @@ static tfl_tensor *heads(tfl_layer *l, const tfl_tensor *x2, int v, int64_t b, i
     return y ? tfl_transpose(CTX, y, (int[]){0, 2, 1, 3}) : NULL;
 }
 
-/* the causal mask's adder (s, s): 0 on and below the diagonal, -1e9 above */
-static tfl_tensor *causal_adder(tfl_layer *l, int64_t s)
-{
-    size_t n = (size_t)(s * s);
-    float *m = tfl__host_alloc(CTX, n * sizeof *m, 64);
-    if (!m) return NULL;
-    for (int64_t i = 0; i < s; i++)
-        for (int64_t j = 0; j < s; j++)
-            m[i * s + j] = j > i ? -1e9f : 0.0f;
-    tfl_tensor *t = tfl_tensor_new(CTX, TFL_DTYPE_FLOAT32, 2, (int64_t[]){s, s}, m);
-    tfl__host_free(CTX, m);
-    return t;
-}
-
 tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool training)
 {
     const tfl_layer_spec *sp = &l->spec;
@@ -87,13 +73,9 @@ tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool train
     tfl_tensor *v = heads(l, x2, V_V, b, s);
     if (!q || !kk || !v) return NULL;
     tfl_tensor *scores = tfl_matmul(CTX, q, kk, TFL_TRANSPOSE_B); /* (b, h, s, s) */
-    tfl_tensor *scale = tfl_scalar_f32(CTX, (float)(1.0 / sqrt((double)k)));
-    scores = scores && scale ? tfl_mul(CTX, scores, scale) : NULL;
-    if (scores && sp->causal) {
-        tfl_tensor *adder = causal_adder(l, s);
-        scores = adder ? tfl_add(CTX, scores, adder) : NULL;
-    }
-    tfl_tensor *a = scores ? tfl_softmax(CTX, scores, -1) : NULL;
+    /* softmax(scores / sqrt(k)), causal or not, in one op (and one for its gradient) */
+    tfl_tensor *a = scores ? tfl_attention_softmax(CTX, scores, 1.0 / sqrt((double)k), sp->causal)
+                           : NULL;
     if (a && training && sp->rate > 0) a = tfl__dropout_forward(l, a);
     tfl_tensor *c = a ? tfl_matmul(CTX, a, v, 0) : NULL; /* (b, h, s, k) */
     c = c ? tfl_transpose(CTX, c, (int[]){0, 2, 1, 3}) : NULL;

@@ -41,6 +41,9 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     TFL_EW_LIST(EW_RULES_, ~) /* the elementwise ops (op_list.h) */
     R(SOFTMAX, softmax, A(axis), OUT),
     R(LOG_SOFTMAX, log_softmax, A(axis), OUT),
+    R(ATTENTION_SOFTMAX, attention_softmax, A(softmax), OUT),
+    /* SoftmaxGrad (y, dy): y needs both; dy y */
+    R(SOFTMAX_GRAD, softmax_grad, A(softmax), IN(0) | IN(1), IN(0)),
     R(SUM, sum, A(reduce), 0),
     R(MEAN, mean, A(reduce), 0),
     R(MAX, max_min, A(reduce), IN(0) | OUT),

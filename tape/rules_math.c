@@ -122,12 +122,32 @@ TFL_RULE(tanh)
     g->dx[0] = tfl_mul(CTX, DY, tfl_sub(CTX, tfl__scalar_like(g, Y, 1), tfl_mul(CTX, Y, Y)));
 }
 
-/* y = softmax x: dx = y (dy - sum(dy y)) along the axis */
-TFL_RULE(softmax)
+/* y = softmax x: dx = y (dy - sum(dy y)) along the axis, one fused op (SoftmaxGrad) */
+TFL_RULE(softmax) { g->dx[0] = tfl__softmax_grad(CTX, Y, DY, g->attrs->axis.axis, 1.0); }
+
+/* y = softmax(scale x), causal or not: dx = scale y (dy - sum(dy y)); the excluded entries
+ * have y = 0, so their dx is 0 */
+TFL_RULE(attention_softmax)
 {
-    int axis = g->attrs->axis.axis;
-    tfl_tensor *s = tfl_reduce_sum(CTX, tfl_mul(CTX, DY, Y), Y->rank ? 1 : 0, &axis, true);
-    g->dx[0] = tfl_mul(CTX, Y, tfl_sub(CTX, DY, s));
+    const tfl__softmax_attrs *a = &g->attrs->softmax;
+    g->dx[0] = tfl__softmax_grad(CTX, Y, DY, a->axis, a->scale);
+}
+
+/* dx = s y (dv - r) with r = sum(dv y) (v for dy, the op's second input), for the cotangent g:
+ *   d/dv = s y (g - sum(g y)) = SoftmaxGrad(y, g);   d/dy = s (g (dv - r) - dv sum(g y)) */
+TFL_RULE(softmax_grad)
+{
+    const tfl__softmax_attrs *a = &g->attrs->softmax;
+    const tfl_tensor *y = X(0);
+    int axis = a->axis, naxes = y->rank ? 1 : 0;
+    if (g->need[1]) g->dx[1] = tfl__softmax_grad(CTX, y, DY, axis, a->scale);
+    if (g->need[0]) {
+        const tfl_tensor *v = X(1);
+        tfl_tensor *r = tfl_reduce_sum(CTX, tfl_mul(CTX, v, y), naxes, &axis, true);
+        tfl_tensor *q = tfl_reduce_sum(CTX, tfl_mul(CTX, DY, y), naxes, &axis, true);
+        tfl_tensor *t = tfl_sub(CTX, tfl_mul(CTX, DY, tfl_sub(CTX, v, r)), tfl_mul(CTX, v, q));
+        g->dx[0] = tfl_mul(CTX, t, tfl__scalar_like(g, y, a->scale));
+    }
 }
 
 /* y = log_softmax x: dx = dy - exp(y) sum(dy) along the axis */

@@ -32,6 +32,7 @@ typedef union tfl__any_attrs {
     tfl__segment_attrs segment;
     tfl__batch_norm_attrs batch_norm;
     tfl__layer_norm_attrs layer_norm;
+    tfl__softmax_attrs softmax;
     tfl__dropout_attrs dropout;
     tfl__window_attrs window;
 } tfl__any_attrs;
@@ -133,7 +134,7 @@ tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i);
 /* rule families */
 #define TFL_RULE(name) void tfl__grad_##name(const tfl__grad_call *g)
 TFL_RULE(identity); TFL_RULE(cast); TFL_RULE(where); TFL_RULE(softmax);
-TFL_RULE(log_softmax);                                                   /* rules_math.c */
+TFL_RULE(log_softmax); TFL_RULE(attention_softmax); TFL_RULE(softmax_grad); /* rules_math.c */
 TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
 TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */

@@ -65,6 +65,13 @@ typedef struct tfl__batch_norm_attrs {
 typedef struct tfl__layer_norm_attrs {
     double epsilon;                /* added to each row's variance; > 0 */
 } tfl__layer_norm_attrs;
+/* AttentionSoftmax and SoftmaxGrad (ops/elementwise.c) */
+typedef struct tfl__softmax_attrs {
+    int axis;                      /* normalised, >= 0 (AttentionSoftmax: the last) */
+    int causal;                    /* AttentionSoftmax: 1 keeps only entries (i, j), j <= i,
+                                      of the last two axes; SoftmaxGrad: 0 */
+    double scale;                  /* finite: the factor of x (AttentionSoftmax), of dx */
+} tfl__softmax_attrs;
 typedef struct tfl__dropout_attrs {
     double rate;                   /* probability of dropping an element, in (0, 1) */
     uint64_t key;                  /* the resolved Philox key (lo: key[0], hi: key[1]) */
@@ -95,6 +102,15 @@ tfl_tensor *tfl__elementwise_grad(tfl_ctx *ctx, tfl__op_id op, const tfl_tensor 
  * backward rule, which drops dy with the forward's mask. rate in (0, 1); x floating.
  */
 tfl_tensor *tfl__dropout_keyed(tfl_ctx *ctx, const tfl_tensor *x, double rate, uint64_t key);
+/**
+ * SoftmaxGrad, for the backward rules: dx of y = softmax(scale x) (tfl_softmax,
+ * tfl_attention_softmax) for the cotangent dy, along `axis` (normalised, >= 0):
+ *   dx = scale y (dy - sum(dy y))
+ * An entry of y that is 0 (one a causal mask excluded) gets a dx of 0. y and dy share one
+ * dtype and shape; NULL with the error kept, as every op.
+ */
+tfl_tensor *tfl__softmax_grad(tfl_ctx *ctx, const tfl_tensor *y, const tfl_tensor *dy, int axis,
+                              double scale);
 /**
  * LayerNormGrad, for the backward rules: dx of y = layer_norm(x, gamma, beta, epsilon) for
  * the cotangent dy, over x's last axis (beta plays no part). gamma NULL means ones. Per row,

@@ -1,6 +1,7 @@
 /*
  * framework/cpu/k_reduce.c: CPU kernels of the reductions (sum, mean, max, min over axes;
- * argmax, argmin along one axis) and of softmax / log_softmax along one axis.
+ * argmax, argmin along one axis) and of softmax / log_softmax along one axis, attention's
+ * scaled and causal softmax (AttentionSoftmax) and the softmaxes' gradient (SoftmaxGrad).
  * Axis reductions iterate over the input with the output broadcast back to it (stride 0
  * on reduced axes), so one inner loop serves every axis set: it accumulates into a local
  * (wider) accumulator when the output does not move, and elementwise otherwise.
@@ -266,6 +267,120 @@ static tfl_status k_softmax(const tfl__kcall *k)
     return TFL_OK;
 }
 
+/* AttentionSoftmax of one contiguous row of n: the first `kept` entries softmax(scale x) in
+ * softmax_row_f32_unit's passes (float32: the same exp, so the same values as softmax of the
+ * scaled scores plus a mask of -1e9), the rest 0 without an exp. */
+#define ATTENTION_ROW(name, T, EXP)                                                         \
+    TFL_WIDE_LOOPS static void name(const T *restrict x, T *restrict y, int64_t n,          \
+                                    int64_t kept, T scale)                                  \
+    {                                                                                       \
+        T m = x[0] * scale;                                                                 \
+        for (int64_t j = 1; j < kept; j++) {                                                \
+            const T v = x[j] * scale;                                                       \
+            m = v > m ? v : m;                                                              \
+        }                                                                                   \
+        for (int64_t j = 0; j < kept; j++) y[j] = EXP(x[j] * scale - m);                    \
+        double sum;                                                                         \
+        TFL_LANE_SUM(sum, kept, ROW_Y);                                                     \
+        const T inv = (T)(1.0 / sum);                                                       \
+        for (int64_t j = 0; j < kept; j++) y[j] *= inv;                                     \
+        for (int64_t j = kept; j < n; j++) y[j] = 0;                                        \
+    }
+#define ROW_Y(j) y[j]
+ATTENTION_ROW(attention_row_f32, float, tfl_ew_gelu_exp_f32)
+ATTENTION_ROW(attention_row_f64, double, exp)
+#undef ROW_Y
+
+/* scores (..., q, n), contiguous: rows of n, row r the query r % q */
+static tfl_status k_attention_softmax(const tfl__kcall *k)
+{
+    const tfl__softmax_attrs *at = k->attrs;
+    tfl_tensor *tmp;
+    const tfl_tensor *x = tfl__cpu_contiguous(k->ctx, k->in[0], &tmp);
+    if (!x) return k->ctx->err_code;
+    const int64_t n = x->shape[x->rank - 1], q = x->shape[x->rank - 2];
+    const int64_t rows = n > 0 ? x->numel / n : 0;
+    const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+    const void *xd = tfl__data(x);
+    void *yd = tfl__data(k->out);
+    int threads = x->numel >= TFL_CPU_PARALLEL_MIN ? k->ctx->num_threads : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t i = r % q, kept = at->causal && i + 1 < n ? i + 1 : n;
+        if (f32)
+            attention_row_f32((const float *)xd + r * n, (float *)yd + r * n, n, kept,
+                              (float)at->scale);
+        else
+            attention_row_f64((const double *)xd + r * n, (double *)yd + r * n, n, kept,
+                              at->scale);
+    }
+    tfl_tensor_release(tmp);
+    return TFL_OK;
+}
+
+/* SoftmaxGrad of one row: dx = scale y (dy - sum(dy y)), the sum in double (interleaved
+ * partial sums when contiguous) */
+#define SOFTMAX_GRAD_ROW(name, T)                                                           \
+    TFL_WIDE_LOOPS static void name##_unit(const T *restrict y, const T *restrict dy,       \
+                                           T *restrict dx, int64_t n, T scale)              \
+    {                                                                                       \
+        double sum;                                                                         \
+        TFL_LANE_SUM(sum, n, ROW_DY_Y);                                                     \
+        const T r = (T)sum;                                                                 \
+        for (int64_t j = 0; j < n; j++) dx[j] = scale * y[j] * (dy[j] - r);                 \
+    }                                                                                       \
+    static void name(const T *y, const T *dy, T *dx, int64_t n, int64_t stride, T scale)    \
+    {                                                                                       \
+        double sum = 0;                                                                     \
+        for (int64_t j = 0; j < n; j++) sum += (double)y[j * stride] * dy[j * stride];      \
+        const T r = (T)sum;                                                                 \
+        for (int64_t j = 0; j < n; j++)                                                     \
+            dx[j * stride] = scale * y[j * stride] * (dy[j * stride] - r);                  \
+    }
+#define ROW_DY_Y(j) ((double)y[j] * dy[j])
+SOFTMAX_GRAD_ROW(softmax_grad_row_f32, float)
+SOFTMAX_GRAD_ROW(softmax_grad_row_f64, double)
+#undef ROW_DY_Y
+
+static tfl_status k_softmax_grad(const tfl__kcall *k)
+{
+    const tfl__softmax_attrs *at = k->attrs;
+    tfl_tensor *ty = NULL, *td = NULL;
+    const tfl_tensor *y = tfl__cpu_contiguous(k->ctx, k->in[0], &ty);
+    const tfl_tensor *dy = y ? tfl__cpu_contiguous(k->ctx, k->in[1], &td) : NULL;
+    if (!dy) {
+        tfl_tensor_release(ty);
+        return k->ctx->err_code;
+    }
+    int64_t outer, n, inner;
+    split_axis(y, at->axis, &outer, &n, &inner);
+    const bool f32 = y->dtype == TFL_DTYPE_FLOAT32;
+    const size_t es = tfl_dtype_size((tfl_dtype)y->dtype);
+    const char *yd = tfl__data(y), *dd = tfl__data(dy);
+    char *xd = tfl__data(k->out);
+    const int64_t rows = outer * inner;
+    int threads = rows * n >= TFL_CPU_PARALLEL_MIN ? k->ctx->num_threads : 1;
+    if (n > 0) {
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t r = 0; r < rows; r++) {
+            const size_t off = (size_t)((r / inner) * n * inner + r % inner) * es;
+            const void *yr = yd + off, *dr = dd + off;
+            void *xr = xd + off;
+            if (f32 && inner == 1)
+                softmax_grad_row_f32_unit(yr, dr, xr, n, (float)at->scale);
+            else if (f32)
+                softmax_grad_row_f32(yr, dr, xr, n, inner, (float)at->scale);
+            else if (inner == 1)
+                softmax_grad_row_f64_unit(yr, dr, xr, n, at->scale);
+            else
+                softmax_grad_row_f64(yr, dr, xr, n, inner, at->scale);
+        }
+    }
+    tfl_tensor_release(ty);
+    tfl_tensor_release(td);
+    return TFL_OK;
+}
+
 #define M_REAL (TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
 #define M_NUM (M_REAL | TFL_MASK_COMPLEX)
 #define M_FLOAT (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
@@ -279,4 +394,6 @@ const tfl__kernel tfl__cpu_reduce_kernels[TFL_OP_COUNT] = {
     [TFL_OP_ARGMIN] = {k_arg, M_REAL, NULL},
     [TFL_OP_SOFTMAX] = {k_softmax, M_FLOAT, NULL},
     [TFL_OP_LOG_SOFTMAX] = {k_softmax, M_FLOAT, NULL},
+    [TFL_OP_ATTENTION_SOFTMAX] = {k_attention_softmax, M_FLOAT, NULL},
+    [TFL_OP_SOFTMAX_GRAD] = {k_softmax_grad, M_FLOAT, NULL},
 };

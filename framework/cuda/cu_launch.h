@@ -62,6 +62,15 @@ int tflcu_arg(int op, int dtype, const void *x, int64_t *out, int64_t outer, int
 /* Softmax / LogSoftmax (log_out) along the middle axis of contiguous (outer, n, inner) */
 int tflcu_softmax(int dtype, int log_out, const void *x, void *y, int64_t outer, int64_t n,
                   int64_t inner, void *stream);
+/* AttentionSoftmax over contiguous scores (rows, n), row r the query r % q: softmax(scale x)
+ * of its entries, or with `causal` of those up to the query's position (the rest 0); one warp
+ * per row, the sum in double */
+int tflcu_attention_softmax(int dtype, const void *x, void *y, int64_t rows, int64_t q, int64_t n,
+                            int causal, double scale, void *stream);
+/* SoftmaxGrad along the middle axis of contiguous (outer, n, inner): dx = scale y (dy -
+ * sum(dy y)); one warp per row */
+int tflcu_softmax_grad(int dtype, const void *y, const void *dy, void *dx, int64_t outer,
+                       int64_t n, int64_t inner, double scale, void *stream);
 /* LayerNorm (grad 0: a x, b gamma, c beta) or LayerNormGrad (grad 1: a dy, b x, c gamma) over
  * contiguous (rows, n): one warp per row, the row's sums in double in a fixed order, as the CPU
  * (framework/cpu/k_norm.c) */

@@ -305,6 +305,30 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
     return st;
 }
 
+/* AttentionSoftmax (scores) and SoftmaxGrad (y, dy): one warp per row (k_reduce.cu) */
+static tfl_status k_softmax_fused(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[2] = {NULL};
+    const tfl_tensor *in[2];
+    const bool grad = k->op == TFL_OP_SOFTMAX_GRAD;
+    tfl_status st = contiguous_inputs(k, grad ? 2 : 1, in, tmp);
+    if (st == TFL_OK) {
+        const tfl__softmax_attrs *a = k->attrs;
+        const tfl_tensor *x = in[0];
+        int64_t outer, n, inner;
+        split_axis(x, a->axis, &outer, &n, &inner);
+        void *s = tfl__cuda_stream(k->dev);
+        int rc = grad ? tflcu_softmax_grad(x->dtype, tfl__data(x), tfl__data(in[1]),
+                                           tfl__data(k->out), outer, n, inner, a->scale, s)
+                      : tflcu_attention_softmax(x->dtype, tfl__data(x), tfl__data(k->out), outer,
+                                                x->shape[x->rank - 2], n, a->causal, a->scale, s);
+        st = tfl__cuda_check(k->dev, rc, tfl__op_name(k->op));
+    }
+    for (int i = 0; i < 2; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 /* ---- BatchNormalization in training mode (k_reduce.cu; BatchNormTraining is BatchNorm's
  * kernel with the moments) ----------------------------------------------------------------- */
 
@@ -588,6 +612,8 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
     [TFL_OP_LAYER_NORM] = {k_layer_norm, M_F, NULL},
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_F, NULL},
+    [TFL_OP_ATTENTION_SOFTMAX] = {k_softmax_fused, M_F, NULL},
+    [TFL_OP_SOFTMAX_GRAD] = {k_softmax_fused, M_F, NULL},
     [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_F, NULL},

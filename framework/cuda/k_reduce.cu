@@ -231,6 +231,69 @@ __global__ void layer_norm_kernel(bool grad, const T *a, const T *b, const T *c,
     }
 }
 
+/* the largest of v over the warp's 32 lanes, in every lane (a max is exact in any order) */
+template <typename T>
+__device__ __forceinline__ T warp_max(T v)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        const T w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+/* AttentionSoftmax over contiguous scores (rows, n), row r the query r % q: softmax(scale x)
+ * of the first `kept` entries (all, or those up to the query's own position when causal), 0
+ * for the rest, one warp per row; the sum in double, as the CPU (framework/cpu/k_reduce.c) */
+template <typename T>
+__global__ void attention_softmax_kernel(const T *x, T *y, int64_t rows, int64_t q, int64_t n,
+                                         bool causal, T scale)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const int64_t i = r % q, kept = causal && i + 1 < n ? i + 1 : n;
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        T m = xr[0] * scale;
+        for (int64_t j = lane; j < kept; j += 32) {
+            const T v = xr[j] * scale;
+            m = v > m ? v : m;
+        }
+        m = warp_max(m);
+        double s = 0;
+        for (int64_t j = lane; j < kept; j += 32) {
+            const T e = exp(xr[j] * scale - m);
+            yr[j] = e;
+            s += (double)e;
+        }
+        const T inv = (T)(1.0 / warp_sum(s));
+        for (int64_t j = lane; j < n; j += 32)
+            yr[j] = j < kept ? yr[j] * inv : (T)0;
+    }
+}
+
+/* SoftmaxGrad along the middle axis of contiguous (outer, n, inner): dx = scale y (dy -
+ * sum(dy y)), one warp per row, the sum in double */
+template <typename T>
+__global__ void softmax_grad_kernel(const T *y, const T *dy, T *dx, int64_t outer, int64_t n,
+                                    int64_t inner, T scale)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5), rows = outer * inner;
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const int64_t off = (r / inner) * n * inner + r % inner;
+        double s = 0;
+        for (int64_t j = lane; j < n; j += 32)
+            s += (double)y[off + j * inner] * (double)dy[off + j * inner];
+        const T rt = (T)warp_sum(s);
+        for (int64_t j = lane; j < n; j += 32) {
+            const int64_t e = off + j * inner;
+            dx[e] = scale * y[e] * (dy[e] - rt);
+        }
+    }
+}
+
 template <typename T>
 __global__ void xent_kernel(const T *x, const T *z, T *out, int64_t outer, int64_t n, int64_t inner)
 {
@@ -522,6 +585,41 @@ extern "C" int tflcu_arg(int op, int dt, const void *x, int64_t *out, int64_t ou
     default:
         return -1;
     }
+    return tflcu_status();
+}
+
+extern "C" int tflcu_attention_softmax(int dt, const void *x, void *y, int64_t rows, int64_t q,
+                                       int64_t n, int causal, double scale, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows == 0 || n == 0) return 0;
+    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    if (dt == TFL_DTYPE_FLOAT32)
+        attention_softmax_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
+            (const float *)x, (float *)y, rows, q, n, causal != 0, (float)scale);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        attention_softmax_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
+            (const double *)x, (double *)y, rows, q, n, causal != 0, scale);
+    else
+        return -1;
+    return tflcu_status();
+}
+
+extern "C" int tflcu_softmax_grad(int dt, const void *y, const void *dy, void *dx, int64_t outer,
+                                  int64_t n, int64_t inner, double scale, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    const int64_t rows = outer * inner;
+    if (rows == 0 || n == 0) return 0;
+    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    if (dt == TFL_DTYPE_FLOAT32)
+        softmax_grad_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
+            (const float *)y, (const float *)dy, (float *)dx, outer, n, inner, (float)scale);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        softmax_grad_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
+            (const double *)y, (const double *)dy, (double *)dx, outer, n, inner, scale);
+    else
+        return -1;
     return tflcu_status();
 }
 

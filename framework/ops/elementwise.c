@@ -1,10 +1,13 @@
 /*
  * framework/ops/elementwise.c: entry points of the elementwise ops (arithmetic,
  * comparisons, logic, unary math and activations), generated from op_list.h's TFL_EW_LIST
- * but for the few written by hand, and of softmax. Each validates its inputs, infers the
+ * but for the few written by hand, and of the softmaxes (softmax, log_softmax, attention's
+ * scaled and masked one, and SoftmaxGrad, the gradient op of the first and the last). Each validates its inputs, infers the
  * broadcast shape and the output dtype, and hands over to tfl__op_run.
  */
 #include "op.h"
+
+#include <math.h>
 
 /* the output dtype of an `out` column (op_list.h) */
 enum { OUT_SAME, OUT_BOOL, OUT_REAL };
@@ -124,4 +127,48 @@ tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis)
 tfl_tensor *tfl_log_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis)
 {
     return softmax_like(ctx, TFL_OP_LOG_SOFTMAX, x, axis);
+}
+
+tfl_tensor *tfl_attention_softmax(tfl_ctx *ctx, const tfl_tensor *scores, double scale,
+                                  bool causal)
+{
+    const tfl__op_id op = TFL_OP_ATTENTION_SOFTMAX;
+    if (!ctx) return NULL;
+    if (!tfl__check_inputs(ctx, op, 1, &scores) || !tfl__autocast(ctx, op, 1, &scores) ||
+        !tfl__check_dtype(ctx, op, (tfl_dtype)scores->dtype))
+        return NULL;
+    TFL_CHECK_RET(ctx, scores->rank >= 2, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: scores must have rank 2 or more (..., queries, keys), got rank %d",
+                  tfl__op_defs[op].name, scores->rank);
+    TFL_CHECK_RET(ctx, isfinite(scale), NULL, TFL_INVALID_ARGUMENT,
+                  "%s: scale must be finite, got %g", tfl__op_defs[op].name, scale);
+    const tfl__softmax_attrs attrs = {scores->rank - 1, causal, scale};
+    return tfl__op_run(ctx, op, (tfl_dtype)scores->dtype, 1, &scores, (tfl_dtype)scores->dtype,
+                       scores->rank, scores->shape, &attrs);
+}
+
+tfl_tensor *tfl__softmax_grad(tfl_ctx *ctx, const tfl_tensor *y, const tfl_tensor *dy, int axis,
+                              double scale)
+{
+    const tfl__op_id op = TFL_OP_SOFTMAX_GRAD;
+    if (!ctx) return NULL;
+    const tfl_tensor *in[2] = {y, dy};
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return NULL;
+    y = in[0];
+    dy = in[1];
+    if (!tfl__check_dtype(ctx, op, (tfl_dtype)y->dtype) || !tfl__check_same_dtype(ctx, op, y, dy))
+        return NULL;
+    char sy[128], sd[128];
+    TFL_CHECK_RET(ctx, tfl__same_shape(dy->rank, dy->shape, y->rank, y->shape), NULL,
+                  TFL_INVALID_ARGUMENT, "%s: dy must have y's shape %s, got %s",
+                  tfl__op_defs[op].name, tfl__shape_str(y->rank, y->shape, sy, sizeof sy),
+                  tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
+    int a = tfl__norm_axis(axis, y->rank > 0 ? y->rank : 1);
+    TFL_CHECK_RET(ctx, a >= 0, NULL, TFL_INVALID_ARGUMENT, "%s: axis %d is out of range for rank %d",
+                  tfl__op_defs[op].name, axis, y->rank);
+    TFL_CHECK_RET(ctx, isfinite(scale), NULL, TFL_INVALID_ARGUMENT,
+                  "%s: scale must be finite, got %g", tfl__op_defs[op].name, scale);
+    const tfl__softmax_attrs attrs = {y->rank > 0 ? a : 0, 0, scale};
+    return tfl__op_run(ctx, op, (tfl_dtype)y->dtype, 2, in, (tfl_dtype)y->dtype, y->rank,
+                       y->shape, &attrs);
 }

@@ -168,7 +168,10 @@
     X(BATCH_NORM_TRAINING_GRAD, "BatchNormTrainingGrad", 5, TFL_MASK_FLOAT,                       \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
     X(BATCH_NORM_PARAM_GRAD, "BatchNormParamGrad", 3, TFL_MASK_FLOAT,                             \
-      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(ATTENTION_SOFTMAX, "AttentionSoftmax", 1, TFL_MASK_FLOAT,                                   \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(SOFTMAX_GRAD, "SoftmaxGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

@@ -85,6 +85,15 @@ static tfl_tensor *b_softmax0(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_softmax(c, in[0], 0);
 }
+/* attention's softmax (its gradient, SoftmaxGrad, in the harness's backward, as Softmax's) */
+static tfl_tensor *b_attn_causal(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_attention_softmax(c, in[0], 0.35, true);
+}
+static tfl_tensor *b_attn_plain(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_attention_softmax(c, in[0], 1.5, false);
+}
 static tfl_tensor *b_log_softmax(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_log_softmax(c, in[0], 1);
@@ -407,6 +416,10 @@ const bc_case bc_cases[] = {
     {"LogSoftmax/f32/last", 1, {IN(F32, 2, 4, 7)}, b_log_softmax_last},
     {"LogSoftmax/f64/last", 1, {IN(F64, 3, 2, 3, 9)}, b_log_softmax_last},
     {"Softmax/f64/last_long", 1, {IN(F64, 2, 3, 130)}, b_softmax},
+    {"AttentionSoftmax/f32/causal", 1, {IN(F32, 4, 2, 3, 6, 6)}, b_attn_causal},
+    /* rows longer than a warp, more keys than queries; a strided (transposed) view */
+    {"AttentionSoftmax/f32/causal_long_rows", 1, {IN(F32, 3, 2, 5, 70)}, b_attn_causal},
+    {"AttentionSoftmax/f64/strided", 1, {INV(F64, 3, 2, 7, 4)}, b_attn_plain},
     {"Equal/f32", 2, {IDX(F32, 3, 2, 3, 4), IDX(F32, 3, 1, 4)}, b_equal},
     {"Equal/bool", 2, {INB(1, 6), INB(1, 6)}, b_equal},
     {"NotEqual/i32", 2, {IDX(I32, 3, 2, 3, 4), IDX(I32, 3, 2, 3, 4)}, b_not_equal},

@@ -482,6 +482,89 @@ static void test_activation_null_input(void **state)
     th_end(ctx);
 }
 
+/* ---- attention's softmax ---------------------------------------------------------------- */
+
+/* tfl_attention_softmax against softmax(scale x + mask) in double, rows of x's last axis, row r
+ * the query r % q (q the second-to-last axis); the mask excludes key j > query i when causal */
+static void check_attention_(tfl_ctx *ctx, tfl_dtype dt, int rank, const int64_t *shape,
+                             double scale, bool causal, double tol, int line)
+{
+    const int64_t n = th_numel(rank, shape), nk = shape[rank - 1], nq = shape[rank - 2];
+    double *x = calloc((size_t)n, sizeof(double)), *want = calloc((size_t)n, sizeof(double));
+    assert_true(x && want);
+    for (int64_t i = 0; i < n; i++) {
+        const double v = 4.0 * sin(0.37 * (double)i) + (double)(i % 5);
+        x[i] = dt == TH_F16 ? th_f16_to_f32(th_f32_to_f16((float)v))
+               : dt == TH_BF16 ? th_bf16_to_f32(th_f32_to_bf16((float)v))
+               : dt == TH_F32  ? (double)(float)v
+                               : v;
+    }
+    for (int64_t r = 0; r < n / nk; r++) {
+        const int64_t q = r % nq;
+        const double *xr = x + r * nk;
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < nk; j++)
+            if (!causal || j <= q) m = fmax(m, scale * xr[j]);
+        for (int64_t j = 0; j < nk; j++)
+            if (!causal || j <= q) sum += exp(scale * xr[j] - m);
+        for (int64_t j = 0; j < nk; j++)
+            want[r * nk + j] = !causal || j <= q ? exp(scale * xr[j] - m) / sum : 0;
+    }
+    tfl_tensor *t = th_tensor_(ctx, dt, rank, shape, x, (size_t)n, false, __FILE__, line);
+    tfl_tensor *y = tfl_attention_softmax(ctx, t, scale, causal);
+    if (!y) print_error("attention_softmax (line %d) failed\n", line);
+    th_expect_(ctx, y, dt, rank, shape, want, (size_t)n, false, tol, __FILE__, line);
+    free(x);
+    free(want);
+}
+#define CHECK_ATTENTION(ctx, dt, shp, scale, causal, tol)                                         \
+    check_attention_((ctx), (dt), TH_RANK_OF(shp), TH_SHAPE shp, (scale), (causal), (tol), __LINE__)
+
+static void test_attention_softmax(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const double tol[] = {2e-3, 8e-3, 2e-6, 1e-14};
+    for (int d = 0; d < NELEMS(k_floats); d++) {
+        tfl_dtype dt = k_floats[d];
+        CHECK_ATTENTION(ctx, dt, (2, 3, 5, 5), 0.125, true, tol[d]);   /* heads of a batch */
+        CHECK_ATTENTION(ctx, dt, (3, 70), 0.35, true, tol[d]);         /* more keys: long rows */
+        CHECK_ATTENTION(ctx, dt, (2, 6, 4), 1.0, true, tol[d]);        /* more queries */
+        CHECK_ATTENTION(ctx, dt, (2, 3, 19), -0.7, false, tol[d]);     /* every key, scale < 0 */
+        CHECK_ATTENTION(ctx, dt, (1, 1), 2.0, true, tol[d]);
+    }
+    /* excluded entries are exactly 0; a query's only key has weight exactly 1 */
+    TH_EXPECT(ctx, tfl_attention_softmax(ctx, TH_T(ctx, TH_F32, (2, 2), (1, 50, 2, 2)), 1, true),
+              TH_F32, (2, 2), (1, 0, 0.5, 0.5), 0);
+    /* a transposed view reads as its values */
+    tfl_tensor *a = TH_T(ctx, TH_F64, (2, 2), (0, 1, 0, 2));
+    TH_EXPECT(ctx, tfl_attention_softmax(ctx, tfl_transpose(ctx, a, (int[]){1, 0}), 1, true),
+              TH_F64, (2, 2), (1, 0, 1 / (1 + exp(1.0)), exp(1.0) / (1 + exp(1.0))), 1e-15);
+    /* empty shapes give empty results */
+    tfl_tensor *e = tfl_attention_softmax(ctx, tfl_zeros(ctx, TH_F32, 3, (int64_t[]){2, 0, 3}), 1,
+                                          true);
+    assert_non_null(e);
+    assert_int_equal(tfl_tensor_numel(e), 0);
+    th_end(ctx);
+}
+
+static void test_attention_softmax_errors(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    tfl_tensor *x = TH_T(ctx, TH_F32, (2, 2), (1, 2, 3, 4));
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, TH_T(ctx, TH_F32, (3), (1, 2, 3)), 1, true),
+                      "AttentionSoftmax",
+                      "scores must have rank 2 or more (..., queries, keys), got rank 1");
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, x, INFINITY, false), "AttentionSoftmax",
+                      "scale must be finite, got inf");
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, x, NAN, true), "AttentionSoftmax",
+                      "scale must be finite, got nan");
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, TH_T(ctx, TH_I32, (1, 1), (1)), 1, true),
+                      "AttentionSoftmax", "dtype int32 is not supported");
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, NULL, 1, true), "AttentionSoftmax",
+                      "input 0 is NULL");
+    th_end(ctx);
+}
+
 static void test_softmax_bad_axis(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -531,6 +614,8 @@ int main(void)
         TH_TEST(test_activation_dtype_errors),
         TH_TEST(test_activation_null_input),
         TH_TEST(test_softmax_bad_axis),
+        TH_TEST(test_attention_softmax),
+        TH_TEST(test_attention_softmax_errors),
         TH_TEST(test_activation_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,17 @@ B(b_hard_sigmoid) { return tfl_hard_sigmoid(ctx, x[0]); }
 B(b_hard_sigmoid_grad) { return act_vjp(ctx, tfl_hard_sigmoid, x[0], x[1]); }
 B(b_softmax) { return tfl_softmax(ctx, x[0], -1); }
 B(b_softmax0) { return tfl_softmax(ctx, x[0], 0); }
+/* attention's softmax: scaled, causal (rows past the last key keep every key) or not */
+B(b_attn_softmax_causal) { return tfl_attention_softmax(ctx, x[0], 0.7, true); }
+B(b_attn_softmax) { return tfl_attention_softmax(ctx, x[0], -1.3, false); }
+/* SoftmaxGrad, the gradient op of both softmaxes: their vjp at x[0] against x[1] */
+static tfl_tensor *softmax0(tfl_ctx *ctx, const tfl_tensor *x) { return tfl_softmax(ctx, x, 0); }
+static tfl_tensor *attn_causal(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_attention_softmax(ctx, x, 0.7, true);
+}
+B(b_softmax_grad_causal) { return act_vjp(ctx, attn_causal, x[0], x[1]); }
+B(b_softmax_grad_axis0) { return act_vjp(ctx, softmax0, x[0], x[1]); }
 B(b_log_softmax) { return tfl_log_softmax(ctx, x[0], -1); }
 B(b_log_softmax0) { return tfl_log_softmax(ctx, x[0], 0); }
 B(b_sum1) { return tfl_reduce_sum(ctx, x[0], 1, (int[]){1}, false); }
@@ -326,6 +337,12 @@ static const gc_case cases[] = {
     C2("HardSigmoidGrad", "same", b_hard_sigmoid_grad, SH(2, 3), SH(2, 3), ANY, ANY, GC_F64),
     C1("Softmax", "last_axis", b_softmax, SH(3, 4), ANY, GC_F64),
     C1("Softmax", "axis0", b_softmax0, SH(3, 4), ANY, GC_F64),
+    C1("AttentionSoftmax", "causal_rank3", b_attn_softmax_causal, SH(2, 3, 3), ANY, GC_F64),
+    C1("AttentionSoftmax", "causal_more_queries", b_attn_softmax_causal, SH(5, 3), ANY, GC_F64),
+    C1("AttentionSoftmax", "causal_more_keys", b_attn_softmax_causal, SH(1, 3, 5), ANY, GC_F64),
+    C1("AttentionSoftmax", "negative_scale", b_attn_softmax, SH(2, 2, 4), ANY, GC_F64),
+    C2("SoftmaxGrad", "causal", b_softmax_grad_causal, SH(2, 3, 4), SH(2, 3, 4), ANY, ANY, GC_F64),
+    C2("SoftmaxGrad", "axis0", b_softmax_grad_axis0, SH(3, 4), SH(3, 4), ANY, ANY, GC_F64),
     C1("LogSoftmax", "last_axis", b_log_softmax, SH(3, 4), ANY, GC_F64),
     C1("LogSoftmax", "axis0", b_log_softmax0, SH(3, 4), ANY, GC_F64),
     C1("Sum", "axis1", b_sum1, SH(2, 3, 2), ANY, BOTH),

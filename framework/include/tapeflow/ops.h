@@ -112,6 +112,19 @@ TFL_API tfl_tensor *tfl_hard_sigmoid(tfl_ctx *ctx, const tfl_tensor *x);
 TFL_API tfl_tensor *tfl_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
 /** x - max - log(sum(e^(x - max))) along `axis`. */
 TFL_API tfl_tensor *tfl_log_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis);
+/**
+ * Attention's softmax in one op: softmax(scale * scores) along the last axis of scores (...,
+ * queries, keys), rank >= 2. With `causal`, entry (i, j) of the last two axes takes part only
+ * for j <= i (a query sees the keys up to its own position, counted from the first: Keras's
+ * use_causal_mask, PyTorch's is_causal) and is 0 otherwise, as softmax(scale * scores + mask)
+ * with -inf above the diagonal; nothing is computed for the excluded entries. scale finite
+ * (1 / sqrt(key_dim) in attention). The gradient is dx = scale y (dy - sum(dy y)) per row, one
+ * fused op (differentiable again).
+ * Errors: INVALID_ARGUMENT "AttentionSoftmax: scores must have rank 2 or more (..., queries,
+ * keys), got rank 1", "AttentionSoftmax: scale must be finite, got inf"; dtypes as softmax.
+ */
+TFL_API tfl_tensor *tfl_attention_softmax(tfl_ctx *ctx, const tfl_tensor *scores, double scale,
+                                          bool causal);
 
 /* ---- losses from logits (fused, numerically stable; floating dtypes) ------------------- */
 /* Per-example losses: reduce them (tfl_reduce_mean) for a batch loss. Mean squared error
