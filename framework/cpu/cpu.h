@@ -106,6 +106,20 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
 /** Whether tfl__cpu_gemm_narrow runs on this CPU (AVX-512 and a compiler that builds it). */
 bool tfl__cpu_gemm_narrow_runs(void);
 
+/*
+ * float32 C (m x n, row-major, contiguous) = A B for the small products BLIS runs slowly
+ * (attention's per head; gemm_small.c): A's element (i, l) at a[i rsa + l csa], B's (l, j) at
+ * b[l rsb + j csb], any strides (a transposed operand is a pair of strides). Returns false,
+ * doing nothing, past TFL_GEMM_SMALL_MAX_M rows or TFL_GEMM_SMALL_MAX columns or depth, or on
+ * a CPU without AVX2 and FMA.
+ */
+#define TFL_GEMM_SMALL_MAX_M 256
+#define TFL_GEMM_SMALL_MAX 64
+bool tfl__cpu_gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
+                         int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c);
+/** Whether tfl__cpu_gemm_small runs on this CPU (x86-64 with AVX2 and FMA). */
+bool tfl__cpu_gemm_small_runs(void);
+
 /** The CPU backend (cpu_device.c): one device, CPU:0, in host memory. */
 extern const tfl__backend tfl__cpu_backend;
 /** The CPU's fused optimizer kernels (k_optim.c; opt_kernels.h). */

@@ -182,7 +182,7 @@ LOOP_GEMM(gemm_c128, double complex, double complex)
 
 /* One product of a batched MatMul: c (m x n, row-major) = op(a) op(b). */
 typedef struct gemm_call {
-    bool ta, tb;
+    bool ta, tb, small; /* small: float32 through tfl__cpu_gemm_small */
     int64_t m, n, kk;
     mat A, B;
     cntx_t *real, *cplx;
@@ -198,6 +198,11 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
     rntm_t local = *g->rntm, *rntm = &local; /* each thread its own (BLIS may write it) */
     trans_t tra = ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
     trans_t trb = tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
+    if (g->small) { /* element (i, l) of op(A), (l, j) of op(B): a transpose swaps strides */
+        tfl__cpu_gemm_small(m, n, kk, (const float *)pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs,
+                            (const float *)pb, tb ? B.cs : B.rs, tb ? B.rs : B.cs, (float *)pc);
+        return;
+    }
     if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
         if (dt == TFL_DTYPE_FLOAT32)
             gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
@@ -337,8 +342,14 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const bool packed = gs && gs->has_packed && !gs->own &&
                         (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64) &&
                         packed_pays(ta, m, n, kk);
+    /* attention's per-head products, each on one thread: gemm_small.c's kernel, 1.25-2.1x
+     * BLIS there on a Zen 3 core (64x32x64 1.25, 64x64x32 1.35, and 2.1 as A B^T) */
+    const double flops = 2.0 * (double)m * (double)n * (double)kk, big = 2.0 * 64 * 64 * 64;
+    const bool small = dt == TFL_DTYPE_FLOAT32 && flops < big && m <= TFL_GEMM_SMALL_MAX_M &&
+                       n <= TFL_GEMM_SMALL_MAX && kk <= TFL_GEMM_SMALL_MAX &&
+                       tfl__cpu_gemm_small_runs();
     bool failed = false; /* packing reads b^T as fast as b: no copy */
-    tfl_tensor *bt = tb && !packed ? transposed_b(k, b, m, n, kk, &failed) : NULL;
+    tfl_tensor *bt = tb && !packed && !small ? transposed_b(k, b, m, n, kk, &failed) : NULL;
     if (failed) return k->ctx->err_code;
     if (bt) b = bt, tb = false;
     batch_map map = {.a = a, .b = b, .c = c, .batch_rank = batch_rank, .es = (int64_t)es};
@@ -354,11 +365,10 @@ static tfl_status k_matmul(const tfl__kcall *k)
      * (attention's heads) runs its products side by side, each on one thread. Either way each
      * output matrix is one fixed computation, so the result never depends on the threads. */
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    const double flops = 2.0 * (double)m * (double)n * (double)kk, big = 2.0 * 64 * 64 * 64;
     const int threads = k->ctx->num_threads;
     bli_rntm_set_num_threads(flops >= big ? threads : 1, &rntm);
     const bool side_by_side = flops < big && nbatch > 1 && flops * (double)nbatch >= big;
-    const gemm_call g = {ta, tb, m, n, kk, A, B, real, cplx, &rntm};
+    const gemm_call g = {ta, tb, small, m, n, kk, A, B, real, cplx, &rntm};
     /* a parallel region only where it runs threads: BLIS's own region inside even an inactive
      * one is nested, which costs libgomp a new team on every call */
     if (side_by_side && threads > 1) {

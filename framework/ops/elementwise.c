@@ -164,8 +164,8 @@ tfl_tensor *tfl__softmax_grad(tfl_ctx *ctx, const tfl_tensor *y, const tfl_tenso
                   tfl__op_defs[op].name, tfl__shape_str(y->rank, y->shape, sy, sizeof sy),
                   tfl__shape_str(dy->rank, dy->shape, sd, sizeof sd));
     int a = tfl__norm_axis(axis, y->rank > 0 ? y->rank : 1);
-    TFL_CHECK_RET(ctx, a >= 0, NULL, TFL_INVALID_ARGUMENT, "%s: axis %d is out of range for rank %d",
-                  tfl__op_defs[op].name, axis, y->rank);
+    TFL_CHECK_RET(ctx, a >= 0, NULL, TFL_INVALID_ARGUMENT,
+                  "%s: axis %d is out of range for rank %d", tfl__op_defs[op].name, axis, y->rank);
     TFL_CHECK_RET(ctx, isfinite(scale), NULL, TFL_INVALID_ARGUMENT,
                   "%s: scale must be finite, got %g", tfl__op_defs[op].name, scale);
     const tfl__softmax_attrs attrs = {y->rank > 0 ? a : 0, 0, scale};

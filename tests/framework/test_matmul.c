@@ -410,6 +410,25 @@ static void test_matmul_packed_vs_naive(void **state)
     th_end(ctx);
 }
 
+/* float32 products up to 64 wide and deep (attention's per head: gemm_small.c's 6 x 16 tiles on
+ * AVX2 CPUs) at every edge of a tile: rows 1..13 and 64, columns around 16, every transpose */
+static void test_matmul_small_tiles_vs_naive(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const int64_t ms[] = {1, 5, 6, 7, 13, 64}, ns[] = {1, 15, 16, 17, 64}, ks[] = {1, 3, 64};
+    for (int f = 0; f < 4; f++)
+        for (int i = 0; i < NELEMS(ms); i++)
+            for (int j = 0; j < NELEMS(ns); j++)
+                for (int l = 0; l < NELEMS(ks); l++) {
+                    const bool ta = f & 1, tb = f & 2;
+                    const int64_t sa[2] = {ta ? ks[l] : ms[i], ta ? ms[i] : ks[l]};
+                    const int64_t sb[2] = {tb ? ns[j] : ks[l], tb ? ks[l] : ns[j]};
+                    const unsigned flags = (ta ? TFL_TRANSPOSE_A : 0) | (tb ? TFL_TRANSPOSE_B : 0);
+                    check_matmul_(ctx, TH_F32, 2, sa, 2, sb, flags, 1e-5, __LINE__);
+                }
+    th_end(ctx);
+}
+
 /* Batched views: a permuted rank-3 a, and a b that broadcasts over the batch. */
 static void test_matmul_batched_views_vs_naive(void **state)
 {
@@ -555,6 +574,7 @@ int main(void)
         TH_TEST(test_matmul_of_views),
         TH_TEST(test_matmul_large_vs_naive),
         TH_TEST(test_matmul_packed_vs_naive),
+        TH_TEST(test_matmul_small_tiles_vs_naive),
         TH_TEST(test_matmul_batched_views_vs_naive),
         TH_TEST(test_matmul_batch_threads),
         TH_TEST(test_matmul_int64_exact),
