@@ -65,12 +65,14 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),
     R(DROPOUT, dropout, A(dropout), 0),
-    /* x needs x and gamma; gamma x; beta nothing */
-    R(LAYER_NORM, layer_norm, A(layer_norm), IN(0) | IN(1), IN(0), 0),
+    /* x needs x and gamma; gamma and beta x (LayerNormParamGrad) */
+    R(LAYER_NORM, layer_norm, A(layer_norm), IN(0) | IN(1), IN(0), IN(0)),
     /* LayerNormGrad (dy, x, gamma): dy needs x and gamma; x all three and the output;
        gamma dy and x */
     R(LAYER_NORM_GRAD, layer_norm_grad, A(layer_norm), IN(1) | IN(2),
       IN(0) | IN(1) | IN(2) | OUT, IN(0) | IN(1)),
+    /* LayerNormParamGrad (dy, x): dy needs x; x both */
+    R(LAYER_NORM_PARAM_GRAD, layer_norm_param_grad, A(layer_norm), IN(1), IN(0) | IN(1)),
     /* BatchNormTraining (x, moments, gamma, beta): x needs x, moments and gamma; gamma x and
        moments; beta nothing (its sum, or the one beside gamma's); moments are constants */
     R(BATCH_NORM_TRAINING, batch_norm_training, A(batch_norm), IN(0) | IN(1) | IN(2), 0,

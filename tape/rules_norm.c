@@ -52,26 +52,44 @@ TFL_RULE(batch_norm)
     if (g->need[3]) g->dx[3] = sum_to_channels(g, DY);
 }
 
-/*
- * y = xhat gamma + beta, xhat = (x - mean) rstd over the last axis:
- *   dx = LayerNormGrad(dy, x, gamma);  dgamma = sum(dy xhat);  dbeta = sum(dy)
- */
-TFL_RULE(layer_norm)
-{
-    const double eps = g->attrs->layer_norm.epsilon;
-    if (g->need[0]) g->dx[0] = tfl__layer_norm_grad(CTX, DY, X(0), X(1), eps);
-    if (g->need[1]) {
-        tfl_tensor *xhat = tfl_layer_norm(CTX, X(0), NULL, NULL, eps);
-        g->dx[1] = sum_to_channels(g, tfl_mul(CTX, DY, xhat));
-    }
-    if (g->need[2]) g->dx[2] = sum_to_channels(g, DY);
-}
-
 /* row r of a (2, C) tensor, as (C) */
 static tfl_tensor *row_of(const tfl__grad_call *g, const tfl_tensor *t, int64_t r)
 {
     const int64_t c = t->shape[1];
     return tfl_reshape(CTX, tfl_slice(CTX, t, (int64_t[]){r, 0}, (int64_t[]){1, c}), 1, &c);
+}
+
+/*
+ * y = xhat gamma + beta, xhat = (x - mean) rstd over the last axis:
+ *   dx = LayerNormGrad(dy, x, gamma);  (dgamma, dbeta) = LayerNormParamGrad(dy, x) =
+ *   (sum(dy xhat), sum(dy)) in one pass
+ */
+TFL_RULE(layer_norm)
+{
+    const double eps = g->attrs->layer_norm.epsilon;
+    if (g->need[0]) g->dx[0] = tfl__layer_norm_grad(CTX, DY, X(0), X(1), eps);
+    if (!g->need[1] && !g->need[2]) return;
+    tfl_tensor *s = tfl__layer_norm_param_grad(CTX, DY, X(0), eps);
+    if (!s) return; /* the error kept */
+    /* copies: gradients of their own (a recorded step's outputs never share memory) */
+    if (g->need[1]) g->dx[1] = tfl_identity(CTX, row_of(g, s, 0));
+    if (g->need[2]) g->dx[2] = tfl_identity(CTX, row_of(g, s, 1));
+}
+
+/*
+ * s = LayerNormParamGrad(dy, x) = (sum(dy xhat), sum(dy)) over the rows; for the cotangent
+ * V = (v0, v1), each (C):
+ *   d dy = xhat v0 + v1 = LayerNorm(x, v0, v1);   d x = J (dy v0) = LayerNormGrad(dy v0, x, 1)
+ * (J = d xhat / d x per row, symmetric).
+ */
+TFL_RULE(layer_norm_param_grad)
+{
+    const double eps = g->attrs->layer_norm.epsilon;
+    tfl_tensor *v0 = row_of(g, DY, 0), *v1 = row_of(g, DY, 1);
+    if (!v0 || !v1) return; /* the error kept (NULL would mean gamma 1, beta 0 below) */
+    if (g->need[0]) g->dx[0] = tfl_layer_norm(CTX, X(1), v0, v1, eps);
+    if (g->need[1])
+        g->dx[1] = tfl__layer_norm_grad(CTX, tfl_mul(CTX, X(0), v0), X(1), NULL, eps);
 }
 
 /*

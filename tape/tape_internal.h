@@ -141,7 +141,7 @@ TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rule
 TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent);                /* rules_loss.c */
 TFL_RULE(batch_norm); TFL_RULE(dropout); TFL_RULE(layer_norm); TFL_RULE(layer_norm_grad);
 TFL_RULE(batch_norm_training); TFL_RULE(batch_norm_training_grad);
-TFL_RULE(batch_norm_param_grad);                                         /* rules_norm.c */
+TFL_RULE(batch_norm_param_grad); TFL_RULE(layer_norm_param_grad);       /* rules_norm.c */
 TFL_RULE(conv2d); TFL_RULE(conv2d_backprop_input); TFL_RULE(conv2d_backprop_filter);
 TFL_RULE(max_pool); TFL_RULE(max_pool_grad); TFL_RULE(max_pool_grad_grad); TFL_RULE(avg_pool);
 TFL_RULE(avg_pool_grad);                                                  /* rules_conv.c */

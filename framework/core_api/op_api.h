@@ -121,6 +121,14 @@ tfl_tensor *tfl__softmax_grad(tfl_ctx *ctx, const tfl_tensor *y, const tfl_tenso
 tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
                                  const tfl_tensor *gamma, double epsilon);
 /**
+ * LayerNormParamGrad: the gradients of gamma and beta of y = layer_norm(x, gamma, beta,
+ * epsilon) for the cotangent dy, as one (2, C) tensor (C = x's last axis): row 0
+ * sum(dy xhat) (gamma's), row 1 sum(dy) (beta's), sums over every row, xhat x's row
+ * normalised. One pass over dy and x; dy and x share one dtype and shape.
+ */
+tfl_tensor *tfl__layer_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                       double epsilon);
+/**
  * BatchNormTraining with the batch's statistics given, for tfl_batch_norm_training and the
  * backward rules: y = (x - mean) / sqrt(variance + epsilon) gamma + beta per channel along
  * x's last axis, where moments (2, C) holds x's mean and biased variance (BatchMoments of x:

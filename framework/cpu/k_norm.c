@@ -1,7 +1,7 @@
 /*
  * framework/cpu/k_norm.c: CPU kernels of BatchNorm, the training-mode BatchNorm ops
- * (BatchMoments, BatchNormTraining, BatchNormParamGrad, BatchNormTrainingGrad), LayerNorm and
- * Dropout (ops/norm.c has the checks, tapeflow/ops.h the formulas). float16/bfloat16 come
+ * (BatchMoments, BatchNormTraining, BatchNormParamGrad, BatchNormTrainingGrad), LayerNorm, its
+ * gradient ops (LayerNormGrad, LayerNormParamGrad) and Dropout (ops/norm.c has the checks, tapeflow/ops.h the formulas). float16/bfloat16 come
  * here as float32.
  *
  * BatchNorm: x (..., C) is read as (rows, C) and the parameters as (C). Per channel
@@ -14,7 +14,8 @@
  * row, mean and variance (biased, two passes) are summed in double for every dtype, in eight
  * interleaved partial sums combined in a fixed order (they vectorize, and the result never
  * depends on threads), and rstd = 1 / sqrt(variance + epsilon) is rounded once to the dtype;
- * the elementwise pass runs in the dtype. OpenMP over rows for big tensors.
+ * the elementwise pass runs in the dtype. OpenMP over rows for big tensors. LayerNormParamGrad
+ * sums dy xhat and dy per feature in double over blocks of 64 rows, added in block order.
  *
  * Dropout: element i's uniform is the top 24 bits of word i%4 of the Philox block of i/4,
  * ctr = (lo(i/4), hi(i/4), 0, "DROP"), for every dtype: each block is independent, so the
@@ -457,6 +458,85 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
     return st;
 }
 
+/* ---- LayerNormParamGrad --------------------------------------------------------------------- */
+
+/* rows summed per block of LNP_ROWS (a blocking that depends on the shape alone), the blocks
+ * added in order: the sums do not depend on the threads */
+#define LNP_ROWS 64
+
+#define LNP_KERNELS(T)                                                                           \
+    /* s0 += dy xhat, s1 += dy over one row of n (xhat = (x - m) rs) */                          \
+    TFL_WIDE_LOOPS static void lnp_row_##T(const T *restrict dy, const T *restrict x,           \
+                                           int64_t n, double m, double rs,                      \
+                                           double *restrict s0, double *restrict s1)             \
+    {                                                                                            \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            const double g = (double)dy[j];                                                      \
+            s0[j] += g * (((double)x[j] - m) * rs);                                              \
+            s1[j] += g;                                                                          \
+        }                                                                                        \
+    }                                                                                            \
+    static void lnp_block_##T(const T *dy, const T *x, int64_t nr, int64_t n, double eps,       \
+                              double *s0, double *s1)                                            \
+    {                                                                                            \
+        for (int64_t j = 0; j < n; j++) s0[j] = s1[j] = 0;                                       \
+        for (int64_t r = 0; r < nr; r++) {                                                       \
+            double m, rs;                                                                        \
+            ln_stats_##T(x + r * n, n, eps, &m, &rs);                                            \
+            lnp_row_##T(dy + r * n, x + r * n, n, m, rs, s0, s1);                                \
+        }                                                                                        \
+    }
+LNP_KERNELS(float)
+LNP_KERNELS(double)
+
+/* LayerNormParamGrad (dy, x) -> (2, n): sum(dy xhat), sum(dy) per feature over every row */
+static tfl_status k_layer_norm_param_grad(const tfl__kcall *k)
+{
+    const tfl_tensor *in[2];
+    tfl_tensor *tmp[2] = {NULL}, *part = NULL;
+    tfl_status st = contiguous_inputs(k, 2, in, tmp);
+    const tfl_tensor *x = in[1];
+    const int64_t n = st == TFL_OK ? x->shape[x->rank - 1] : 0, rows = n ? x->numel / n : 0;
+    const int64_t nb = (rows + LNP_ROWS - 1) / LNP_ROWS;
+    int64_t len = 0;
+    if (st == TFL_OK && tfl__mul_overflow_i64(nb ? nb : 1, 2 * n, &len))
+        st = tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: too many sums",
+                            tfl__op_defs[k->op].name);
+    if (st == TFL_OK && !(part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len)))
+        st = k->ctx->err_code;
+    if (st == TFL_OK) {
+        const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+        const double eps = ((const tfl__layer_norm_attrs *)k->attrs)->epsilon;
+        const char *dd = tfl__data(in[0]), *xd = tfl__data(x);
+        const size_t es = f32 ? sizeof(float) : sizeof(double);
+        double *p = tfl__data(part);
+        int threads = threads_for(k, x->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t r0 = b * LNP_ROWS, nr = rows - r0 < LNP_ROWS ? rows - r0 : LNP_ROWS;
+            const size_t at = (size_t)(r0 * n) * es;
+            double *s0 = p + 2 * n * b;
+            if (f32)
+                lnp_block_float((const float *)(dd + at), (const float *)(xd + at), nr, n, eps,
+                                s0, s0 + n);
+            else
+                lnp_block_double((const double *)(dd + at), (const double *)(xd + at), nr, n,
+                                 eps, s0, s0 + n);
+        }
+        if (nb == 0)
+            for (int64_t j = 0; j < 2 * n; j++) p[j] = 0;
+        threads = threads_for(k, nb * 2 * n);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t j = 0; j < 2 * n; j++) /* each sum's blocks in order */
+            for (int64_t b = 1; b < nb; b++) p[j] += p[2 * n * b + j];
+        void *out = tfl__data(k->out);
+        for (int64_t j = 0; j < 2 * n; j++) put(out, f32, j, p[j]);
+    }
+    tfl_tensor_release(part);
+    release_all(tmp, 2);
+    return st;
+}
+
 /* ---- Dropout -------------------------------------------------------------------------------- */
 
 /*
@@ -579,6 +659,7 @@ const tfl__kernel tfl__cpu_norm_kernels[TFL_OP_COUNT] = {
     [TFL_OP_DROPOUT] = {k_dropout, M_FLOAT, NULL},
     [TFL_OP_LAYER_NORM] = {k_layer_norm, M_FLOAT, NULL},
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_FLOAT, NULL},
+    [TFL_OP_LAYER_NORM_PARAM_GRAD] = {k_layer_norm_param_grad, M_FLOAT, NULL},
     [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_FLOAT, NULL},
     [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_FLOAT, NULL},
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_FLOAT, NULL},

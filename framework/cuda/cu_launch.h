@@ -62,6 +62,11 @@ int tflcu_arg(int op, int dtype, const void *x, int64_t *out, int64_t outer, int
 /* Softmax / LogSoftmax (log_out) along the middle axis of contiguous (outer, n, inner) */
 int tflcu_softmax(int dtype, int log_out, const void *x, void *y, int64_t outer, int64_t n,
                   int64_t inner, void *stream);
+/* LayerNormParamGrad over contiguous dy, x (rows, n) into out (2, n): each row's mean and rstd
+ * into stats (2 rows doubles of device memory), then per feature the sums over the rows in
+ * order (one thread per feature) */
+int tflcu_ln_param_grad(int dtype, const void *dy, const void *x, void *out, double *stats,
+                        int64_t rows, int64_t n, double eps, void *stream);
 /* AttentionSoftmax over contiguous scores (rows, n), row r the query r % q: softmax(scale x)
  * of its entries, or with `causal` of those up to the query's position (the rest 0); one warp
  * per row, the sum in double */

@@ -305,6 +305,37 @@ static tfl_status k_layer_norm(const tfl__kcall *k)
     return st;
 }
 
+/* LayerNormParamGrad (dy, x) -> (2, C): the rows' statistics into a float64 scratch, then one
+ * thread per feature (k_reduce.cu) */
+static tfl_status k_layer_norm_param_grad(const tfl__kcall *k)
+{
+    tfl_tensor *tmp[2] = {NULL}, *stats = NULL;
+    const tfl_tensor *in[2];
+    tfl_status st = contiguous_inputs(k, 2, in, tmp);
+    if (st == TFL_OK) {
+        const tfl_tensor *x = in[1];
+        const int64_t n = x->shape[x->rank - 1], rows = n ? x->numel / n : 0;
+        int64_t len;
+        if (tfl__mul_overflow_i64(rows ? rows : 1, 2, &len))
+            st = tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: %lld rows overflow int64",
+                                tfl__op_name(k->op), (long long)rows);
+        else if (!(stats = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len)))
+            st = k->ctx->err_code;
+        else
+            st = tfl__cuda_check(
+                k->dev,
+                tflcu_ln_param_grad(x->dtype, tfl__data(in[0]), tfl__data(x), tfl__data(k->out),
+                                    tfl__data(stats), rows, n,
+                                    ((const tfl__layer_norm_attrs *)k->attrs)->epsilon,
+                                    tfl__cuda_stream(k->dev)),
+                tfl__op_name(k->op));
+    }
+    tfl_tensor_release(stats);
+    for (int i = 0; i < 2; i++)
+        tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 /* AttentionSoftmax (scores) and SoftmaxGrad (y, dy): one warp per row (k_reduce.cu) */
 static tfl_status k_softmax_fused(const tfl__kcall *k)
 {
@@ -614,6 +645,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_LAYER_NORM_GRAD] = {k_layer_norm, M_F, NULL},
     [TFL_OP_ATTENTION_SOFTMAX] = {k_softmax_fused, M_F, NULL},
     [TFL_OP_SOFTMAX_GRAD] = {k_softmax_fused, M_F, NULL},
+    [TFL_OP_LAYER_NORM_PARAM_GRAD] = {k_layer_norm_param_grad, M_F, NULL},
     [TFL_OP_BATCH_MOMENTS] = {k_batch_moments, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING] = {k_batch_norm_training, M_F, NULL},
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_F, NULL},

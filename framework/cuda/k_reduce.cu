@@ -231,6 +231,51 @@ __global__ void layer_norm_kernel(bool grad, const T *a, const T *b, const T *c,
     }
 }
 
+/* LayerNormParamGrad, first pass: each row's mean and rstd (in double, as LayerNorm's) into
+ * stats[2 r], stats[2 r + 1]; one warp per row */
+template <typename T>
+__global__ void ln_row_stats_kernel(const T *x, double *stats, int64_t rows, int64_t n, double eps)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const T *xr = x + r * n;
+        double s = 0, q = 0;
+        for (int64_t j = lane; j < n; j += 32)
+            s += (double)xr[j];
+        const double m = warp_sum(s) / (double)n;
+        for (int64_t j = lane; j < n; j += 32) {
+            const double d = (double)xr[j] - m;
+            q += d * d;
+        }
+        const double rs = 1.0 / sqrt(warp_sum(q) / (double)n + eps);
+        if (lane == 0) {
+            stats[2 * r] = m;
+            stats[2 * r + 1] = rs;
+        }
+    }
+}
+
+/* LayerNormParamGrad, second pass: per feature j, sum(dy xhat) into out[j] and sum(dy) into
+ * out[n + j], over the rows in order (one thread per feature: no atomics, the same sums on
+ * every run) */
+template <typename T>
+__global__ void ln_param_grad_kernel(const T *dy, const T *x, const double *stats, T *out,
+                                     int64_t rows, int64_t n)
+{
+    TFLCU_LOOP(j, n)
+    {
+        double s0 = 0, s1 = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            const double g = (double)dy[r * n + j];
+            s0 += g * (((double)x[r * n + j] - stats[2 * r]) * stats[2 * r + 1]);
+            s1 += g;
+        }
+        out[j] = (T)s0;
+        out[n + j] = (T)s1;
+    }
+}
+
 /* the largest of v over the warp's 32 lanes, in every lane (a max is exact in any order) */
 template <typename T>
 __device__ __forceinline__ T warp_max(T v)
@@ -588,12 +633,38 @@ extern "C" int tflcu_arg(int op, int dt, const void *x, int64_t *out, int64_t ou
     return tflcu_status();
 }
 
+extern "C" int tflcu_ln_param_grad(int dt, const void *dy, const void *x, void *out,
+                                   double *stats, int64_t rows, int64_t n, double eps,
+                                   void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (n == 0) return 0;
+    const unsigned row_blocks = tflcu_blocks(rows > INT64_MAX / 64 ? (int64_t)65535 * TFLCU_THREADS
+                                                                    : rows * 32);
+    if (dt == TFL_DTYPE_FLOAT32) {
+        if (rows > 0)
+            ln_row_stats_kernel<<<row_blocks, TFLCU_THREADS, 0, s>>>((const float *)x, stats,
+                                                                      rows, n, eps);
+        ln_param_grad_kernel<<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
+            (const float *)dy, (const float *)x, stats, (float *)out, rows, n);
+    } else if (dt == TFL_DTYPE_FLOAT64) {
+        if (rows > 0)
+            ln_row_stats_kernel<<<row_blocks, TFLCU_THREADS, 0, s>>>((const double *)x, stats,
+                                                                      rows, n, eps);
+        ln_param_grad_kernel<<<tflcu_blocks(n), TFLCU_THREADS, 0, s>>>(
+            (const double *)dy, (const double *)x, stats, (double *)out, rows, n);
+    } else
+        return -1;
+    return tflcu_status();
+}
+
 extern "C" int tflcu_attention_softmax(int dt, const void *x, void *y, int64_t rows, int64_t q,
                                        int64_t n, int causal, double scale, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     if (rows == 0 || n == 0) return 0;
-    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    const unsigned blocks =
+        tflcu_blocks(rows > INT64_MAX / 64 ? (int64_t)65535 * TFLCU_THREADS : rows * 32);
     if (dt == TFL_DTYPE_FLOAT32)
         attention_softmax_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
             (const float *)x, (float *)y, rows, q, n, causal != 0, (float)scale);
@@ -611,7 +682,8 @@ extern "C" int tflcu_softmax_grad(int dt, const void *y, const void *dy, void *d
     cudaStream_t s = (cudaStream_t)stream;
     const int64_t rows = outer * inner;
     if (rows == 0 || n == 0) return 0;
-    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    const unsigned blocks =
+        tflcu_blocks(rows > INT64_MAX / 64 ? (int64_t)65535 * TFLCU_THREADS : rows * 32);
     if (dt == TFL_DTYPE_FLOAT32)
         softmax_grad_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(
             (const float *)y, (const float *)dy, (float *)dx, outer, n, inner, (float)scale);
@@ -628,7 +700,8 @@ extern "C" int tflcu_layer_norm(int dt, int grad, const void *a, const void *b, 
 {
     cudaStream_t s = (cudaStream_t)stream;
     if (rows == 0 || n == 0) return 0;
-    const unsigned blocks = tflcu_blocks(rows > INT64_MAX / 32 ? INT64_MAX : rows * 32);
+    const unsigned blocks =
+        tflcu_blocks(rows > INT64_MAX / 64 ? (int64_t)65535 * TFLCU_THREADS : rows * 32);
     if (dt == TFL_DTYPE_FLOAT32)
         layer_norm_kernel<<<blocks, TFLCU_THREADS, 0, s>>>(grad != 0, (const float *)a,
                                                            (const float *)b, (const float *)c,

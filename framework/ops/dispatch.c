@@ -219,6 +219,7 @@ static const unsigned short attrs_sizes[TFL_OP_COUNT] = {
     [TFL_OP_LAYER_NORM_GRAD] = sizeof(tfl__layer_norm_attrs),
     [TFL_OP_ATTENTION_SOFTMAX] = sizeof(tfl__softmax_attrs),
     [TFL_OP_SOFTMAX_GRAD] = sizeof(tfl__softmax_attrs),
+    [TFL_OP_LAYER_NORM_PARAM_GRAD] = sizeof(tfl__layer_norm_attrs),
     [TFL_OP_DROPOUT] = sizeof(tfl__dropout_attrs),
     [TFL_OP_CONV2D] = sizeof(tfl__window_attrs),
     [TFL_OP_CONV2D_BACKPROP_INPUT] = sizeof(tfl__window_attrs),

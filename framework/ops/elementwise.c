@@ -7,6 +7,7 @@
  */
 #include "op.h"
 
+#include <float.h>
 #include <math.h>
 
 /* the output dtype of an `out` column (op_list.h) */
@@ -142,6 +143,9 @@ tfl_tensor *tfl_attention_softmax(tfl_ctx *ctx, const tfl_tensor *scores, double
                   tfl__op_defs[op].name, scores->rank);
     TFL_CHECK_RET(ctx, isfinite(scale), NULL, TFL_INVALID_ARGUMENT,
                   "%s: scale must be finite, got %g", tfl__op_defs[op].name, scale);
+    TFL_CHECK_RET(ctx, scores->dtype == TFL_DTYPE_FLOAT64 || fabs(scale) <= FLT_MAX, NULL,
+                  TFL_INVALID_ARGUMENT, "%s: scale %g is past float32's range (scores are %s)",
+                  tfl__op_defs[op].name, scale, tfl_dtype_name((tfl_dtype)scores->dtype));
     const tfl__softmax_attrs attrs = {scores->rank - 1, causal, scale};
     return tfl__op_run(ctx, op, (tfl_dtype)scores->dtype, 1, &scores, (tfl_dtype)scores->dtype,
                        scores->rank, scores->shape, &attrs);

@@ -282,6 +282,20 @@ tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_t
                     (const double[3]){0, 0, 1}, &attrs);
 }
 
+tfl_tensor *tfl__layer_norm_param_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
+                                       double epsilon)
+{
+    const tfl__op_id op = TFL_OP_LAYER_NORM_PARAM_GRAD;
+    const tfl_tensor *in[2] = {dy, x};
+    if (!tfl__check_inputs(ctx, op, 2, in) || !tfl__autocast(ctx, op, 2, in)) return NULL;
+    dy = in[0];
+    x = in[1];
+    if (!check_norm_x(ctx, op, x, epsilon, "features") || !check_dy(ctx, op, x, dy)) return NULL;
+    const tfl__layer_norm_attrs attrs = {epsilon};
+    const int64_t shape[2] = {2, x->shape[x->rank - 1]};
+    return tfl__op_run(ctx, op, (tfl_dtype)x->dtype, 2, in, (tfl_dtype)x->dtype, 2, shape, &attrs);
+}
+
 /* ---- moments ------------------------------------------------------------------------------ */
 
 tfl_status tfl_moments(tfl_ctx *ctx, const tfl_tensor *x, int naxes, const int *axes,

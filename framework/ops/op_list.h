@@ -171,7 +171,9 @@
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
     X(ATTENTION_SOFTMAX, "AttentionSoftmax", 1, TFL_MASK_FLOAT,                                   \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
-    X(SOFTMAX_GRAD, "SoftmaxGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
+    X(SOFTMAX_GRAD, "SoftmaxGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)     \
+    X(LAYER_NORM_PARAM_GRAD, "LayerNormParamGrad", 2, TFL_MASK_FLOAT,                             \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

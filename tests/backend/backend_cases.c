@@ -420,6 +420,12 @@ const bc_case bc_cases[] = {
     /* rows longer than a warp, more keys than queries; a strided (transposed) view */
     {"AttentionSoftmax/f32/causal_long_rows", 1, {IN(F32, 3, 2, 5, 70)}, b_attn_causal},
     {"AttentionSoftmax/f64/strided", 1, {INV(F64, 3, 2, 7, 4)}, b_attn_plain},
+    /* rows keeping more keys than a warp has lanes (several passes of each lane) */
+    {"AttentionSoftmax/f32/causal_70", 1, {IN(F32, 3, 2, 70, 70)}, b_attn_causal},
+    {"AttentionSoftmax/f32/plain_130", 1, {IN(F32, 2, 3, 130)}, b_attn_plain},
+    {"AttentionSoftmax/f64/causal_more_queries", 1, {IN(F64, 3, 2, 40, 33)}, b_attn_causal},
+    /* SoftmaxGrad along a middle axis (inner > 1) of more than 32 */
+    {"Softmax/f32/axis0_long", 1, {INV(F32, 2, 40, 3)}, b_softmax0},
     {"Equal/f32", 2, {IDX(F32, 3, 2, 3, 4), IDX(F32, 3, 1, 4)}, b_equal},
     {"Equal/bool", 2, {INB(1, 6), INB(1, 6)}, b_equal},
     {"NotEqual/i32", 2, {IDX(I32, 3, 2, 3, 4), IDX(I32, 3, 2, 3, 4)}, b_not_equal},
@@ -492,6 +498,9 @@ const bc_case bc_cases[] = {
     {"LayerNorm/f32", 3, {IN(F32, 3, 4, 3, 40), IN(F32, 1, 40), IN(F32, 1, 40)}, b_layer_norm},
     {"LayerNorm/f64", 3, {IN(F64, 2, 7, 5), IN(F64, 1, 5), IN(F64, 1, 5)}, b_layer_norm},
     {"LayerNorm/f32/strided_no_params", 1, {INV(F32, 2, 6, 33)}, b_layer_norm_plain},
+    /* 150 rows: gamma's and beta's sums over three blocks of the CPU's 64 */
+    {"LayerNorm/f32/rows_150", 3, {IN(F32, 2, 150, 24), IN(F32, 1, 24), IN(F32, 1, 24)},
+     b_layer_norm},
     {"LayerNorm/f32/rows_of_1000", 3, {IN(F32, 2, 3, 1000), IN(F32, 1, 1000), IN(F32, 1, 1000)},
      b_layer_norm},
     {"BatchNormTraining/f32", 3, {IN(F32, 2, 6, 3), IN(F32, 1, 3), IN(F32, 1, 3)},

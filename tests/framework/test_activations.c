@@ -531,6 +531,7 @@ static void test_attention_softmax(void **state)
         CHECK_ATTENTION(ctx, dt, (2, 6, 4), 1.0, true, tol[d]);        /* more queries */
         CHECK_ATTENTION(ctx, dt, (2, 3, 19), -0.7, false, tol[d]);     /* every key, scale < 0 */
         CHECK_ATTENTION(ctx, dt, (1, 1), 2.0, true, tol[d]);
+        CHECK_ATTENTION(ctx, dt, (1, 40, 40), 0.2, true, tol[d]);      /* rows past 8 lanes */
     }
     /* excluded entries are exactly 0; a query's only key has weight exactly 1 */
     TH_EXPECT(ctx, tfl_attention_softmax(ctx, TH_T(ctx, TH_F32, (2, 2), (1, 50, 2, 2)), 1, true),
@@ -558,6 +559,9 @@ static void test_attention_softmax_errors(void **state)
                       "scale must be finite, got inf");
     TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, x, NAN, true), "AttentionSoftmax",
                       "scale must be finite, got nan");
+    TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, x, -1e39, true), "AttentionSoftmax",
+                      "scale -1e+39 is past float32's range (scores are float32)");
+    assert_non_null(tfl_attention_softmax(ctx, TH_T(ctx, TH_F64, (1, 1), (1)), 1e39, true));
     TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, TH_T(ctx, TH_I32, (1, 1), (1)), 1, true),
                       "AttentionSoftmax", "dtype int32 is not supported");
     TH_EXPECT_INVALID(ctx, tfl_attention_softmax(ctx, NULL, 1, true), "AttentionSoftmax",

@@ -2,6 +2,7 @@
  * double-precision reference computed here (float64, float32, float16 through float32), a
  * hand-worked row, gamma and beta left out, a constant row (variance 0: y = beta), strided
  * inputs, big tensors on 1 and 2 threads (the same bits), and error codes and messages.
+ * gamma's and beta's gradients (LayerNormParamGrad) against double sums over 1-700 rows.
  * Gradients (LayerNormGrad and its own gradient) are checked by finite differences in
  * tests/tape/test_gradcheck.c, and the LayerNormalization layer against PyTorch in
  * tests/layers/test_norm_pool_layers.c. */
@@ -134,6 +135,69 @@ static void test_layer_norm_threads(void **state)
     th_end(ctx);
 }
 
+/* gamma's and beta's gradients (LayerNormParamGrad: sums over the rows in blocks of 64) for
+ * loss = sum(y w): dgamma = sum(w xhat), dbeta = sum(w), against double sums; rows 1, 150
+ * (blocks of 64, 64, 22) and 700 x 96; the same bits on 1 and 2 threads */
+static void check_param_grads(tfl_ctx *ctx, tfl_dtype dt, int64_t rows, int64_t n, double tol)
+{
+    const int64_t shape[2] = {rows, n}, len = rows * n;
+    double *x = calloc((size_t)len, sizeof(double)), *w = calloc((size_t)len, sizeof(double));
+    double *xh = calloc((size_t)len, sizeof(double)), *want = calloc((size_t)(2 * n), sizeof(double));
+    assert_true(x && w && xh && want);
+    for (int64_t i = 0; i < len; i++) {
+        x[i] = sin(0.013 * (double)i) * 3 + (double)(i % 7);
+        w[i] = cos(0.029 * (double)i) - 0.25 * (double)(i % 3);
+        if (dt == TH_F32) x[i] = (float)x[i], w[i] = (float)w[i];
+    }
+    ref_layer_norm(x, NULL, NULL, rows, n, 1e-5, xh);
+    for (int64_t i = 0; i < len; i++) {
+        want[i % n] += w[i] * xh[i];
+        want[n + i % n] += w[i];
+    }
+    tfl_tensor *xt = TH_TENSOR_N(ctx, dt, 2, shape, x, len), *wt = TH_TENSOR_N(ctx, dt, 2, shape, w, len);
+    tfl_tensor *ga = tfl_fill(ctx, dt, 1, &n, 1.5), *be = tfl_fill(ctx, dt, 1, &n, -0.5);
+    double *got[2];
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+        tfl_tape *tape = tfl_tape_begin(ctx, 0);
+        assert_int_equal(tfl_tape_watch(tape, ga), TFL_OK);
+        assert_int_equal(tfl_tape_watch(tape, be), TFL_OK);
+        tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_mul(ctx, tfl_layer_norm(ctx, xt, ga, be, 1e-5), wt),
+                                          0, NULL, false);
+        tfl_tensor *g[2] = {NULL, NULL};
+        const tfl_tensor *src[2] = {ga, be};
+        assert_int_equal(tfl_tape_gradient(tape, loss, 2, src, g, 0), TFL_OK);
+        tfl_tape_free(tape);
+        got[t] = malloc(sizeof(double) * (size_t)(2 * n));
+        assert_non_null(got[t]);
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(tfl_tensor_to_host(tfl_cast(ctx, g[k], TH_F64), got[t] + k * n,
+                                                sizeof(double) * (size_t)n),
+                             TFL_OK);
+    }
+    assert_memory_equal(got[0], got[1], sizeof(double) * (size_t)(2 * n));
+    for (int64_t j = 0; j < 2 * n; j++)
+        if (fabs(got[0][j] - want[j]) > tol * fmax(1, fabs(want[j])))
+            fail_msg("%s rows %lld sum %lld: %.12g, want %.12g", tfl_dtype_name(dt), (long long)rows,
+                     (long long)j, got[0][j], want[j]);
+    free(got[0]);
+    free(got[1]);
+    free(x);
+    free(w);
+    free(xh);
+    free(want);
+}
+
+static void test_layer_norm_param_grads(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    check_param_grads(ctx, TH_F64, 1, 4, 1e-12);
+    check_param_grads(ctx, TH_F64, 150, 5, 1e-12);
+    check_param_grads(ctx, TH_F32, 150, 5, 2e-5);
+    check_param_grads(ctx, TH_F32, 700, 96, 2e-5);
+    th_end(ctx);
+}
+
 static void test_layer_norm_errors(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -166,6 +230,7 @@ int main(void)
         TH_TEST(test_layer_norm_vs_reference),
         TH_TEST(test_layer_norm_strided),
         TH_TEST(test_layer_norm_threads),
+        TH_TEST(test_layer_norm_param_grads),
         TH_TEST(test_layer_norm_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -195,6 +195,29 @@ B(b_layer_norm_grad)
     tfl_tape_free(tape);
     return g;
 }
+B(b_ln_param_grad) /* gamma's and beta's vjps at x, against the cotangent x[3] */
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x[1]), TFL_OK);
+    assert_int_equal(tfl_tape_watch(tape, x[2]), TFL_OK);
+    tfl_tensor *g[2] = {NULL, NULL};
+    tfl_tensor *y = tfl_layer_norm(ctx, x[0], x[1], x[2], 1e-3);
+    assert_int_equal(tfl_tape_vjp(tape, y, x[3], 2, (const tfl_tensor *const *)&x[1], g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return tfl_add(ctx, g[0], tfl_mul(ctx, g[1], g[1]));
+}
+B(b_ln_beta_only) /* beta's vjp alone (gamma not watched) */
+{
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, x[2]), TFL_OK);
+    tfl_tensor *g = NULL;
+    tfl_tensor *y = tfl_layer_norm(ctx, x[0], x[1], x[2], 1e-3);
+    assert_int_equal(tfl_tape_vjp(tape, y, x[3], 1, (const tfl_tensor *const *)&x[2], &g, 0),
+                     TFL_OK);
+    tfl_tape_free(tape);
+    return tfl_mul(ctx, g, g);
+}
 /* dropout with a fixed seed: a fixed mask, so finite differences see a linear map */
 B(b_dropout) { return tfl_dropout(ctx, x[0], 0.4, 1234); }
 B(b_dropout_rate0) { return tfl_dropout(ctx, x[0], 0.0, 99); }
@@ -427,6 +450,12 @@ static const gc_case cases[] = {
      {ANY, ANY, ANY}, GC_F64, false},
     {"LayerNormGrad", "rank3", b_layer_norm_grad, 3, {SH(2, 2, 5), SH(5), SH(2, 2, 5)},
      {ANY, ANY, ANY}, GC_F64, false},
+    {"LayerNormParamGrad", "rank2", b_ln_param_grad, 4, {SH(5, 3), SH(3), SH(3), SH(5, 3)},
+     {ANY, ANY, ANY, ANY}, GC_F64, false},
+    {"LayerNormParamGrad", "rank3", b_ln_param_grad, 4, {SH(2, 3, 4), SH(4), SH(4), SH(2, 3, 4)},
+     {ANY, ANY, ANY, ANY}, GC_F64, false},
+    {"LayerNormParamGrad", "beta_only", b_ln_beta_only, 4, {SH(3, 4), SH(4), SH(4), SH(3, 4)},
+     {ANY, ANY, ANY, ANY}, GC_F64, false},
     C1("Dropout", "fixed_seed", b_dropout, SH(5, 7), ANY, GC_F64),
     C1("Dropout", "rate0_identity", b_dropout_rate0, SH(2, 3), ANY, GC_F64),
     C2("Conv2D", "valid", b_conv_valid, SH(1, 4, 4, 2), SH(2, 2, 2, 3), ANY, ANY, GC_F64),

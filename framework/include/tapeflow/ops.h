@@ -121,7 +121,8 @@ TFL_API tfl_tensor *tfl_log_softmax(tfl_ctx *ctx, const tfl_tensor *x, int axis)
  * (1 / sqrt(key_dim) in attention). The gradient is dx = scale y (dy - sum(dy y)) per row, one
  * fused op (differentiable again).
  * Errors: INVALID_ARGUMENT "AttentionSoftmax: scores must have rank 2 or more (..., queries,
- * keys), got rank 1", "AttentionSoftmax: scale must be finite, got inf"; dtypes as softmax.
+ * keys), got rank 1", "AttentionSoftmax: scale must be finite, got inf", "AttentionSoftmax:
+ * scale 1e+39 is past float32's range (scores are float16)"; dtypes as softmax.
  */
 TFL_API tfl_tensor *tfl_attention_softmax(tfl_ctx *ctx, const tfl_tensor *scores, double scale,
                                           bool causal);
