@@ -61,6 +61,10 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(SEGMENT_SUM, segment_sum, A(segment), IN(1), 0),
     R(SOFTMAX_XENT, softmax_xent, A(axis), IN(0) | IN(1), IN(0)),
     R(SPARSE_SOFTMAX_XENT, sparse_softmax_xent, 0, IN(0) | IN(1), 0),
+    /* SparseSoftmaxCrossEntropyWithLogitsGrad (x, labels, dy): x needs all three; labels none;
+       dy x and labels */
+    R(SPARSE_SOFTMAX_XENT_GRAD, sparse_softmax_xent_grad, 0, IN(0) | IN(1) | IN(2), 0,
+      IN(0) | IN(1)),
     /* x and mean need variance and scale; variance needs all but offset; scale x, mean, var */
     R(BATCH_NORM, batch_norm, A(batch_norm), IN(2) | IN(4), IN(2) | IN(4),
       IN(0) | IN(1) | IN(2) | IN(4), 0, IN(0) | IN(1) | IN(2)),

@@ -35,14 +35,29 @@ TFL_RULE(softmax_xent)
     if (g->need[1]) g->dx[1] = tfl_neg(CTX, tfl_mul(CTX, dy, tfl_log_softmax(CTX, x, axis)));
 }
 
-/* loss = -log_softmax(x)[label]: dx = dy (softmax(x) - one_hot(label)); labels are integers */
-TFL_RULE(sparse_softmax_xent)
+/* loss = -log_softmax(x)[label]: dx = dy (softmax(x) - one_hot(label)), one fused op
+ * (SparseSoftmaxCrossEntropyWithLogitsGrad); labels are integers */
+TFL_RULE(sparse_softmax_xent) { g->dx[0] = tfl__sparse_softmax_xent_grad(CTX, X(0), X(1), DY); }
+
+/* dx = v (s - h) per row, s = softmax(x), h = one_hot(label), v the loss's cotangent (input 2),
+ * for the cotangent G:
+ *   d x = v SoftmaxGrad(s, G) = v s (G - sum(G s));   d v = sum(G (s - h)) over the row */
+TFL_RULE(sparse_softmax_xent_grad)
 {
     const tfl__tape_in *r = &g->in[0];
     int last = r->rank - 1;
-    tfl_tensor *hot = tfl_one_hot(CTX, X(1), r->shape[last], 1.0, 0.0, (tfl_dtype)r->dtype);
-    tfl_tensor *d = tfl_sub(CTX, tfl_softmax(CTX, X(0), last), hot);
-    g->dx[0] = tfl_mul(CTX, dy_along(g, last), d);
+    tfl_tensor *s = tfl_softmax(CTX, X(0), last);
+    if (g->need[0]) {
+        int64_t shape[TFL_MAX_RANK];
+        memcpy(shape, r->shape, sizeof(int64_t) * r->rank);
+        shape[last] = 1;
+        tfl_tensor *v = tfl_reshape(CTX, X(2), r->rank, shape);
+        g->dx[0] = tfl_mul(CTX, v, tfl__softmax_grad(CTX, s, DY, last, 1.0));
+    }
+    if (g->need[2]) {
+        tfl_tensor *hot = tfl_one_hot(CTX, X(1), r->shape[last], 1.0, 0.0, (tfl_dtype)r->dtype);
+        g->dx[2] = tfl_reduce_sum(CTX, tfl_mul(CTX, DY, tfl_sub(CTX, s, hot)), 1, &last, false);
+    }
 }
 
 /* loss = max(x, 0) - x z + log(1 + e^-|x|): dx = dy (sigmoid(x) - z), dz = -dy x */

@@ -138,7 +138,8 @@ TFL_RULE(log_softmax); TFL_RULE(attention_softmax); TFL_RULE(softmax_grad); /* r
 TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
 TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
-TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent);                /* rules_loss.c */
+TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent);
+TFL_RULE(sparse_softmax_xent_grad);                                      /* rules_loss.c */
 TFL_RULE(batch_norm); TFL_RULE(dropout); TFL_RULE(layer_norm); TFL_RULE(layer_norm_grad);
 TFL_RULE(batch_norm_training); TFL_RULE(batch_norm_training_grad);
 TFL_RULE(batch_norm_param_grad); TFL_RULE(layer_norm_param_grad);       /* rules_norm.c */

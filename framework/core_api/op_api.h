@@ -121,6 +121,15 @@ tfl_tensor *tfl__softmax_grad(tfl_ctx *ctx, const tfl_tensor *y, const tfl_tenso
 tfl_tensor *tfl__layer_norm_grad(tfl_ctx *ctx, const tfl_tensor *dy, const tfl_tensor *x,
                                  const tfl_tensor *gamma, double epsilon);
 /**
+ * SparseSoftmaxCrossEntropyWithLogitsGrad, for the backward rules: dlogits of the sparse
+ * softmax cross-entropy (tfl_sparse_softmax_cross_entropy) for the cotangent dy:
+ *   dx = dy (softmax(logits) - one_hot(labels))   per row of the last axis
+ * in one pass over the logits (nothing materialised). dy has the labels' shape and the
+ * logits' dtype; a label outside [0, classes) is the forward's error.
+ */
+tfl_tensor *tfl__sparse_softmax_xent_grad(tfl_ctx *ctx, const tfl_tensor *logits,
+                                          const tfl_tensor *labels, const tfl_tensor *dy);
+/**
  * LayerNormParamGrad: the gradients of gamma and beta of y = layer_norm(x, gamma, beta,
  * epsilon) for the cotangent dy, as one (2, C) tensor (C = x's last axis): row 0
  * sum(dy xhat) (gamma's), row 1 sum(dy) (beta's), sums over every row, xhat x's row

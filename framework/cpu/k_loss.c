@@ -10,8 +10,11 @@
  * Subtracting the max first keeps e^(x - m) <= 1, so logits of 1000 do not overflow, and
  * forming (m - x_i) before adding log s keeps large logits' small differences exact.
  * float16/bfloat16 come here as float32 (TFL_OPF_HALF_VIA_F32).
+ * The sparse loss's gradient dx = dy (softmax(x) - one_hot(label)) is one op as well
+ * (SparseSoftmaxCrossEntropyWithLogitsGrad): one row's softmax written straight into dx.
  */
 #include "ops/op.h"
+#include "ops/ew_math.h"
 #include "cpu.h"
 #include "kernels.h"
 
@@ -134,9 +137,69 @@ done:
     return st;
 }
 
+/* dx = dy (softmax(x) - one_hot(label)) of one contiguous row: softmax's passes (the max,
+ * e^(x - max) into dx, their sum in double over interleaved partial sums), then the scaling;
+ * float32's exp is ew_math.h's straight-line one (as softmax's), so the loop vectorizes */
+#define SPARSE_GRAD_ROW(name, T, EXP)                                                       \
+    TFL_WIDE_LOOPS static void name(const T *restrict x, T *restrict dx, int64_t n,         \
+                                    int64_t label, T dy)                                    \
+    {                                                                                       \
+        T m = x[0];                                                                         \
+        for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;                            \
+        for (int64_t i = 0; i < n; i++) dx[i] = EXP(x[i] - m);                              \
+        double s;                                                                           \
+        TFL_LANE_SUM(s, n, ROW_DX);                                                         \
+        const T f = (T)((double)dy / s);                                                    \
+        for (int64_t i = 0; i < n; i++) dx[i] *= f;                                         \
+        dx[label] -= dy;                                                                    \
+    }
+#define ROW_DX(i) dx[i]
+SPARSE_GRAD_ROW(sparse_grad_row_f32, float, tfl_ew_gelu_exp_f32)
+SPARSE_GRAD_ROW(sparse_grad_row_f64, double, exp)
+#undef ROW_DX
+
+/* SparseSoftmaxCrossEntropyWithLogitsGrad (x, labels, dy) -> dx, x's shape */
+static tfl_status k_sparse_softmax_xent_grad(const tfl__kcall *k)
+{
+    tfl_ctx *ctx = k->ctx;
+    tfl_tensor *tmp[3] = {NULL};
+    const tfl_tensor *in[3] = {NULL};
+    tfl_status st = TFL_OK;
+    for (int i = 0; i < 3 && st == TFL_OK; i++)
+        if (!(in[i] = tfl__cpu_contiguous(ctx, k->in[i], &tmp[i]))) st = ctx->err_code;
+    const tfl_tensor *x = in[0], *labels = in[1];
+    const int64_t classes = st == TFL_OK ? x->shape[x->rank - 1] : 0;
+    const int64_t rows = st == TFL_OK ? labels->numel : 0;
+    const void *ld = st == TFL_OK ? tfl__data(labels) : NULL;
+    const tfl_dtype lt = st == TFL_OK ? (tfl_dtype)labels->dtype : TFL_DTYPE_INT64;
+    for (int64_t r = 0; r < rows && st == TFL_OK; r++) {
+        int64_t v = load_label(ld, r, lt);
+        if (v < 0 || v >= classes) st = tfl__sparse_label_error(ctx, labels, r, v, classes);
+    }
+    if (st == TFL_OK && classes > 0) {
+        const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+        const void *xd = tfl__data(x), *dd = tfl__data(in[2]);
+        void *od = tfl__data(k->out);
+        int threads = threads_for(k, rows * classes);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t label = load_label(ld, r, lt);
+            if (f32)
+                sparse_grad_row_f32((const float *)xd + r * classes, (float *)od + r * classes,
+                                    classes, label, ((const float *)dd)[r]);
+            else
+                sparse_grad_row_f64((const double *)xd + r * classes, (double *)od + r * classes,
+                                    classes, label, ((const double *)dd)[r]);
+        }
+    }
+    for (int i = 0; i < 3; i++) tfl_tensor_release(tmp[i]);
+    return st;
+}
+
 #define M_FLOAT (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
 
 const tfl__kernel tfl__cpu_loss_kernels[TFL_OP_COUNT] = {
     [TFL_OP_SOFTMAX_XENT] = {k_softmax_xent, M_FLOAT, NULL},
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_FLOAT, NULL},
+    [TFL_OP_SPARSE_SOFTMAX_XENT_GRAD] = {k_sparse_softmax_xent_grad, M_FLOAT, NULL},
 };

@@ -109,6 +109,10 @@ int tflcu_xent(int dtype, const void *x, const void *z, void *out, int64_t outer
  * smallest such row index */
 int tflcu_sparse_xent(int dtype, const void *x, const void *labels, int label_dtype, void *out,
                       int64_t rows, int64_t classes, int64_t *bad, void *stream);
+/* its gradient: dx (rows, classes) = dy (rows) (softmax(x) - one_hot(labels)); *bad as above */
+int tflcu_sparse_xent_grad(int dtype, const void *x, const void *labels, int label_dtype,
+                           const void *dy, void *dx, int64_t rows, int64_t classes, int64_t *bad,
+                           void *stream);
 
 /* shape kernels (k_shape.cu) */
 /* GatherV2 over contiguous params (outer, dim, inner_bytes) with nidx indices (int32/int64);

@@ -208,27 +208,36 @@ static tfl_status bad_label(tfl_ctx *ctx, const tfl_tensor *labels, int64_t inde
     return tfl__sparse_label_error(ctx, labels, index, v, classes);
 }
 
+static tfl_status contiguous_inputs(const tfl__kcall *k, int n, const tfl_tensor **in,
+                                    tfl_tensor **tmp);
+
+/* SparseSoftmaxCrossEntropyWithLogits (x, labels) and its gradient (x, labels, dy) */
 static tfl_status k_sparse_softmax_xent(const tfl__kcall *k)
 {
-    tfl_tensor *tx = NULL, *tl = NULL;
-    const tfl_tensor *x = tfl__cuda_contiguous(k, k->in[0], &tx);
-    const tfl_tensor *labels = x ? tfl__cuda_contiguous(k, k->in[1], &tl) : NULL;
-    tfl_status st = k->ctx->err_code;
-    if (labels) {
+    const bool grad = k->op == TFL_OP_SPARSE_SOFTMAX_XENT_GRAD;
+    tfl_tensor *tmp[3] = {NULL};
+    const tfl_tensor *in[3] = {NULL};
+    tfl_status st = contiguous_inputs(k, grad ? 3 : 2, in, tmp);
+    if (st == TFL_OK) {
+        const tfl_tensor *x = in[0], *labels = in[1];
         int64_t classes = x->shape[x->rank - 1], rows = labels->numel, bad = -1;
         st = tfl__cuda_check_reset(k->dev);
+        int64_t *check = tfl__cuda(k->dev)->check;
+        void *s = tfl__cuda_stream(k->dev);
         if (st == TFL_OK)
-            st = tfl__cuda_check(k->dev,
-                                 tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels),
-                                                   labels->dtype, tfl__data(k->out), rows, classes,
-                                                   tfl__cuda(k->dev)->check,
-                                                   tfl__cuda_stream(k->dev)),
-                                 "SparseSoftmaxCrossEntropyWithLogits");
+            st = tfl__cuda_check(
+                k->dev,
+                grad ? tflcu_sparse_xent_grad(x->dtype, tfl__data(x), tfl__data(labels),
+                                              labels->dtype, tfl__data(in[2]), tfl__data(k->out),
+                                              rows, classes, check, s)
+                     : tflcu_sparse_xent(x->dtype, tfl__data(x), tfl__data(labels), labels->dtype,
+                                         tfl__data(k->out), rows, classes, check, s),
+                tfl__op_name(k->op));
         if (st == TFL_OK) st = tfl__cuda_check_read(k->dev, &bad);
         if (st == TFL_OK && bad >= 0) st = bad_label(k->ctx, labels, bad, classes, k->dev);
     }
-    tfl_tensor_release(tx);
-    tfl_tensor_release(tl);
+    for (int i = 0; i < 3; i++)
+        tfl_tensor_release(tmp[i]);
     return st;
 }
 
@@ -639,6 +648,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_LOG_SOFTMAX] = {k_softmax, M_F, NULL},
     [TFL_OP_SOFTMAX_XENT] = {k_softmax_xent, M_F, NULL},
     [TFL_OP_SPARSE_SOFTMAX_XENT] = {k_sparse_softmax_xent, M_F, NULL},
+    [TFL_OP_SPARSE_SOFTMAX_XENT_GRAD] = {k_sparse_softmax_xent, M_F, NULL},
     [TFL_OP_DROPOUT] = {k_dropout, M_F, NULL},
     [TFL_OP_BATCH_NORM] = {k_batch_norm, M_F, NULL},
     [TFL_OP_LAYER_NORM] = {k_layer_norm, M_F, NULL},

@@ -391,6 +391,39 @@ __global__ void sparse_kernel(const T *x, const void *labels, int ldt, T *out, i
     }
 }
 
+/* SparseSoftmaxCrossEntropyWithLogitsGrad: dx = dy (softmax(x) - one_hot(label)) per row, one
+ * warp per row (the max by a shuffle tree, the sum in double by warp_sum's fixed tree); a bad
+ * label leaves its row unwritten and makes *bad the smallest such row */
+template <typename T>
+__global__ void sparse_grad_kernel(const T *x, const void *labels, int ldt, const T *dy, T *dx,
+                                   int64_t rows, int64_t classes, unsigned long long *bad)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const int64_t label = load_index(labels, r, ldt);
+        if (label < 0 || label >= classes) {
+            if (lane == 0) atomicMin(bad, (unsigned long long)r);
+            continue; /* the same for every lane of the warp */
+        }
+        const T *xr = x + r * classes;
+        T *dr = dx + r * classes;
+        T m = xr[0];
+        for (int64_t i = lane; i < classes; i += 32)
+            m = xr[i] > m ? xr[i] : m;
+        m = warp_max(m);
+        double s = 0;
+        for (int64_t i = lane; i < classes; i += 32) {
+            const T e = exp(xr[i] - m);
+            dr[i] = e;
+            s += (double)e;
+        }
+        const T f = (T)((double)dy[r] / warp_sum(s));
+        for (int64_t i = lane; i < classes; i += 32)
+            dr[i] = dr[i] * f - (i == label ? dy[r] : (T)0);
+    }
+}
+
 /* ---- BatchMoments, BatchNormParamGrad and BatchNormTrainingGrad (bn_train_elems.cuh) ------ */
 
 using tflcu_bn_train::geometry;
@@ -764,6 +797,28 @@ extern "C" int tflcu_sparse_xent(int dt, const void *x, const void *labels, int 
     else if (dt == TFL_DTYPE_FLOAT64)
         sparse_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, labels, ldt, (double *)out,
                                                   rows, classes, ub);
+    else
+        return -1;
+    return tflcu_status();
+}
+
+extern "C" int tflcu_sparse_xent_grad(int dt, const void *x, const void *labels, int ldt,
+                                      const void *dy, void *dx, int64_t rows, int64_t classes,
+                                      int64_t *bad, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (rows == 0 || classes == 0) return 0;
+    const unsigned b =
+        tflcu_blocks(rows > INT64_MAX / 64 ? (int64_t)65535 * TFLCU_THREADS : rows * 32);
+    unsigned long long *ub = (unsigned long long *)bad;
+    if (dt == TFL_DTYPE_FLOAT32)
+        sparse_grad_kernel<<<b, TFLCU_THREADS, 0, s>>>((const float *)x, labels, ldt,
+                                                       (const float *)dy, (float *)dx, rows,
+                                                       classes, ub);
+    else if (dt == TFL_DTYPE_FLOAT64)
+        sparse_grad_kernel<<<b, TFLCU_THREADS, 0, s>>>((const double *)x, labels, ldt,
+                                                       (const double *)dy, (double *)dx, rows,
+                                                       classes, ub);
     else
         return -1;
     return tflcu_status();

@@ -79,6 +79,38 @@ tfl_tensor *tfl_sparse_softmax_cross_entropy(tfl_ctx *ctx, const tfl_tensor *log
                        labels->rank, labels->shape, NULL);
 }
 
+tfl_tensor *tfl__sparse_softmax_xent_grad(tfl_ctx *ctx, const tfl_tensor *logits,
+                                          const tfl_tensor *labels, const tfl_tensor *dy)
+{
+    if (!ctx) return NULL;
+    const tfl__op_id op = TFL_OP_SPARSE_SOFTMAX_XENT_GRAD;
+    const char *name = tfl__op_defs[op].name;
+    const tfl_tensor *in[3] = {logits, labels, dy};
+    if (!tfl__check_inputs(ctx, op, 3, in)) return NULL;
+    const tfl_tensor *fl[2] = {logits, dy};
+    if (!tfl__autocast(ctx, op, 2, fl) || !tfl__check_dtype(ctx, op, (tfl_dtype)fl[0]->dtype))
+        return NULL;
+    in[0] = logits = fl[0];
+    in[2] = dy = fl[1];
+    char sa[128], sb[128];
+    TFL_CHECK_RET(ctx, tfl_dtype_is_integer((tfl_dtype)labels->dtype) && logits->rank >= 1 &&
+                           tfl__same_shape(labels->rank, labels->shape, logits->rank - 1,
+                                           logits->shape),
+                  NULL, TFL_INVALID_ARGUMENT,
+                  "%s: labels (%s %s) must be integers of the shape of logits %s without its "
+                  "last axis", name, tfl_dtype_name((tfl_dtype)labels->dtype),
+                  tfl__shape_str(labels->rank, labels->shape, sb, sizeof sb),
+                  tfl__shape_str(logits->rank, logits->shape, sa, sizeof sa));
+    TFL_CHECK_RET(ctx, dy->dtype == logits->dtype &&
+                           tfl__same_shape(dy->rank, dy->shape, labels->rank, labels->shape),
+                  NULL, TFL_INVALID_ARGUMENT,
+                  "%s: dy (%s %s) must have the logits' dtype and the labels' shape", name,
+                  tfl_dtype_name((tfl_dtype)dy->dtype),
+                  tfl__shape_str(dy->rank, dy->shape, sb, sizeof sb));
+    return tfl__op_run(ctx, op, (tfl_dtype)logits->dtype, 3, in, (tfl_dtype)logits->dtype,
+                       logits->rank, logits->shape, NULL);
+}
+
 tfl_tensor *tfl_sigmoid_cross_entropy(tfl_ctx *ctx, const tfl_tensor *logits,
                                       const tfl_tensor *labels)
 {

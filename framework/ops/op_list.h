@@ -173,6 +173,8 @@
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
     X(SOFTMAX_GRAD, "SoftmaxGrad", 2, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)     \
     X(LAYER_NORM_PARAM_GRAD, "LayerNormParamGrad", 2, TFL_MASK_FLOAT,                             \
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(SPARSE_SOFTMAX_XENT_GRAD, "SparseSoftmaxCrossEntropyWithLogitsGrad", 3, TFL_MASK_FLOAT,     \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
 
 typedef enum tfl__op_id {

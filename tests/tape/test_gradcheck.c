@@ -141,6 +141,12 @@ B(b_sparse_xent3)
     tfl_tensor *labels = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 2, (int64_t[]){2, 2}, v);
     return tfl_sparse_softmax_cross_entropy(ctx, x[0], labels);
 }
+/* SparseSoftmaxCrossEntropyWithLogitsGrad: the loss's vjp at the logits x[0] against x[1] */
+static tfl_tensor *sparse_xent_fixed(tfl_ctx *ctx, const tfl_tensor *x)
+{
+    return tfl_sparse_softmax_cross_entropy(ctx, x, ids(ctx, 1, (int64_t[]){3}, (int64_t[]){2, 0, 3}));
+}
+B(b_sparse_xent_grad) { return act_vjp(ctx, sparse_xent_fixed, x[0], x[1]); }
 B(b_sigmoid_xent) { return tfl_sigmoid_cross_entropy(ctx, x[0], x[1]); }
 /* normalization: all five inputs differentiable, or offset and scale left out (NULL) */
 B(b_bn) { return tfl_batch_norm(ctx, x[0], x[1], x[2], x[3], x[4], 1e-3); }
@@ -406,6 +412,8 @@ static const gc_case cases[] = {
     C2("SoftmaxCrossEntropyWithLogits", "probabilities", b_xent_probs, SH(2, 5), SH(2, 5), ANY, ANY,
        GC_F64),
     C1("SparseSoftmaxCrossEntropyWithLogits", "int64_labels", b_sparse_xent, SH(3, 4), ANY, GC_F64),
+    C2("SparseSoftmaxCrossEntropyWithLogitsGrad", "int64_labels", b_sparse_xent_grad, SH(3, 4),
+       SH(3), ANY, ANY, GC_F64),
     C1("SparseSoftmaxCrossEntropyWithLogits", "rank3_int32_labels", b_sparse_xent3, SH(2, 2, 3), ANY,
        GC_F64),
     C2("SigmoidCrossEntropyWithLogits", "same", b_sigmoid_xent, SH(2, 3), SH(2, 3), ANY, POS, GC_F64),
