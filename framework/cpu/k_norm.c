@@ -382,10 +382,33 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
 #define LN_SQ(j) (((double)x[j] - m) * ((double)x[j] - m))
 #define LN_G(j) ((double)dy[j] * (double)ga[j])
 #define LN_GX(j) ((double)dy[j] * (double)ga[j] * ((double)x[j] - m))
+/* two interleaved sums of n terms A(j), B(j) in one pass, each as TFL_LANE_SUM sums it (the
+ * same lanes, the same order, so the same results as two passes) */
+#define LN_LANE_SUM2(ra, rb, n, A, B)                                                            \
+    do {                                                                                         \
+        double a_[TFL_SUM_LANES] = {0}, b_[TFL_SUM_LANES] = {0};                                 \
+        int64_t j_ = 0;                                                                          \
+        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES)                                   \
+            for (int l_ = 0; l_ < TFL_SUM_LANES; l_++) {                                         \
+                a_[l_] += (double)(A(j_ + l_));                                                  \
+                b_[l_] += (double)(B(j_ + l_));                                                  \
+            }                                                                                    \
+        for (int l_ = 0; j_ < (n); j_++, l_++) {                                                 \
+            a_[l_] += (double)(A(j_));                                                           \
+            b_[l_] += (double)(B(j_));                                                           \
+        }                                                                                        \
+        for (int w_ = TFL_SUM_LANES / 2; w_ >= 1; w_ /= 2)                                       \
+            for (int l_ = 0; l_ < w_; l_++) {                                                    \
+                a_[l_] += a_[l_ + w_];                                                           \
+                b_[l_] += b_[l_ + w_];                                                           \
+            }                                                                                    \
+        (ra) = a_[0];                                                                            \
+        (rb) = b_[0];                                                                            \
+    } while (0)
 
 #define LN_KERNELS(T)                                                                            \
     /* the row's mean and rstd = 1 / sqrt(variance + eps), n >= 1 */                            \
-    static void ln_stats_##T(const T *restrict x, int64_t n, double eps, double *mean,          \
+    TFL_WIDE_LOOPS static void ln_stats_##T(const T *restrict x, int64_t n, double eps, double *mean,          \
                              double *rstd)                                                       \
     {                                                                                            \
         double s, q;                                                                             \
@@ -395,38 +418,44 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
         *mean = m;                                                                               \
         *rstd = 1.0 / sqrt(q / (double)n + eps);                                                 \
     }                                                                                            \
-    /* y = (x - mean) rstd gamma + beta, row by row */                                           \
+    /* y = (x - mean) rstd gamma + beta: one row, and row by row */                              \
+    TFL_WIDE_LOOPS static void ln_fwd_row_##T(const T *restrict xr, const T *restrict ga,       \
+                                              const T *restrict be, T *restrict yr, int64_t n,  \
+                                              double eps)                                        \
+    {                                                                                            \
+        double m, rs;                                                                            \
+        ln_stats_##T(xr, n, eps, &m, &rs);                                                       \
+        const T mt = (T)m, rt = (T)rs;                                                           \
+        for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mt) * rt * ga[j] + be[j];              \
+    }                                                                                            \
     static void ln_fwd_##T(const T *x, const T *ga, const T *be, T *y, int64_t rows, int64_t n, \
                            double eps, int threads)                                              \
     {                                                                                            \
         _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
-        for (int64_t r = 0; r < rows; r++) {                                                     \
-            const T *restrict xr = x + r * n;                                                    \
-            T *restrict yr = y + r * n;                                                          \
-            double m, rs;                                                                        \
-            ln_stats_##T(xr, n, eps, &m, &rs);                                                   \
-            const T mt = (T)m, rt = (T)rs;                                                       \
-            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mt) * rt * ga[j] + be[j];          \
-        }                                                                                        \
+        for (int64_t r = 0; r < rows; r++) ln_fwd_row_##T(x + r * n, ga, be, y + r * n, n, eps); \
     }                                                                                            \
-    /* dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, row by row:                    \
-     * rstd (g - mean(g)) - (x - mean) b with b = mean(g (x - mean)) rstd^3 */                  \
-    static void ln_bwd_##T(const T *dy_, const T *x_, const T *ga, T *dx, int64_t rows,         \
-                           int64_t n, double eps, int threads)                                   \
+    /* dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, one row and row by row:        \
+     * rstd (g - mean(g)) - (x - mean) b with b = mean(g (x - mean)) rstd^3; the sums of         \
+     * ln_stats and those of g in two passes */                                                  \
+    TFL_WIDE_LOOPS static void ln_bwd_row_##T(const T *restrict dy, const T *restrict x,        \
+                                              const T *restrict ga, T *restrict dxr, int64_t n, \
+                                              double eps)                                        \
+    {                                                                                            \
+        double s, q, sg, sgx;                                                                    \
+        LN_LANE_SUM2(s, sg, n, LN_X, LN_G);                                                      \
+        const double m = s / (double)n;                                                          \
+        LN_LANE_SUM2(q, sgx, n, LN_SQ, LN_GX);                                                   \
+        const double rs = 1.0 / sqrt(q / (double)n + eps);                                       \
+        const T mt = (T)m, rt = (T)rs, a = (T)(sg / (double)n),                                  \
+                b = (T)(sgx / (double)n * rs * rs * rs);                                         \
+        for (int64_t j = 0; j < n; j++) dxr[j] = rt * (dy[j] * ga[j] - a) - (x[j] - mt) * b;    \
+    }                                                                                            \
+    static void ln_bwd_##T(const T *dy, const T *x, const T *ga, T *dx, int64_t rows, int64_t n, \
+                           double eps, int threads)                                              \
     {                                                                                            \
         _Pragma("omp parallel for num_threads(threads) if (threads > 1)")                       \
-        for (int64_t r = 0; r < rows; r++) {                                                     \
-            const T *restrict dy = dy_ + r * n, *restrict x = x_ + r * n;                        \
-            T *restrict dxr = dx + r * n;                                                        \
-            double m, rs, sg, sgx;                                                               \
-            ln_stats_##T(x, n, eps, &m, &rs);                                                    \
-            TFL_LANE_SUM(sg, n, LN_G);                                                          \
-            TFL_LANE_SUM(sgx, n, LN_GX);                                                        \
-            const T mt = (T)m, rt = (T)rs, a = (T)(sg / (double)n),                              \
-                    b = (T)(sgx / (double)n * rs * rs * rs);                                     \
-            for (int64_t j = 0; j < n; j++)                                                      \
-                dxr[j] = rt * (dy[j] * ga[j] - a) - (x[j] - mt) * b;                             \
-        }                                                                                        \
+        for (int64_t r = 0; r < rows; r++)                                                       \
+            ln_bwd_row_##T(dy + r * n, x + r * n, ga, dx + r * n, n, eps);                       \
     }
 LN_KERNELS(float)
 LN_KERNELS(double)
