@@ -352,6 +352,16 @@ static tfl_status k_matmul(const tfl__kcall *k)
     tfl_tensor *bt = tb && !packed && !small ? transposed_b(k, b, m, n, kk, &failed) : NULL;
     if (failed) return k->ctx->err_code;
     if (bt) b = bt, tb = false;
+    /* b stored by columns (a transposed view) on the small-matrix kernels: copied by rows first,
+     * as b^T above; BLIS's kernels for that storage add up differently on 1 and 2 threads */
+    const bool float_real = dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
+    if (!tb && !packed && !small && float_real && m * n * kk > SMALL_GEMM_MACS &&
+        b->strides[b->rank - 1] != 1 && b->strides[b->rank - 2] == 1 &&
+        b->shape[b->rank - 1] > 1 && b->shape[b->rank - 2] > 1) {
+        const tfl_tensor *bc = tfl__cpu_contiguous(k->ctx, b, &bt);
+        if (!bc) return k->ctx->err_code;
+        b = bc;
+    }
     batch_map map = {.a = a, .b = b, .c = c, .batch_rank = batch_rank, .es = (int64_t)es};
     for (int d = 0; d < batch_rank; d++) {
         int da = d - (batch_rank - (a->rank - 2)), db = d - (batch_rank - (b->rank - 2));

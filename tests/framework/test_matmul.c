@@ -487,6 +487,44 @@ static void test_matmul_batch_threads(void **state)
     th_end(ctx);
 }
 
+/* The same bits on 1 and 2 threads for every storage of the operands: transposed views and
+ * transpose flags, on BLIS's small-matrix and packed paths (a b stored by columns once added
+ * up differently on 2 threads there) */
+static void test_matmul_threads_every_storage(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const int64_t shapes[][3] = {{216, 111, 185}, {298, 153, 277}, {300, 300, 280}};
+    static const tfl_dtype dts[] = {TH_F32, TH_F64};
+    for (int d = 0; d < NELEMS(dts); d++)
+        for (int s = 0; s < NELEMS(shapes); s++)
+            for (int mode = 0; mode < 4; mode++) { /* a view, b view, flags A, flags B */
+                const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                const bool ta = mode == 0 || mode == 2, tb = mode == 1 || mode == 3;
+                tfl_tensor *a = tfl_random_uniform(ctx, dts[d], 2, ta ? TH_SHAPE(k, m) : TH_SHAPE(m, k),
+                                                   -1, 1, 7);
+                tfl_tensor *b = tfl_random_uniform(ctx, dts[d], 2, tb ? TH_SHAPE(n, k) : TH_SHAPE(k, n),
+                                                   -1, 1, 8);
+                unsigned flags = mode == 2 ? TFL_TRANSPOSE_A : mode == 3 ? TFL_TRANSPOSE_B : 0;
+                if (mode == 0) a = tfl_transpose(ctx, a, NULL);
+                if (mode == 1) b = tfl_transpose(ctx, b, NULL);
+                const size_t bytes = tfl_dtype_size(dts[d]) * (size_t)(m * n);
+                char *got[2];
+                for (int t = 0; t < 2; t++) {
+                    assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+                    got[t] = malloc(bytes);
+                    assert_non_null(got[t]);
+                    assert_int_equal(tfl_tensor_to_host(tfl_matmul(ctx, a, b, flags), got[t], bytes),
+                                     TFL_OK);
+                }
+                if (memcmp(got[0], got[1], bytes))
+                    fail_msg("%s %lld x %lld x %lld, mode %d: 1 and 2 threads differ",
+                             tfl_dtype_name(dts[d]), (long long)m, (long long)n, (long long)k, mode);
+                free(got[0]);
+                free(got[1]);
+            }
+    th_end(ctx);
+}
+
 /* int64 products accumulate exactly beyond 2^53. */
 static void test_matmul_int64_exact(void **state)
 {
@@ -577,6 +615,7 @@ int main(void)
         TH_TEST(test_matmul_small_tiles_vs_naive),
         TH_TEST(test_matmul_batched_views_vs_naive),
         TH_TEST(test_matmul_batch_threads),
+        TH_TEST(test_matmul_threads_every_storage),
         TH_TEST(test_matmul_int64_exact),
         TH_TEST(test_matmul_errors),
         TH_TEST(test_matmul_without_frame),
