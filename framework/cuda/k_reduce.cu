@@ -190,6 +190,24 @@ __device__ __forceinline__ double warp_sum(double v)
     return __shfl_sync(0xffffffffu, v, 0);
 }
 
+/* a row's mean and rstd = 1 / sqrt(variance + eps) in double, summed by the warp's lanes (every
+ * lane calls it, and every lane gets them) */
+template <typename T>
+__device__ __forceinline__ void warp_row_stats(const T *x, int64_t n, int lane, double eps,
+                                               double *mean, double *rstd)
+{
+    double s = 0, q = 0;
+    for (int64_t j = lane; j < n; j += 32)
+        s += (double)x[j];
+    const double m = warp_sum(s) / (double)n;
+    for (int64_t j = lane; j < n; j += 32) {
+        const double d = (double)x[j] - m;
+        q += d * d;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt(warp_sum(q) / (double)n + eps);
+}
+
 /* LayerNorm (grad false: a x, b gamma, c beta) or LayerNormGrad (a dy, b x, c gamma), rows of
  * n; every lane of a warp takes the same rows, so the shuffles see the whole warp */
 template <typename T>
@@ -201,15 +219,8 @@ __global__ void layer_norm_kernel(bool grad, const T *a, const T *b, const T *c,
     for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
         const T *x = (grad ? b : a) + r * n;
         T *o = out + r * n;
-        double s = 0, q = 0;
-        for (int64_t j = lane; j < n; j += 32)
-            s += (double)x[j];
-        const double m = warp_sum(s) / (double)n;
-        for (int64_t j = lane; j < n; j += 32) {
-            const double d = (double)x[j] - m;
-            q += d * d;
-        }
-        const double rs = 1.0 / sqrt(warp_sum(q) / (double)n + eps);
+        double m, rs;
+        warp_row_stats(x, n, lane, eps, &m, &rs);
         const T mt = (T)m, rt = (T)rs;
         if (!grad) {
             for (int64_t j = lane; j < n; j += 32)
@@ -239,16 +250,8 @@ __global__ void ln_row_stats_kernel(const T *x, double *stats, int64_t rows, int
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
     for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
-        const T *xr = x + r * n;
-        double s = 0, q = 0;
-        for (int64_t j = lane; j < n; j += 32)
-            s += (double)xr[j];
-        const double m = warp_sum(s) / (double)n;
-        for (int64_t j = lane; j < n; j += 32) {
-            const double d = (double)xr[j] - m;
-            q += d * d;
-        }
-        const double rs = 1.0 / sqrt(warp_sum(q) / (double)n + eps);
+        double m, rs;
+        warp_row_stats(x + r * n, n, lane, eps, &m, &rs);
         if (lane == 0) {
             stats[2 * r] = m;
             stats[2 * r + 1] = rs;
