@@ -339,9 +339,8 @@ static tfl_status k_matmul(const tfl__kcall *k)
     }
     gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
     tfl_dtype dt = (tfl_dtype)c->dtype;
-    const bool packed = gs && gs->has_packed && !gs->own &&
-                        (dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64) &&
-                        packed_pays(ta, m, n, kk);
+    const bool float_real = dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
+    const bool packed = gs && gs->has_packed && !gs->own && float_real && packed_pays(ta, m, n, kk);
     /* attention's per-head products, each on one thread: gemm_small.c's kernel, 1.25-2.1x
      * BLIS there on a Zen 3 core (64x32x64 1.25, 64x64x32 1.35, and 2.1 as A B^T) */
     const double flops = 2.0 * (double)m * (double)n * (double)kk, big = 2.0 * 64 * 64 * 64;
@@ -354,7 +353,6 @@ static tfl_status k_matmul(const tfl__kcall *k)
     if (bt) b = bt, tb = false;
     /* b stored by columns (a transposed view) on the small-matrix kernels: copied by rows first,
      * as b^T above; BLIS's kernels for that storage add up differently on 1 and 2 threads */
-    const bool float_real = dt == TFL_DTYPE_FLOAT32 || dt == TFL_DTYPE_FLOAT64;
     if (!tb && !packed && !small && float_real && m * n * kk > SMALL_GEMM_MACS &&
         b->strides[b->rank - 1] != 1 && b->strides[b->rank - 2] == 1 &&
         b->shape[b->rank - 1] > 1 && b->shape[b->rank - 2] > 1) {
