@@ -2,8 +2,9 @@
  * framework/ops/elementwise.c: entry points of the elementwise ops (arithmetic,
  * comparisons, logic, unary math and activations), generated from op_list.h's TFL_EW_LIST
  * but for the few written by hand, and of the softmaxes (softmax, log_softmax, attention's
- * scaled and masked one, and SoftmaxGrad, the gradient op of the first and the last). Each validates its inputs, infers the
- * broadcast shape and the output dtype, and hands over to tfl__op_run.
+ * scaled and masked one, and SoftmaxGrad, the gradient op of the first and the last). Each
+ * validates its inputs, infers the broadcast shape and the output dtype, and hands over to
+ * tfl__op_run.
  */
 #include "op.h"
 
