@@ -349,6 +349,16 @@ static tfl_status k_matmul(const tfl__kcall *k)
                        tfl__cpu_gemm_small_runs();
     bool failed = false; /* packing reads b^T as fast as b: no copy */
     tfl_tensor *bt = tb && !packed && !small ? transposed_b(k, b, m, n, kk, &failed) : NULL;
+    if (tb && !bt && !failed && !packed && !small && float_real &&
+        m * n * kk > SMALL_GEMM_MACS && !tfl_tensor_is_contiguous(b)) {
+        /* a b^T not stored whole (a column slice, strided batches): made contiguous first, so
+         * that BLIS never runs the storage that adds up differently on 1 and 2 threads */
+        tfl_tensor *tmp;
+        const tfl_tensor *bc = tfl__cpu_contiguous(k->ctx, b, &tmp);
+        if (!bc) return k->ctx->err_code;
+        bt = transposed_b(k, bc, m, n, kk, &failed);
+        tfl_tensor_release(tmp);
+    }
     if (failed) return k->ctx->err_code;
     if (bt) b = bt, tb = false;
     /* b stored by columns (a transposed view) on the small-matrix kernels: copied by rows first,

@@ -521,7 +521,7 @@ LNP_KERNELS(double)
 /* LayerNormParamGrad (dy, x) -> (2, n): sum(dy xhat), sum(dy) per feature over every row */
 static tfl_status k_layer_norm_param_grad(const tfl__kcall *k)
 {
-    const tfl_tensor *in[2];
+    const tfl_tensor *in[2] = {NULL, NULL};
     tfl_tensor *tmp[2] = {NULL}, *part = NULL;
     tfl_status st = contiguous_inputs(k, 2, in, tmp);
     const tfl_tensor *x = in[1];

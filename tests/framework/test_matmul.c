@@ -497,14 +497,18 @@ static void test_matmul_threads_every_storage(void **state)
     static const tfl_dtype dts[] = {TH_F32, TH_F64};
     for (int d = 0; d < NELEMS(dts); d++)
         for (int s = 0; s < NELEMS(shapes); s++)
-            for (int mode = 0; mode < 4; mode++) { /* a view, b view, flags A, flags B */
+            for (int mode = 0; mode < 5; mode++) { /* a view, b view, flags A, flags B, and
+                                                      flags B on a column slice of b */
                 const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
                 const bool ta = mode == 0 || mode == 2, tb = mode == 1 || mode == 3;
                 tfl_tensor *a = tfl_random_uniform(ctx, dts[d], 2, ta ? TH_SHAPE(k, m) : TH_SHAPE(m, k),
                                                    -1, 1, 7);
                 tfl_tensor *b = tfl_random_uniform(ctx, dts[d], 2, tb ? TH_SHAPE(n, k) : TH_SHAPE(k, n),
                                                    -1, 1, 8);
-                unsigned flags = mode == 2 ? TFL_TRANSPOSE_A : mode == 3 ? TFL_TRANSPOSE_B : 0;
+                if (mode == 4) /* (n, k) of a (n, 2 k) */
+                    b = tfl_slice(ctx, tfl_random_uniform(ctx, dts[d], 2, TH_SHAPE(n, 2 * k), -1, 1, 9),
+                                  TH_SHAPE(0, 0), TH_SHAPE(n, k));
+                unsigned flags = mode == 2 ? TFL_TRANSPOSE_A : mode >= 3 ? TFL_TRANSPOSE_B : 0;
                 if (mode == 0) a = tfl_transpose(ctx, a, NULL);
                 if (mode == 1) b = tfl_transpose(ctx, b, NULL);
                 const size_t bytes = tfl_dtype_size(dts[d]) * (size_t)(m * n);
