@@ -491,6 +491,11 @@ const bc_case bc_cases[] = {
      2,
      {IN(F64, 2, 3, 6), IDX(I64, 6, 1, 3)},
      b_sparse_xent},
+    /* 70 classes: rows longer than a warp's lanes in the gradient's kernel */
+    {"SparseSoftmaxCrossEntropyWithLogits/f32/classes_70",
+     2,
+     {IN(F32, 2, 9, 70), IDX(I64, 70, 1, 9)},
+     b_sparse_xent},
     {"SigmoidCrossEntropyWithLogits/f32",
      2,
      {IN(F32, 2, 3, 4), PROB(F32, 2, 3, 4)},

@@ -195,6 +195,20 @@ static void test_layer_norm_param_grads(void **state)
     check_param_grads(ctx, TH_F64, 150, 5, 1e-12);
     check_param_grads(ctx, TH_F32, 150, 5, 2e-5);
     check_param_grads(ctx, TH_F32, 700, 96, 2e-5);
+    /* no rows: gamma's and beta's gradients are zeros */
+    const int64_t n4 = 4, shape[3] = {2, 0, 4};
+    tfl_tensor *ga = tfl_fill(ctx, TH_F32, 1, &n4, 1), *be = tfl_fill(ctx, TH_F32, 1, &n4, 0);
+    tfl_tensor *x = tfl_zeros(ctx, TH_F32, 3, shape);
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_int_equal(tfl_tape_watch(tape, ga), TFL_OK);
+    assert_int_equal(tfl_tape_watch(tape, be), TFL_OK);
+    tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_layer_norm(ctx, x, ga, be, 1e-5), 0, NULL, false);
+    tfl_tensor *g[2] = {NULL, NULL};
+    const tfl_tensor *src[2] = {ga, be};
+    assert_int_equal(tfl_tape_gradient(tape, loss, 2, src, g, 0), TFL_OK);
+    tfl_tape_free(tape);
+    TH_EXPECT(ctx, g[0], TH_F32, (4), (0, 0, 0, 0), 0);
+    TH_EXPECT(ctx, g[1], TH_F32, (4), (0, 0, 0, 0), 0);
     th_end(ctx);
 }
 
