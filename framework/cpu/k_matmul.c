@@ -13,18 +13,19 @@
 #include <complex.h>
 
 /* ---- BLIS contexts -------------------------------------------------------------------------- *
- * Debian's BLIS 0.9 picks kernels by CPU model and falls back to its slow reference kernels
- * on CPUs it does not know (AMD Zen 5 among them), although its AVX2 (zen3) and AVX-512 (skx)
- * kernels run there. The shared libtapeflow links its own hidden copy of BLIS (libblis.a),
- * whose registry BLIS does not export from libblis.so, and passes a context chosen by the
- * CPU's features to every gemm: AVX-512 kernels for float/double with zen3's small-matrix
- * ("sup") path, zen3's kernels for complex (skx has no complex kernels). The context is a
- * copy kept in the ctx's CPU device: no global state, no environment variable, and an
- * application using BLIS itself is not affected. Built against libblis.so (the static
- * libtapeflow), the registry is missing and BLIS's own choice is used. On the Zen CPUs BLIS
- * knows, MatMul uses BLIS's own context, or a copy without the small-matrix
- * path for the products packed_pays() picks, and the convolutions a copy with other
- * small-matrix thresholds (conv_context()). */
+ * Debian's BLIS 0.9 picks kernels by CPU model and falls back to its slow reference kernels on
+ * CPUs it does not know (AMD Zen 5 among them), although its AVX2 (zen3) and AVX-512 (skx)
+ * kernels run there; on AVX-512 Intel CPUs whose FMA units it cannot count it takes its AVX2
+ * (haswell) kernels, and those are treated the same way. The shared libtapeflow links its own
+ * hidden copy of BLIS (libblis.a), whose registry BLIS does not export from libblis.so, and
+ * passes a context chosen by the CPU's features to every gemm: AVX-512 kernels for float/double
+ * with zen3's small-matrix ("sup") path, zen3's kernels for complex (skx has no complex
+ * kernels). The context is a copy kept in the ctx's CPU device: no global state, no environment
+ * variable, and an application using BLIS itself is not affected. Built against libblis.so (the
+ * static libtapeflow), the registry is missing and BLIS's own choice is used. On the Zen CPUs
+ * BLIS knows, MatMul uses BLIS's own context, or a copy without the small-matrix path for the
+ * products packed_pays() picks, and the convolutions a copy with other small-matrix thresholds
+ * (conv_context()). */
 #pragma weak bli_gks_lookup_id
 
 /* The contexts of one CPU device: real and cplx replace BLIS's choice for MatMul when
@@ -106,7 +107,13 @@ bool tfl__cpu_gemm_init(void *mem)
     st->own = st->has_conv = st->has_packed = false;
     if (!cpu_has("avx2")) return false;
     bli_init(); /* once per process (BLIS's own pthread_once) */
-    if (bli_arch_query_id() != BLIS_ARCH_GENERIC) { /* BLIS knows this CPU */
+    /* BLIS 0.9 takes its AVX2 (haswell) kernels on an AVX-512 Intel CPU whose count of FMA
+     * units it cannot tell from the model (5th-generation Xeon, family 6 model 207, among
+     * them); its skx kernels ran the transformer's products 1.5-2.3x faster there (one
+     * thread, 2048x128x128 to 2048x512x128), and the whole step 1.25x. */
+    arch_t arch = bli_arch_query_id();
+    bool avx2_only = arch == BLIS_ARCH_HASWELL && cpu_has("avx512");
+    if (arch != BLIS_ARCH_GENERIC && !avx2_only) { /* BLIS knows this CPU */
         st->has_conv = conv_context(st);
         return st->has_conv;
     }
