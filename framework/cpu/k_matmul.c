@@ -190,6 +190,8 @@ LOOP_GEMM(gemm_c128, double complex, double complex)
 /* One product of a batched MatMul: c (m x n, row-major) = op(a) op(b). */
 typedef struct gemm_call {
     bool ta, tb, small; /* small: float32 through tfl__cpu_gemm_small */
+    bool narrow;        /* float32/float64 through tfl__cpu_gemm_narrow, on `threads` */
+    int threads;
     int64_t m, n, kk;
     mat A, B;
     cntx_t *real, *cplx;
@@ -208,6 +210,11 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
     if (g->small) { /* element (i, l) of op(A), (l, j) of op(B): a transpose swaps strides */
         tfl__cpu_gemm_small(m, n, kk, (const float *)pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs,
                             (const float *)pb, tb ? B.cs : B.rs, tb ? B.rs : B.cs, (float *)pc);
+        return;
+    }
+    if (g->narrow) { /* op(B) stored by rows (B.cs == 1 here) */
+        tfl__cpu_gemm_narrow(dt, g->threads, m, n, kk, pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs, pb,
+                             B.rs, pc, n, false);
         return;
     }
     if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
@@ -354,9 +361,18 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const bool small = dt == TFL_DTYPE_FLOAT32 && flops < big && m <= TFL_GEMM_SMALL_MAX_M &&
                        n <= TFL_GEMM_SMALL_MAX && kk <= TFL_GEMM_SMALL_MAX &&
                        tfl__cpu_gemm_small_runs();
+    /* a single product up to 256 wide (or 512 over a depth of 1024 and more: a kernel's
+     * gradient) on an AVX-512 CPU: gemm_narrow.c's kernel, which splits C's rows between the
+     * threads and packs nothing; on a 5th-generation Xeon (2 threads) it ran the transformer's
+     * 2048x128x128 16% faster than BLIS's skx kernels, its A^T B with k = 2048 9-26% faster,
+     * but 2048x512x128 11-19% slower; the step 7% faster. op(B) must be stored by rows: b^T
+     * is copied first. */
+    const bool narrow_try = float_real && !small && flops >= big && m >= 48 &&
+                            (n <= 256 || (kk >= 1024 && n <= 512)) && tfl__cpu_gemm_narrow_runs();
     bool failed = false; /* packing reads b^T as fast as b: no copy */
-    tfl_tensor *bt = tb && !packed && !small ? transposed_b(k, b, m, n, kk, &failed) : NULL;
-    if (tb && !bt && !failed && !packed && !small && float_real &&
+    const bool copy_bt = tb && (!packed || narrow_try) && !small;
+    tfl_tensor *bt = copy_bt ? transposed_b(k, b, m, n, kk, &failed) : NULL;
+    if (copy_bt && !bt && !failed && float_real &&
         m * n * kk > SMALL_GEMM_MACS && !tfl_tensor_is_contiguous(b)) {
         /* a b^T not stored whole (a column slice, strided batches): made contiguous first, so
          * that BLIS never runs the storage that adds up differently on 1 and 2 threads */
@@ -384,6 +400,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
         map.sb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
     }
     mat A = stored(a), B = stored(b);
+    const bool narrow = narrow_try && !tb && b->strides[b->rank - 1] == 1;
     cntx_t *real = gs && gs->own ? &gs->real : packed ? &gs->packed : NULL;
     cntx_t *cplx = gs && gs->own ? &gs->cplx : NULL;
     /* A product big enough runs on the context's threads inside BLIS; a batch of smaller ones
@@ -393,7 +410,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const int threads = k->ctx->num_threads;
     bli_rntm_set_num_threads(flops >= big ? threads : 1, &rntm);
     const bool side_by_side = flops < big && nbatch > 1 && flops * (double)nbatch >= big;
-    const gemm_call g = {ta, tb, small, m, n, kk, A, B, real, cplx, &rntm};
+    const gemm_call g = {ta, tb, small, narrow, threads, m, n, kk, A, B, real, cplx, &rntm};
     /* a parallel region only where it runs threads: BLIS's own region inside even an inactive
      * one is nested, which costs libgomp a new team on every call */
     if (side_by_side && threads > 1) {

@@ -429,6 +429,41 @@ static void test_matmul_small_tiles_vs_naive(void **state)
     th_end(ctx);
 }
 
+/* Single products up to 256 wide (512 over a depth of 1024) from 48 rows: gemm_narrow.c's
+ * kernel on AVX-512 CPUs (BLIS elsewhere): row counts off its 24-row split and 6-row tiles,
+ * widths off its 16-lane vectors and 64-wide panels, depths across its blocks of k, every
+ * transpose, a batch, and b stored by columns (copied by rows first). */
+static void test_matmul_narrow_vs_naive(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const int64_t shapes[][3] = {{49, 256, 64}, {61, 17, 300}, {300, 65, 97}, {130, 1, 2100},
+                                        {64, 300, 1024}, {53, 512, 1030}, {48, 250, 193}};
+    static const tfl_dtype all[] = {TH_F32, TH_F64};
+    for (int d = 0; d < NELEMS(all); d++)
+        for (int s = 0; s < NELEMS(shapes); s++)
+            for (int f = 0; f < 4; f++) {
+                const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                const bool ta = f & 1, tb = f & 2;
+                const unsigned flags = (ta ? TFL_TRANSPOSE_A : 0) | (tb ? TFL_TRANSPOSE_B : 0);
+                check_matmul_(ctx, all[d], 2, ta ? TH_SHAPE(k, m) : TH_SHAPE(m, k), 2,
+                              tb ? TH_SHAPE(n, k) : TH_SHAPE(k, n), flags, tol_for(all[d]),
+                              __LINE__);
+            }
+    CHECK_MM(ctx, TH_F32, (3, 50, 70), (70, 100), 0, tol_for(TH_F32));
+    CHECK_MM(ctx, TH_F64, (2, 70, 50), (2, 100, 70), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B,
+             tol_for(TH_F64));
+    /* b as a transposed view (stored by columns) against the same product of a copy */
+    tfl_tensor *a = tfl_random_uniform(ctx, TH_F32, 2, TH_SHAPE(100, 90), -1, 1, 3);
+    tfl_tensor *b = tfl_random_uniform(ctx, TH_F32, 2, TH_SHAPE(120, 90), -1, 1, 4);
+    tfl_tensor *got = tfl_matmul(ctx, a, tfl_transpose(ctx, b, NULL), 0);
+    tfl_tensor *want = tfl_matmul(ctx, a, b, TFL_TRANSPOSE_B);
+    float g[100 * 120], w[100 * 120];
+    assert_int_equal(tfl_tensor_to_host(got, g, sizeof g), TFL_OK);
+    assert_int_equal(tfl_tensor_to_host(want, w, sizeof w), TFL_OK);
+    assert_memory_equal(g, w, sizeof g);
+    th_end(ctx);
+}
+
 /* Batched views: a permuted rank-3 a, and a b that broadcasts over the batch. */
 static void test_matmul_batched_views_vs_naive(void **state)
 {
@@ -617,6 +652,7 @@ int main(void)
         TH_TEST(test_matmul_large_vs_naive),
         TH_TEST(test_matmul_packed_vs_naive),
         TH_TEST(test_matmul_small_tiles_vs_naive),
+        TH_TEST(test_matmul_narrow_vs_naive),
         TH_TEST(test_matmul_batched_views_vs_naive),
         TH_TEST(test_matmul_batch_threads),
         TH_TEST(test_matmul_threads_every_storage),
