@@ -86,25 +86,32 @@
 UKRS(S, float)
 UKRS(D, double)
 
-/* rows [i, i1) with tiles of MR rows while they fit, then of H2, then H3, then one */
+/* rows [i, ie) with tiles of MR rows while they fit, then of H2, then H3, then one */
 #define ROWS(P, NV, MR, H2, H3)                                                             \
     do {                                                                                    \
-        for (; i + MR <= i1; i += MR)                                                       \
+        for (; i + MR <= ie; i += MR)                                                       \
             ukr_##P##_##MR##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i + H2 <= i1; i += H2)                                                       \
+        for (; i + H2 <= ie; i += H2)                                                       \
             ukr_##P##_##H2##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i + H3 <= i1; i += H3)                                                       \
+        for (; i + H3 <= ie; i += H3)                                                       \
             ukr_##P##_##H3##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i < i1; i++)                                                                 \
+        for (; i < ie; i++)                                                                 \
             ukr_##P##_1x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
     } while (0)
 
 /*
- * Rows [i0, i1) of C: blocks of k whose rows of a B panel (up to 4 vectors wide) fit in L1
- * (KB_BYTES), and in each block the panels, each copied into bp, and in each panel the row
- * tiles, so a B block is read from L1 by every tile; C is accumulated from the second block on.
+ * Rows [i0, i1) of C, in blocks of rows whose part of C stays in L2 (MC_BYTES) while every
+ * block of k passes over it; in a row block, blocks of k whose rows of a B panel (up to 4
+ * vectors wide) fit in L1 (KB_BYTES), and in each the panels, each copied into bp, and in each
+ * panel the row tiles, so a B block is read from L1 by every tile; C is accumulated from the
+ * second block of k on. Without the row blocks, a deep and tall product swept all of its C
+ * through L3 once per block of k: on two threads 3136x256x2304 and 6272x64x576 ran 1.24-1.28x
+ * faster with them (the convolutions' tasks, a few hundred rows each, were not affected).
+ * Each element of C is the same sum in the same order whatever the blocks of rows, so the
+ * results never depend on them.
  */
 #define KB_BYTES (24 << 10)
+#define MC_BYTES (256 << 10)
 #define DRIVER(P, T)                                                                        \
     AVX512 static void narrow_##P(int64_t i0, int64_t i1, int64_t n, int64_t k, const T *a0, \
                                   int64_t rsa, int64_t csa, const T *b0, int64_t ldb, T *c, \
@@ -112,27 +119,34 @@ UKRS(D, double)
     {                                                                                       \
         const int64_t kstep = KB_BYTES / (int64_t)(4 * P##_VL * sizeof(T)), ldp = 4 * P##_VL; \
         T bp[KB_BYTES / sizeof(T)] __attribute__((aligned(64))); /* kstep x ldp */          \
-        for (int64_t l = 0; l == 0 || l < k; l += kstep) {                                  \
-            int64_t kb = k - l < kstep ? k - l : kstep;                                     \
-            const T *a = a0 + l * csa, *b = b0 + l * ldb;                                   \
-            bool acc = accumulate || l > 0;                                                 \
-            for (int64_t j = 0; j < n; j += 4 * P##_VL) {                                   \
-                int64_t w = n - j < 4 * P##_VL ? n - j : 4 * P##_VL;                        \
-                int nv = (int)((w + P##_VL - 1) / P##_VL);                                  \
-                P##_MASK mk = (P##_MASK)((1u << (w - (nv - 1) * P##_VL)) - 1u);             \
-                /* the panel's rows copied side by side: B's rows, ldb apart, map to a few  \
-                 * of L1's sets (n = 128: 32 of 64, n = 512: 8) and evicted each other there; \
-                 * 1.2-1.34x on 2048x128x128 .. 2048x512x128 and conv shapes, 2 threads */  \
-                for (int64_t q = 0; q < kb; q++)                                            \
-                    memcpy(bp + q * 4 * P##_VL, b + q * ldb + j, sizeof(T) * (size_t)w);    \
-                const T *bj = bp;                                                           \
-                T *cj = c + j;                                                              \
-                int64_t i = i0;                                                             \
-                switch (nv) {                                                               \
-                case 4: ROWS(P, 4, 6, 3, 3); break;                                         \
-                case 3: ROWS(P, 3, 8, 4, 2); break;                                         \
-                case 2: ROWS(P, 2, 12, 9, 3); break; /* 9: 3x3 taps of one channel */      \
-                default: ROWS(P, 1, 12, 6, 3); break;                                       \
+        int64_t mc = MC_BYTES / (n * (int64_t)sizeof(T)) / 24 * 24; /* rows: 24 | i0 */    \
+        if (k <= kstep || mc > i1 - i0) mc = i1 - i0;                                       \
+        else if (mc < 24) mc = 24;                                                          \
+        for (int64_t m0 = i0; m0 < i1; m0 += mc) {                                          \
+            const int64_t ie = i1 - m0 < mc ? i1 : m0 + mc;                                 \
+            for (int64_t l = 0; l == 0 || l < k; l += kstep) {                              \
+                int64_t kb = k - l < kstep ? k - l : kstep;                                 \
+                const T *a = a0 + l * csa, *b = b0 + l * ldb;                               \
+                bool acc = accumulate || l > 0;                                             \
+                for (int64_t j = 0; j < n; j += 4 * P##_VL) {                               \
+                    int64_t w = n - j < 4 * P##_VL ? n - j : 4 * P##_VL;                    \
+                    int nv = (int)((w + P##_VL - 1) / P##_VL);                              \
+                    P##_MASK mk = (P##_MASK)((1u << (w - (nv - 1) * P##_VL)) - 1u);         \
+                    /* the panel's rows copied side by side: B's rows, ldb apart, map to a  \
+                     * few of L1's sets (n = 128: 32 of 64, n = 512: 8) and evicted each    \
+                     * other there; 1.2-1.34x on 2048x128x128 .. 2048x512x128 and conv     \
+                     * shapes, 2 threads */                                                 \
+                    for (int64_t q = 0; q < kb; q++)                                        \
+                        memcpy(bp + q * 4 * P##_VL, b + q * ldb + j, sizeof(T) * (size_t)w); \
+                    const T *bj = bp;                                                       \
+                    T *cj = c + j;                                                          \
+                    int64_t i = m0;                                                         \
+                    switch (nv) {                                                           \
+                    case 4: ROWS(P, 4, 6, 3, 3); break;                                     \
+                    case 3: ROWS(P, 3, 8, 4, 2); break;                                     \
+                    case 2: ROWS(P, 2, 12, 9, 3); break; /* 9: 3x3 taps of one channel */  \
+                    default: ROWS(P, 1, 12, 6, 3); break;                                   \
+                    }                                                                       \
                 }                                                                           \
             }                                                                               \
         }                                                                                   \

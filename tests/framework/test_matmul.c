@@ -433,13 +433,15 @@ static void test_matmul_small_tiles_vs_naive(void **state)
 
 /* Single products up to 256 wide (512 over a depth of 1024) from 48 rows: gemm_narrow.c's
  * kernel on AVX-512 CPUs (BLIS elsewhere): row counts off its 24-row split and 6-row tiles,
- * widths off its 16-lane vectors and 64-wide panels, depths across its blocks of k, every
- * transpose, a batch, and b stored by columns (copied by rows first). */
+ * widths off its 16-lane vectors and 64-wide panels, depths across its blocks of k, rows in
+ * blocks of 240 (float32) or 120 (float64) over a deep product, every transpose, a batch, and
+ * b stored by columns (copied by rows first). */
 static void test_matmul_narrow_vs_naive(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
     static const int64_t shapes[][3] = {{49, 256, 64}, {61, 17, 300}, {300, 65, 97}, {130, 1, 2100},
-                                        {64, 300, 1024}, {53, 512, 1030}, {48, 250, 193}};
+                                        {64, 300, 1024}, {53, 512, 1030}, {48, 250, 193},
+                                        {600, 250, 200}}; /* the last in blocks of rows */
     static const tfl_dtype all[] = {TH_F32, TH_F64};
     for (int d = 0; d < NELEMS(all); d++)
         for (int s = 0; s < NELEMS(shapes); s++)
