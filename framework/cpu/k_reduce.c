@@ -118,12 +118,87 @@ static void scale_mean(tfl_tensor *out, int64_t count)
     }
 }
 
+/*
+ * Sum or Mean of a float tensor over its leading axes: the (rows, c) view's columns (a bias's
+ * gradient). The iterator's way adds each row into the output in its own type, on one thread;
+ * here blocks of COL_ROWS rows (fixed by the shape, never by the threads) are summed per column
+ * in double, on the context's threads, and the blocks' sums added in order: one pass that
+ * vectorizes over the columns, and the same result on any thread count.
+ */
+#define COL_ROWS 64
+#define COL_SUMS(T)                                                                         \
+    TFL_WIDE_LOOPS static void col_block_##T(const T *restrict x, int64_t nr, int64_t c,   \
+                                             double *restrict acc)                          \
+    {                                                                                       \
+        for (int64_t j = 0; j < c; j++) acc[j] = 0;                                         \
+        for (int64_t r = 0; r < nr; r++)                                                    \
+            for (int64_t j = 0; j < c; j++) acc[j] += (double)x[r * c + j];                 \
+    }
+COL_SUMS(float)
+COL_SUMS(double)
+
+/* whether k reduces the leading axes of a contiguous float32/float64 x, at least 2 rows */
+static bool leading_sum(const tfl__kcall *k, int64_t *rows, int64_t *c)
+{
+    const tfl__reduce_attrs *attrs = k->attrs;
+    const tfl_tensor *x = k->in[0];
+    if ((k->op != TFL_OP_SUM && k->op != TFL_OP_MEAN) || x->rank < 1 || !attrs->reduced[0] ||
+        (x->dtype != TFL_DTYPE_FLOAT32 && x->dtype != TFL_DTYPE_FLOAT64) ||
+        !tfl_tensor_is_contiguous(x))
+        return false;
+    int lead = 0;
+    while (lead < x->rank && attrs->reduced[lead]) lead++;
+    for (int d = lead; d < x->rank; d++)
+        if (attrs->reduced[d]) return false;
+    *rows = tfl__numel(lead, x->shape);
+    *c = tfl__numel(x->rank - lead, x->shape + lead);
+    return *rows >= 2 && *c >= 1;
+}
+
+static tfl_status sum_leading(const tfl__kcall *k, int64_t rows, int64_t c)
+{
+    const tfl_tensor *x = k->in[0];
+    const bool f32 = x->dtype == TFL_DTYPE_FLOAT32;
+    const int64_t nb = (rows + COL_ROWS - 1) / COL_ROWS;
+    int64_t len;
+    if (tfl__mul_overflow_i64(nb, c, &len))
+        return tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: too many sums",
+                              tfl__op_defs[k->op].name);
+    tfl_tensor *part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len);
+    if (!part) return k->ctx->err_code;
+    double *p = tfl__data(part);
+    const char *xd = tfl__data(x);
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
+    int threads = x->numel >= TFL_CPU_PARALLEL_MIN ? k->ctx->num_threads : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t r0 = b * COL_ROWS, nr = rows - r0 < COL_ROWS ? rows - r0 : COL_ROWS;
+        const char *at = xd + (size_t)(r0 * c) * es;
+        if (f32) col_block_float((const float *)at, nr, c, p + b * c);
+        else col_block_double((const double *)at, nr, c, p + b * c);
+    }
+    const double count = k->op == TFL_OP_MEAN ? (double)((const tfl__reduce_attrs *)k->attrs)->count : 1.0;
+    threads = nb * c >= TFL_CPU_PARALLEL_MIN ? k->ctx->num_threads : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t j = 0; j < c; j++) { /* each column's blocks in order */
+        double v = p[j];
+        for (int64_t b = 1; b < nb; b++) v += p[b * c + j];
+        if (count != 1.0) v /= count;
+        if (f32) ((float *)tfl__data(k->out))[j] = (float)v;
+        else ((double *)tfl__data(k->out))[j] = v;
+    }
+    tfl_tensor_release(part);
+    return TFL_OK;
+}
+
 static tfl_status k_reduce(const tfl__kcall *k)
 {
     const tfl__reduce_attrs *attrs = k->attrs;
     const tfl_tensor *x = k->in[0];
     const tfl__loop_fn *loops = k->dev->kernels[k->op].data;
     tfl_tensor *out = k->out;
+    int64_t rows, c;
+    if (leading_sum(k, &rows, &c)) return sum_leading(k, rows, c);
     init_out(out, k->op);
     /* the output seen with the input's rank: reduced axes have size 1 */
     tfl_tensor kept = *out;

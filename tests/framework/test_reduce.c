@@ -257,6 +257,68 @@ static void test_reduce_large(void **state)
     th_end(ctx);
 }
 
+/* Sum and Mean over leading axes of a contiguous float tensor (a bias's gradient): blocks of 64
+ * rows summed in double on the context's threads. Values against a double loop, rows that are
+ * not a multiple of 64, a column whose small terms a float32 running sum would lose, the same
+ * bits on 1 and 2 threads, and a transposed view (the iterator's way) giving the same values. */
+static void test_reduce_leading_axes(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    enum { A = 301, B = 7, C = 5 };
+    static double xv[A * B * C], want[B * C], want01[C];
+    for (int i = 0; i < A * B * C; i++) xv[i] = sin(0.37 * i) + 0.25 * (double)(i % 7);
+    static const tfl_dtype dts[] = {TH_F32, TH_F64};
+    for (int d = 0; d < NELEMS(dts); d++) {
+        const double tol = dts[d] == TH_F32 ? 2e-6 : 1e-12;
+        tfl_tensor *x = TH_TENSOR_N(ctx, dts[d], 3, TH_SHAPE(A, B, C), xv, A * B * C);
+        double xr[A * B * C]; /* the values as the dtype holds them */
+        assert_int_equal(tfl_tensor_to_host(tfl_cast(ctx, x, TH_F64), xr, sizeof xr), TFL_OK);
+        for (int j = 0; j < B * C; j++) {
+            want[j] = 0;
+            for (int a = 0; a < A; a++) want[j] += xr[a * B * C + j];
+        }
+        for (int c = 0; c < C; c++) {
+            want01[c] = 0;
+            for (int j = c; j < B * C; j += C) want01[c] += want[j];
+        }
+        TH_EXPECT_N(ctx, tfl_reduce_sum(ctx, x, 1, TH_AXES(0), false), dts[d], 2, TH_SHAPE(B, C),
+                    want, B * C, tol);
+        TH_EXPECT_N(ctx, tfl_reduce_sum(ctx, x, 2, TH_AXES(0, 1), true), dts[d], 3,
+                    TH_SHAPE(1, 1, C), want01, C, tol);
+        double mean01[C];
+        for (int c = 0; c < C; c++) mean01[c] = want01[c] / (A * B);
+        TH_EXPECT_N(ctx, tfl_reduce_mean(ctx, x, 2, TH_AXES(1, 0), false), dts[d], 1, TH_SHAPE(C),
+                    mean01, C, tol);
+        /* (C, B, A) stored, viewed as (A, B, C): not contiguous, summed by the iterator */
+        tfl_tensor *xt = tfl_transpose(ctx, tfl_identity(ctx, tfl_transpose(ctx, x, NULL)), NULL);
+        assert_non_null(xt);
+        TH_EXPECT_N(ctx, tfl_reduce_sum(ctx, xt, 1, TH_AXES(0), false), dts[d], 2, TH_SHAPE(B, C),
+                    want, B * C, tol);
+        /* the same bits on 1 and 2 threads */
+        tfl_tensor *big = tfl_random_uniform(ctx, dts[d], 2, TH_SHAPE(5000, 64), -1, 1, 5);
+        char got[2][64 * 8];
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            assert_int_equal(tfl_tensor_to_host(tfl_reduce_sum(ctx, big, 1, TH_AXES(0), false),
+                                                got[t], 64 * tfl_dtype_size(dts[d])),
+                             TFL_OK);
+        }
+        assert_memory_equal(got[0], got[1], 64 * tfl_dtype_size(dts[d]));
+    }
+    /* 16 columns of 1 and then 4095 times 1e-8: a float32 running sum stays at 1 */
+    static float col[4096 * 16];
+    for (int i = 0; i < 4096 * 16; i++) col[i] = i < 16 ? 1.0f : 1e-8f;
+    tfl_tensor *small = tfl_tensor_new(ctx, TH_F32, 2, TH_SHAPE(4096, 16), col);
+    double sums[16];
+    for (int j = 0; j < 16; j++) {
+        sums[j] = 1.0;
+        for (int i = 1; i < 4096; i++) sums[j] += (double)1e-8f;
+    }
+    TH_EXPECT_N(ctx, tfl_reduce_sum(ctx, small, 1, TH_AXES(0), false), TH_F32, 1, TH_SHAPE(16),
+                sums, 16, 1e-7);
+    th_end(ctx);
+}
+
 static void test_reduce_views_and_scalars(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -551,6 +613,7 @@ int main(void)
         TH_TEST(test_sum_mean_complex),
         TH_TEST(test_reduce_all_axis_subsets),
         TH_TEST(test_reduce_large),
+        TH_TEST(test_reduce_leading_axes),
         TH_TEST(test_reduce_views_and_scalars),
         TH_TEST(test_reduce_errors),
         TH_TEST(test_argmax_argmin_hand_values),
