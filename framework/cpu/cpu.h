@@ -35,11 +35,13 @@
     do {                                                                                         \
         double acc_[TFL_SUM_LANES] = {0};                                                        \
         int64_t j_ = 0;                                                                          \
-        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES)                                   \
+        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES) {                                 \
+            _Pragma("omp simd") /* lanes side by side: else gcc builds them element by element */ \
             for (int l_ = 0; l_ < TFL_SUM_LANES; l_++) {                                         \
                 const int64_t jj_ = j_ + l_;                                                     \
                 acc_[l_] += (double)(expr(jj_));                                                 \
             }                                                                                    \
+        }                                                                                        \
         for (int l_ = 0; j_ < (n); j_++, l_++) acc_[l_] += (double)(expr(j_));                   \
         for (int w_ = TFL_SUM_LANES / 2; w_ >= 1; w_ /= 2)                                       \
             for (int l_ = 0; l_ < w_; l_++) acc_[l_] += acc_[l_ + w_];                           \

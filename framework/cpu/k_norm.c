@@ -388,11 +388,13 @@ static tfl_status k_batch_norm(const tfl__kcall *k)
     do {                                                                                         \
         double a_[TFL_SUM_LANES] = {0}, b_[TFL_SUM_LANES] = {0};                                 \
         int64_t j_ = 0;                                                                          \
-        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES)                                   \
+        for (; j_ + TFL_SUM_LANES <= (n); j_ += TFL_SUM_LANES) {                                 \
+            _Pragma("omp simd") /* as TFL_LANE_SUM's */                                          \
             for (int l_ = 0; l_ < TFL_SUM_LANES; l_++) {                                         \
                 a_[l_] += (double)(A(j_ + l_));                                                  \
                 b_[l_] += (double)(B(j_ + l_));                                                  \
             }                                                                                    \
+        }                                                                                        \
         for (int l_ = 0; j_ < (n); j_++, l_++) {                                                 \
             a_[l_] += (double)(A(j_));                                                           \
             b_[l_] += (double)(B(j_));                                                           \
