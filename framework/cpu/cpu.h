@@ -48,6 +48,34 @@
         (result) = acc_[0];                                                                      \
     } while (0)
 
+/* result (type T) = the max of expr(j) over j in [0, n), n >= 1, as the running
+ * `m = v > m ? v : m` from m = expr(0) finds it: NaNs after the first element are skipped, a
+ * NaN first gives NaN. 16 lanes start at expr(0) and run side by side, then are combined in
+ * order: the same value (of two equal zeros possibly the other sign, which x - max does not
+ * see); the running form is one dependent max per element (4 cycles each). */
+#define TFL_MAX_LANES 16
+#define TFL_LANE_MAX(result, T, n, expr)                                                          \
+    do {                                                                                         \
+        T lane_[TFL_MAX_LANES];                                                                  \
+        const T first_ = (expr(0));                                                              \
+        for (int l_ = 0; l_ < TFL_MAX_LANES; l_++) lane_[l_] = first_;                           \
+        int64_t j_ = 0;                                                                          \
+        for (; j_ + TFL_MAX_LANES <= (n); j_ += TFL_MAX_LANES) {                                 \
+            _Pragma("omp simd")                                                                  \
+            for (int l_ = 0; l_ < TFL_MAX_LANES; l_++) {                                         \
+                const T v_ = (expr(j_ + l_));                                                    \
+                lane_[l_] = v_ > lane_[l_] ? v_ : lane_[l_];                                     \
+            }                                                                                    \
+        }                                                                                        \
+        for (int l_ = 0; j_ < (n); j_++, l_++) {                                                 \
+            const T v_ = (expr(j_));                                                             \
+            lane_[l_] = v_ > lane_[l_] ? v_ : lane_[l_];                                         \
+        }                                                                                        \
+        T m_ = lane_[0];                                                                         \
+        for (int l_ = 1; l_ < TFL_MAX_LANES; l_++) m_ = lane_[l_] > m_ ? lane_[l_] : m_;         \
+        (result) = m_;                                                                           \
+    } while (0)
+
 /**
  * An inner loop: n elements; p[0] is the output, p[1..] the inputs; s[i] is operand i's
  * byte stride (0 for a broadcast operand). aux is the op's attrs (or NULL).

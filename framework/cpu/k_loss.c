@@ -144,8 +144,8 @@ done:
     TFL_WIDE_LOOPS static void name(const T *restrict x, T *restrict dx, int64_t n,         \
                                     int64_t label, T dy)                                    \
     {                                                                                       \
-        T m = x[0];                                                                         \
-        for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;                            \
+        T m;                                                                                \
+        TFL_LANE_MAX(m, T, n, ROW_X);                                                       \
         for (int64_t i = 0; i < n; i++) dx[i] = EXP(x[i] - m);                              \
         double s;                                                                           \
         TFL_LANE_SUM(s, n, ROW_DX);                                                         \
@@ -154,6 +154,7 @@ done:
         dx[label] -= dy;                                                                    \
     }
 #define ROW_DX(i) dx[i]
+#define ROW_X(i) x[i]
 SPARSE_GRAD_ROW(sparse_grad_row_f32, float, tfl_ew_gelu_exp_f32)
 SPARSE_GRAD_ROW(sparse_grad_row_f64, double, exp)
 #undef ROW_DX

@@ -297,8 +297,10 @@ SOFTMAX_ROW(softmax_row_f64, double, exp, log)
 TFL_WIDE_LOOPS static void softmax_row_f32_unit(const float *restrict x, float *restrict y,
                                                 int64_t n, bool log_out)
 {
-    float m = x[0];
-    for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    float m;
+#define SOFTMAX_X(j) x[j]
+    TFL_LANE_MAX(m, float, n, SOFTMAX_X);
+#undef SOFTMAX_X
     for (int64_t i = 0; i < n; i++) y[i] = tfl_ew_gelu_exp_f32(x[i] - m);
     double sum;
 #define SOFTMAX_E(j) y[j]
@@ -349,22 +351,25 @@ static tfl_status k_softmax(const tfl__kcall *k)
     TFL_WIDE_LOOPS static void name(const T *restrict x, T *restrict y, int64_t n,          \
                                     int64_t kept, T scale)                                  \
     {                                                                                       \
-        T m = x[0] * scale;                                                                 \
-        for (int64_t j = 1; j < kept; j++) {                                                \
-            const T v = x[j] * scale;                                                       \
-            m = v > m ? v : m;                                                              \
-        }                                                                                   \
-        for (int64_t j = 0; j < kept; j++) y[j] = EXP(x[j] * scale - m);                    \
+        T m;                                                                                \
+        TFL_LANE_MAX(m, T, kept, ROW_XS);                                                   \
+        /* the exp and the scaling run on whole vectors of 16 past `kept` where the row has \
+         * them (a causal row's scalar tails cost as much as its vectors); what lies past   \
+         * kept is zeroed after */                                                          \
+        const int64_t wide = kept + 15 < n ? (kept + 15) / 16 * 16 : n;                     \
+        for (int64_t j = 0; j < wide; j++) y[j] = EXP(x[j] * scale - m);                    \
         double sum;                                                                         \
         TFL_LANE_SUM(sum, kept, ROW_Y);                                                     \
         const T inv = (T)(1.0 / sum);                                                       \
-        for (int64_t j = 0; j < kept; j++) y[j] *= inv;                                     \
+        for (int64_t j = 0; j < wide; j++) y[j] *= inv;                                     \
         for (int64_t j = kept; j < n; j++) y[j] = 0;                                        \
     }
 #define ROW_Y(j) y[j]
+#define ROW_XS(j) (x[j] * scale)
 ATTENTION_ROW(attention_row_f32, float, tfl_ew_gelu_exp_f32)
 ATTENTION_ROW(attention_row_f64, double, exp)
 #undef ROW_Y
+#undef ROW_XS
 
 /* scores (..., q, n), contiguous: rows of n, row r the query r % q */
 static tfl_status k_attention_softmax(const tfl__kcall *k)
