@@ -368,6 +368,64 @@ static void test_softmax_long_rows(void **state)
     th_end(ctx);
 }
 
+/* The row's max found wherever it is (the lanes of 16 and the tail of the max's pass): a spike
+ * of 200 at every position of rows of 1..40, 64 and 67 entries, the rest in [-1, 1]; a max
+ * missed would overflow exp (e^199 is past float32) and give inf or NaN. Softmax, LogSoftmax,
+ * AttentionSoftmax (all keys, and causal with the spike within the query's keys) and the
+ * sparse cross-entropy's gradient. */
+static void test_softmax_max_anywhere(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    static const int ns[] = {1, 2, 15, 16, 17, 31, 33, 40, 64, 67};
+    for (int q = 0; q < NELEMS(ns); q++) {
+        const int n = ns[q];
+        double *x = malloc(sizeof(double) * n * n), *want = malloc(sizeof(double) * n * n);
+        double *lwant = malloc(sizeof(double) * n * n), *gwant = malloc(sizeof(double) * n * n);
+        int32_t *labels = malloc(sizeof(int32_t) * n);
+        assert_true(x && want && lwant && gwant && labels);
+        for (int r = 0; r < n; r++) { /* row r: the spike at r */
+            double sum = 0;
+            for (int j = 0; j < n; j++) x[r * n + j] = j == r ? 200.0 : sin(0.9 * (r * n + j));
+            for (int j = 0; j < n; j++) sum += exp(x[r * n + j] - 200.0);
+            labels[r] = (int32_t)((r + 1) % n);
+            for (int j = 0; j < n; j++) {
+                want[r * n + j] = exp(x[r * n + j] - 200.0) / sum;
+                lwant[r * n + j] = x[r * n + j] - 200.0 - log(sum);
+                gwant[r * n + j] = want[r * n + j] - (j == labels[r]) ;
+            }
+        }
+        tfl_tensor *t = TH_TENSOR_N(ctx, TH_F32, 2, TH_SHAPE(n, n), x, n * n);
+        TH_EXPECT_N(ctx, tfl_softmax(ctx, t, -1), TH_F32, 2, TH_SHAPE(n, n), want, n * n, 1e-6);
+        TH_EXPECT_N(ctx, tfl_log_softmax(ctx, t, -1), TH_F32, 2, TH_SHAPE(n, n), lwant, n * n,
+                    1e-5);
+        TH_EXPECT_N(ctx, tfl_attention_softmax(ctx, t, 1.0, false), TH_F32, 2, TH_SHAPE(n, n),
+                    want, n * n, 1e-6);
+        /* causal: query r keeps keys 0..r, the spike (at r) among them: weight 1 at r */
+        tfl_tensor *c = tfl_attention_softmax(ctx, t, 1.0, true);
+        float *got = malloc(sizeof(float) * n * n);
+        assert_non_null(got);
+        assert_int_equal(tfl_tensor_to_host(c, got, sizeof(float) * n * n), TFL_OK);
+        for (int r = 0; r < n; r++)
+            for (int j = 0; j < n; j++)
+                if (fabs(got[r * n + j] - (j == r ? 1.0 : 0.0)) > 1e-6)
+                    fail_msg("n %d, causal row %d, key %d: %g", n, r, j, got[r * n + j]);
+        free(got);
+        tfl_tensor *lab = tfl_tensor_new(ctx, TFL_DTYPE_INT32, 1, TH_SHAPE(n), labels);
+        tfl_tape *tape = tfl_tape_begin(ctx, 0);
+        assert_int_equal(tfl_tape_watch(tape, t), TFL_OK);
+        tfl_tensor *loss = tfl_reduce_sum(ctx, tfl_sparse_softmax_cross_entropy(ctx, t, lab), 0,
+                                          NULL, false);
+        assert_int_equal(tfl_tape_end(tape), TFL_OK);
+        tfl_tensor *g = NULL;
+        assert_int_equal(tfl_tape_gradient(tape, loss, 1, (const tfl_tensor *const[]){t}, &g, 0),
+                         TFL_OK);
+        TH_EXPECT_N(ctx, g, TH_F32, 2, TH_SHAPE(n, n), gwant, n * n, 1e-6);
+        tfl_tape_free(tape);
+        free(x), free(want), free(lwant), free(gwant), free(labels);
+    }
+    th_end(ctx);
+}
+
 static void test_softmax_large_inputs_stable(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
@@ -613,6 +671,7 @@ int main(void)
         TH_TEST(test_softmax_hand_values),
         TH_TEST(test_softmax_axes),
         TH_TEST(test_softmax_long_rows),
+        TH_TEST(test_softmax_max_anywhere),
         TH_TEST(test_softmax_large_inputs_stable),
         TH_TEST(test_softmax_large_and_views),
         TH_TEST(test_activation_dtype_errors),
