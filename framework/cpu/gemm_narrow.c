@@ -177,7 +177,8 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
 #ifdef HAVE_NARROW
     if (!has_avx512()) return false;
     if (m == 0 || n == 0) return true;
-    if (threads < 1 || m < 24 * (int64_t)threads) threads = 1;
+    if (threads < 1) threads = 1;
+    if ((m + 23) / 24 < threads) threads = (int)((m + 23) / 24); /* a range of 24 rows each */
     bool f32 = dt == TFL_DTYPE_FLOAT32;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int t = 0; t < threads; t++) {

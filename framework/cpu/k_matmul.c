@@ -212,11 +212,10 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
                             (const float *)pb, tb ? B.cs : B.rs, tb ? B.rs : B.cs, (float *)pc);
         return;
     }
-    if (g->narrow) { /* op(B) stored by rows (B.cs == 1 here) */
+    if (g->narrow && /* op(B) stored by rows (B.cs == 1 here); false: no AVX-512 after all */
         tfl__cpu_gemm_narrow(dt, g->threads, m, n, kk, pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs, pb,
-                             B.rs, pc, n, false);
+                             B.rs, pc, n, false))
         return;
-    }
     if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
         if (dt == TFL_DTYPE_FLOAT32)
             gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
@@ -361,12 +360,12 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const bool small = dt == TFL_DTYPE_FLOAT32 && flops < big && m <= TFL_GEMM_SMALL_MAX_M &&
                        n <= TFL_GEMM_SMALL_MAX && kk <= TFL_GEMM_SMALL_MAX &&
                        tfl__cpu_gemm_small_runs();
-    /* a single product up to 256 wide (or 512 over a depth of 1024 and more: a kernel's
-     * gradient) on an AVX-512 CPU: gemm_narrow.c's kernel, which splits C's rows between the
-     * threads and packs nothing; on a 5th-generation Xeon (2 threads) it ran the transformer's
-     * 2048x128x128 16% faster than BLIS's skx kernels, its A^T B with k = 2048 9-26% faster,
-     * but 2048x512x128 11-19% slower; the step 7% faster. op(B) must be stored by rows: b^T
-     * is copied first. */
+    /* products up to 256 wide (or 512 over a depth of 1024 and more: a kernel's gradient),
+     * each big enough for the threads, on an AVX-512 CPU: gemm_narrow.c's kernel, which splits
+     * C's rows between the threads and packs only B's panels; on a 5th-generation Xeon (2
+     * threads) it ran the transformer's 2048x128x128 16% faster than BLIS's skx kernels, its
+     * A^T B with k = 2048 9-26% faster, but 2048x512x128 11-19% slower; the step 7% faster.
+     * op(B) must be stored by rows: b^T is copied first. */
     const bool narrow_try = float_real && !small && flops >= big && m >= 48 &&
                             (n <= 256 || (kk >= 1024 && n <= 512)) && tfl__cpu_gemm_narrow_runs();
     bool failed = false; /* packing reads b^T as fast as b: no copy */

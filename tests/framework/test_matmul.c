@@ -453,6 +453,21 @@ static void test_matmul_narrow_vs_naive(void **state)
                               tb ? TH_SHAPE(n, k) : TH_SHAPE(k, n), flags, tol_for(all[d]),
                               __LINE__);
             }
+    /* the same bits on 1, 2 and 3 threads: rows split in ranges of 24, in blocks over k */
+    for (int f = 0; f < 2; f++) {
+        tfl_tensor *a = tfl_random_uniform(ctx, TH_F32, 2, f ? TH_SHAPE(200, 600) : TH_SHAPE(600, 200),
+                                           -1, 1, 11);
+        tfl_tensor *b = tfl_random_uniform(ctx, TH_F32, 2, TH_SHAPE(200, 250), -1, 1, 12);
+        static float got[3][600 * 250];
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            assert_int_equal(tfl_tensor_to_host(tfl_matmul(ctx, a, b, f ? TFL_TRANSPOSE_A : 0),
+                                                got[t], sizeof got[t]),
+                             TFL_OK);
+        }
+        assert_memory_equal(got[0], got[1], sizeof got[0]);
+        assert_memory_equal(got[0], got[2], sizeof got[0]);
+    }
     CHECK_MM(ctx, TH_F32, (3, 50, 70), (70, 100), 0, tol_for(TH_F32));
     CHECK_MM(ctx, TH_F64, (2, 70, 50), (2, 100, 70), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B,
              tol_for(TH_F64));
