@@ -16,8 +16,8 @@
  *    its gemm reads it) and a one-thread gemm; a task has at least TASK_ROWS output pixels
  *    (twice that for a filter over FILTER_BYTES, whose every pass costs more), so the gemms
  *    of small feature maps (7x7: 49 pixels an image) are tall enough to reuse the filter;
- *    the backprop filter sums per-thread partial dw at the end, and backprop input's col2im
- *    stays in the task's images, so no two threads write one element;
+ *    backprop input's col2im stays in the task's images, so no two threads write one
+ *    element (the backprop filter splits its sums without the thread count: see there);
  *  - chunks: otherwise (a small batch, huge images), chunks of whole output rows run one
  *    after the other, each with a threaded im2col / col2im and a threaded gemm.
  * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds
@@ -264,6 +264,76 @@ static tfl_status k_conv2d(const tfl__kcall *k)
 
 /* ---- Conv2DBackpropFilter: dw = sum col(x)^T dy ----------------------------------------- */
 
+/*
+ * dw sums over every output pixel, so how the pixels are grouped decides its bits; results
+ * never depend on the thread count, so neither does the grouping (make_plan's does: its
+ * tasks are dealt out by threads). The batch is cut into `count` blocks of `per` whole
+ * images (sized as make_plan's tasks, without the thread count), the blocks into `groups`
+ * runs of consecutive blocks; each group sums its blocks in order into its own partial dw
+ * (group 0 into dw itself), one group a thread, and the partials are added in group order
+ * in double. The counts come from the shapes alone: up to GROUPS groups (fewer where the
+ * partials would pass PART_CAP), blocks a multiple of the groups so that 2, 4 or 8 threads
+ * share them evenly. One group (a small batch) runs its blocks in turn with a threaded
+ * im2col and GEMM, whose per-element sums never depend on the threads; images whose im2col
+ * alone would pass a quarter of COL_CAP go by row chunks (make_plan's).
+ */
+#define GROUPS 8
+#define PART_CAP ((int64_t)32 << 20) /* bytes of partial dw an op may hold */
+
+typedef struct filter_plan {
+    int64_t per, count, groups; /* images a block, blocks, groups of blocks */
+    int64_t part;               /* bytes of one partial dw, rounded to a cache line */
+    int active;                 /* threads running groups (their im2col buffers) */
+} filter_plan;
+
+/* false where the batch goes by row chunks */
+static bool make_filter_plan(const geom *g, size_t es, int threads, filter_plan *fp)
+{
+    int64_t ohw = g->oh * g->ow;
+    int64_t img = ohw * g->kdim * (int64_t)es; /* one image's im2col bytes */
+    if (img > COL_CAP / 4 || ohw == 0) return false;
+    int64_t per = TASK_BYTES / (img ? img : 1);
+    int64_t rows = g->kdim * g->f * (int64_t)es > FILTER_BYTES ? 2 * TASK_ROWS : TASK_ROWS;
+    if (per * ohw < rows) per = (rows + ohw - 1) / ohw;
+    if (per * img > COL_CAP / 4) per = COL_CAP / 4 / img;
+    if (per < 1) per = 1;
+    if (per > g->n) per = g->n;
+    int64_t count = (g->n + per - 1) / per;
+    int64_t part = (g->kdim * g->f * (int64_t)es + 63) / 64 * 64;
+    int64_t groups = 1 + PART_CAP / part; /* group 0 needs no buffer */
+    if (groups > GROUPS) groups = GROUPS;
+    if (count > 1 && count < groups) count = (count + 3) / 4 * 4; /* 4 groups, not 3 */
+    else if (count > groups) count = (count + groups - 1) / groups * groups;
+    if (count > g->n) count = g->n;
+    if (groups > count) groups = count;
+    fp->count = count;
+    fp->per = (g->n + count - 1) / count; /* the largest block */
+    fp->groups = groups;
+    fp->part = part;
+    int64_t active = COL_CAP / (fp->per * img);
+    if (active > threads) active = threads;
+    if (active > groups) active = groups;
+    fp->active = active < 1 ? 1 : (int)active;
+    return true;
+}
+
+/* dw (or dw + it, accumulate) = col(x)^T dy over the images of blocks [b0, b1), in order */
+static void filter_blocks(const tfl__kcall *k, const geom *g, tfl_dtype dt, int threads,
+                          const filter_plan *fp, int64_t b0, int64_t b1, const char *xd,
+                          const char *dyd, char *col, char *dw)
+{
+    bool f32 = dt == TFL_DTYPE_FLOAT32;
+    size_t es = tfl_dtype_size(dt);
+    const int64_t ohw = g->oh * g->ow, K = g->kdim, F = g->f;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t n0, n1;
+        task_images(b, fp->count, g->n, &n0, &n1);
+        int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
+        im2col_par(g, f32, xd, m0, m0 + rows, col, es, threads);
+        gemm(k, dt, threads, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, b > b0, dw, F);
+    }
+}
+
 static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
 {
     tfl_ctx *ctx = k->ctx;
@@ -290,56 +360,57 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
         goto done;
     }
     plan p = make_plan(k, &g, es);
-    if (p.direct) {
+    if (p.direct) { /* one GEMM over every pixel: its sums never depend on the threads */
         gemm(k, dt, p.threads, K, F, m, xd, 1, K, dyd, F, false, dw, F);
         goto done;
     }
-    /* tasks: per thread its im2col buffer, its partial dw (K F) and a used flag */
-    int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
-    int64_t per_thread = p.tasks ? p.col_bytes + part : p.col_bytes;
-    scratch = scratch_get(k, per_thread * (p.tasks ? p.threads : 1) + p.threads, &got);
-    if (!scratch) {
-        st = ctx->err_code;
-        goto done;
-    }
-    if (p.tasks) {
-        unsigned char *used = (unsigned char *)scratch + per_thread * p.threads;
-        memset(used, 0, (size_t)p.threads);
-#pragma omp parallel num_threads(p.threads)
-        {
-            int id = omp_get_thread_num(), team = omp_get_num_threads();
-            char *col = scratch + (size_t)(id * per_thread), *dwp = col + p.col_bytes;
-#pragma omp for schedule(static)
-            for (int64_t t = 0; t < p.count; t++) {
-                int64_t n0, n1;
-                task_images(t, p.count, g.n, &n0, &n1);
-                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
-                im2col(&g, f32, xd, m0, m0 + rows, col);
-                gemm(k, dt, 1, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, used[id], dwp,
-                     F);
-                used[id] = 1;
-            }
-            /* dw = the sum of the partials (the loop's end is a barrier) */
-#pragma omp for schedule(static)
-            for (int64_t e = 0; e < K * F; e++) {
-                double s = 0;
-                for (int i = 0; i < team; i++) {
-                    if (!used[i]) continue;
-                    const char *pi = scratch + (size_t)(i * per_thread + p.col_bytes);
-                    s += f32 ? (double)((const float *)pi)[e] : ((const double *)pi)[e];
-                }
-                if (f32)
-                    ((float *)dw)[e] = (float)s;
-                else
-                    ((double *)dw)[e] = s;
-            }
+    filter_plan fp;
+    if (!make_filter_plan(&g, es, p.threads, &fp)) { /* row chunks, one after the other */
+        if (!(scratch = scratch_get(k, p.col_bytes, &got))) {
+            st = ctx->err_code;
+            goto done;
         }
-    } else {
         for (int64_t c = 0; c < p.count; c++) {
             int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
             im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
             gemm(k, dt, p.threads, K, F, m1 - m0, scratch, 1, K, dyd + (size_t)(m0 * F) * es, F,
                  c > 0, dw, F);
+        }
+        goto done;
+    }
+    /* scratch: the partials of groups 1.. (part bytes each), then a column buffer a thread */
+    int64_t col_bytes = (fp.per * ohw * K * (int64_t)es + 63) / 64 * 64;
+    scratch = scratch_get(k, (fp.groups - 1) * fp.part + fp.active * col_bytes, &got);
+    if (!scratch) {
+        st = ctx->err_code;
+        goto done;
+    }
+    char *cols = scratch + (size_t)((fp.groups - 1) * fp.part);
+    if (fp.groups == 1) {
+        filter_blocks(k, &g, dt, p.threads, &fp, 0, fp.count, xd, dyd, cols, dw);
+        goto done;
+    }
+#pragma omp parallel num_threads(fp.active)
+    {
+        char *col = cols + (size_t)(omp_get_thread_num() * col_bytes);
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < fp.groups; j++) {
+            char *pj = j == 0 ? dw : scratch + (size_t)((j - 1) * fp.part);
+            filter_blocks(k, &g, dt, 1, &fp, j * fp.count / fp.groups,
+                          (j + 1) * fp.count / fp.groups, xd, dyd, col, pj);
+        }
+        /* dw = the partials added in group order (the loop's end is a barrier) */
+#pragma omp for schedule(static)
+        for (int64_t e = 0; e < K * F; e++) {
+            double s = f32 ? (double)((const float *)dw)[e] : ((const double *)dw)[e];
+            for (int64_t j = 1; j < fp.groups; j++) {
+                const char *pj = scratch + (size_t)((j - 1) * fp.part);
+                s += f32 ? (double)((const float *)pj)[e] : ((const double *)pj)[e];
+            }
+            if (f32)
+                ((float *)dw)[e] = (float)s;
+            else
+                ((double *)dw)[e] = s;
         }
     }
 done:

@@ -149,6 +149,74 @@ static void test_conv_paths_one_thread(void **state)
     th_end(ctx);
 }
 
+/* The same bits on 1, 2 and 3 threads from all three conv ops, over random geometries (batches
+ * of 1 to 40 images, tasks and row chunks, 1x1 and strided filters): the filter gradient sums
+ * over every pixel, and once grouped its sums by thread (13 of 30 such geometries differed);
+ * the first geometries are fixed ones over each way its plan splits a batch. */
+static void test_conv_threads_same_bits(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    uint64_t seed = 12345;
+#define RND(lo, hi) (seed = seed * 6364136223846793005ull + 1442695040888963407ull, \
+                     (int64_t)(lo) + (int64_t)((seed >> 33) % (uint64_t)((hi) - (lo) + 1)))
+    static const conv_case fixed[] = {
+        {100, 7, 7, 32, 3, 3, 64, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* 16 blocks, 8 groups */
+        {6, 14, 14, 16, 3, 3, 32, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* blocks of 1, 2 images */
+        {3, 10, 10, 8, 3, 3, 24, {{1, 1}, {1, 1}, TFL_PADDING_VALID}, 1}, /* one block */
+        {1, 64, 64, 64, 3, 3, 8, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},  /* row chunks */
+        {9, 5, 5, 96, 3, 3, 600, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},  /* one block, BLIS */
+    };
+    for (int ci = 0; ci < 40; ci++) {
+        conv_case k = ci < NELEMS(fixed) ? fixed[ci] : (conv_case){0};
+        if (ci >= NELEMS(fixed)) {
+            k.n = RND(1, 40), k.h = RND(3, 16), k.w = RND(3, 16), k.c = RND(1, 48);
+            k.kh = RND(1, 3), k.kw = RND(1, 3), k.f = RND(1, 80);
+            k.o.strides[0] = (int)RND(1, 2), k.o.strides[1] = (int)RND(1, 2);
+            k.o.dilations[0] = k.o.dilations[1] = (int)RND(1, 2);
+            k.o.padding = RND(0, 1) ? TFL_PADDING_SAME : TFL_PADDING_VALID;
+            if (k.o.strides[0] > 1 || k.o.strides[1] > 1) k.o.dilations[0] = k.o.dilations[1] = 1;
+        }
+        int64_t oh, ow, pt, pl;
+        axis(k.h, k.kh, k.o.strides[0], k.o.dilations[0], k.o.padding, &oh, &pt);
+        axis(k.w, k.kw, k.o.strides[1], k.o.dilations[1], k.o.padding, &ow, &pl);
+        if (oh < 1 || ow < 1) continue;
+        int64_t xs[4] = {k.n, k.h, k.w, k.c}, ws[4] = {k.kh, k.kw, k.c, k.f};
+        int64_t ys[4] = {k.n, oh, ow, k.f};
+        tfl_dtype dt = ci % 4 == 3 ? TH_F64 : TH_F32;
+        assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+        tfl_tensor *x = tfl_random_uniform(ctx, dt, 4, xs, -1, 1, 10 + ci);
+        tfl_tensor *w = tfl_random_uniform(ctx, dt, 4, ws, -1, 1, 20 + ci);
+        tfl_tensor *dy = tfl_random_uniform(ctx, dt, 4, ys, -1, 1, 30 + ci);
+        const size_t bytes[3] = {tfl_dtype_size(dt) * (size_t)th_numel(4, ys),
+                                 tfl_dtype_size(dt) * (size_t)th_numel(4, xs),
+                                 tfl_dtype_size(dt) * (size_t)th_numel(4, ws)};
+        for (int op = 0; op < 3; op++) {
+            char *got[3];
+            for (int t = 0; t < 3; t++) {
+                assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+                tfl_tensor *r = op == 0   ? tfl_conv2d(ctx, x, w, &k.o)
+                                : op == 1 ? tfl_conv2d_backprop_input(ctx, xs, w, dy, &k.o)
+                                          : tfl_conv2d_backprop_filter(ctx, x, ws, dy, &k.o);
+                got[t] = malloc(bytes[op]);
+                assert_non_null(got[t]);
+                assert_int_equal(tfl_tensor_to_host(r, got[t], bytes[op]), TFL_OK);
+            }
+            for (int t = 1; t < 3; t++)
+                if (memcmp(got[0], got[t], bytes[op]))
+                    fail_msg("%s, case %d: N %lld, %lldx%lldx%lld, filter %lldx%lld to %lld, "
+                             "stride %dx%d: 1 and %d threads differ",
+                             op == 0 ? "conv2d" : op == 1 ? "backprop input" : "backprop filter",
+                             ci, (long long)k.n, (long long)k.h, (long long)k.w, (long long)k.c,
+                             (long long)k.kh, (long long)k.kw, (long long)k.f, k.o.strides[0],
+                             k.o.strides[1], t + 1);
+            for (int t = 0; t < 3; t++) free(got[t]);
+        }
+        assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    }
+#undef RND
+    th_end(ctx);
+}
+
 /* ---- pooling ----------------------------------------------------------------------------- */
 
 typedef struct pool_case {
@@ -343,6 +411,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TH_TEST(test_conv_paths_two_threads),
         TH_TEST(test_conv_paths_one_thread),
+        TH_TEST(test_conv_threads_same_bits),
         TH_TEST(test_pool_paths),
         TH_TEST(test_no_fresh_allocations),
         cmocka_unit_test(test_refused_copy_fails),
