@@ -10,16 +10,21 @@
  * BLIS would spend as long packing col as multiplying; BLIS (the device's contexts) runs
  * them elsewhere and for wide n.
  *
- * Two ways to split the work (make_plan()):
- *  - tasks: with at least two images per thread, each thread takes whole images a task at a
- *    time, with its own im2col buffer of about TASK_BYTES (so col is still in its cache when
- *    its gemm reads it) and a one-thread gemm; a task has at least TASK_ROWS output pixels
- *    (twice that for a filter over FILTER_BYTES, whose every pass costs more), so the gemms
- *    of small feature maps (7x7: 49 pixels an image) are tall enough to reuse the filter;
- *    backprop input's col2im stays in the task's images, so no two threads write one
- *    element (the backprop filter splits its sums without the thread count: see there);
- *  - chunks: otherwise (a small batch, huge images), chunks of whole output rows run one
- *    after the other, each with a threaded im2col / col2im and a threaded gemm.
+ * How the work is split (make_plan()) never depends on the thread count, so neither do the
+ * results: every output element is the same sum, added in the same order, on any number of
+ * threads (the GEMMs' per-row sums do not depend on their threads either). The pixels are
+ * cut into ranges one of two ways:
+ *  - blocks of whole images, where an image's im2col fits in a quarter of COL_CAP: about
+ *    TASK_BYTES of im2col a block (so col is still in cache when the gemm reads it), at
+ *    least TASK_ROWS output pixels (twice that for a filter over FILTER_BYTES, whose every
+ *    pass costs more), so the gemms of small feature maps (7x7: 49 pixels an image) are tall
+ *    enough to reuse the filter; their count a multiple of 8 (4 below 8), so 2, 4 or 8
+ *    threads share them evenly. With at least as many blocks as threads, each thread takes
+ *    blocks with its own im2col buffer and a one-thread gemm (backprop input's col2im stays
+ *    in the block's images, so no two threads write one element); with fewer, the blocks
+ *    run one after the other, each with a threaded im2col / col2im and gemm;
+ *  - chunks of whole output rows (huge images), one after the other, threaded as above.
+ * The backprop filter sums its blocks in groups: see there.
  * Scratch comes from the device's caching allocator (no malloc once warm) and never exceeds
  * COL_CAP bytes of im2col memory.
  */
@@ -80,34 +85,39 @@ static geom make_geom(const int64_t *xs, const int64_t *fs, const int64_t *ys,
 /* How the work is split (see the top of the file). */
 typedef struct plan {
     int threads;       /* for the whole op; 1 for small ones */
-    bool tasks;        /* threads take tasks of whole images (else: chunks in turn) */
     bool direct;       /* 1x1, stride 1, no padding: x is its own im2col */
-    int64_t count;     /* tasks or chunks */
+    bool blocks;       /* ranges of whole images (else chunks of output rows) */
+    int64_t count;     /* blocks or chunks */
     int64_t per;       /* chunks: output pixels per chunk (whole output rows) */
-    int64_t col_bytes; /* the im2col buffer of a thread (tasks) or of a chunk */
+    int64_t col_bytes; /* the im2col buffer of the largest block or chunk */
+    int team;          /* threads taking blocks side by side; 1: ranges in turn */
 } plan;
 
 static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
 {
-    plan p = {1, false, false, 0, 0, 0};
+    plan p = {1, false, false, 0, 0, 0, 1};
     int64_t ohw = g->oh * g->ow, m = g->n * ohw;
     double flops = 2.0 * (double)m * (double)g->kdim * (double)g->f;
     p.threads = flops >= 2.0 * 64 * 64 * 64 ? k->ctx->num_threads : 1;
     p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
     int64_t img = ohw * g->kdim * (int64_t)es; /* one image's im2col bytes */
-    if (g->n >= 2 * p.threads && img * p.threads <= COL_CAP) {
-        p.tasks = true;
+    if (ohw > 0 && img <= COL_CAP / 4) {
+        p.blocks = true;
         int64_t per = TASK_BYTES / (img ? img : 1);
         /* at least TASK_ROWS pixels (twice that for a filter over FILTER_BYTES) */
         int64_t rows = g->kdim * g->f * (int64_t)es > FILTER_BYTES ? 2 * TASK_ROWS : TASK_ROWS;
-        if (per * ohw < rows && ohw > 0) per = (rows + ohw - 1) / ohw;
-        if (per * img * p.threads > COL_CAP) per = COL_CAP / (img * p.threads);
+        if (per * ohw < rows) per = (rows + ohw - 1) / ohw;
+        if (per * img > COL_CAP / 4) per = COL_CAP / 4 / (img ? img : 1);
         if (per < 1) per = 1;
         int64_t count = (g->n + per - 1) / per;
-        count = (count + p.threads - 1) / p.threads * p.threads; /* each thread as many */
+        count = count > 8 ? (count + 7) / 8 * 8 : count > 1 ? (count + 3) / 4 * 4 : count;
         if (count > g->n) count = g->n;
         p.count = count;
-        p.col_bytes = (g->n + count - 1) / count * img; /* the largest task */
+        p.col_bytes = (g->n + count - 1) / count * img; /* the largest block */
+        if (count >= p.threads && p.threads > 1) {
+            int64_t team = COL_CAP / (p.col_bytes ? p.col_bytes : 1); /* at least 4 */
+            p.team = team < p.threads ? (int)team : p.threads;
+        }
     } else {
         int64_t row = g->ow * g->kdim * (int64_t)es; /* one output row's im2col bytes */
         int64_t rows = COL_CAP / (row ? row : 1);
@@ -120,11 +130,18 @@ static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
     return p;
 }
 
-/* The images [n0, n1) of task t of count over n images (sizes differ by at most one). */
-static void task_images(int64_t t, int64_t count, int64_t n, int64_t *n0, int64_t *n1)
+/* The output pixels [m0, m1) of range i (a block of whole images or a chunk of rows); blocks'
+ * sizes differ by at most one image. */
+static void range_of(const plan *p, const geom *g, int64_t i, int64_t *m0, int64_t *m1)
 {
-    *n0 = t * n / count;
-    *n1 = (t + 1) * n / count;
+    const int64_t ohw = g->oh * g->ow, m = g->n * ohw;
+    if (p->blocks) {
+        *m0 = i * g->n / p->count * ohw;
+        *m1 = (i + 1) * g->n / p->count * ohw;
+    } else {
+        *m0 = i * p->per;
+        *m1 = *m0 + p->per < m ? *m0 + p->per : m;
+    }
 }
 
 static void im2col(const geom *g, bool f32, const void *x, int64_t m0, int64_t m1, void *col)
@@ -212,33 +229,25 @@ static tfl_status conv_forward(const tfl__kcall *k, const geom *g, tfl_dtype dt,
 {
     bool f32 = dt == TFL_DTYPE_FLOAT32;
     size_t es = tfl_dtype_size(dt), got = 0;
-    const int64_t ohw = g->oh * g->ow, m = g->n * ohw, K = g->kdim, F = g->f;
+    const int64_t m = g->n * g->oh * g->ow, K = g->kdim, F = g->f;
     plan p = make_plan(k, g, es);
     if (p.direct) {
         gemm(k, dt, p.threads, m, F, K, xd, K, 1, wd, F, false, yd, F);
         return TFL_OK;
     }
-    char *scratch = scratch_get(k, p.col_bytes * (p.tasks ? p.threads : 1), &got);
+    char *scratch = scratch_get(k, p.col_bytes * p.team, &got);
     if (!scratch) return k->ctx->err_code;
-    if (p.tasks) {
-#pragma omp parallel num_threads(p.threads)
-        {
-            char *col = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
+    const int inner = p.team > 1 ? 1 : p.threads; /* the threads of each range's work */
+#pragma omp parallel num_threads(p.team) if (p.team > 1)
+    {
+        char *col = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
-            for (int64_t t = 0; t < p.count; t++) {
-                int64_t n0, n1;
-                task_images(t, p.count, g->n, &n0, &n1);
-                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
-                im2col(g, f32, xd, m0, m0 + rows, col);
-                gemm(k, dt, 1, rows, F, K, col, K, 1, wd, F, false, yd + (size_t)(m0 * F) * es, F);
-            }
-        }
-    } else {
-        for (int64_t c = 0; c < p.count; c++) {
-            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
-            im2col_par(g, f32, xd, m0, m1, scratch, es, p.threads);
-            gemm(k, dt, p.threads, m1 - m0, F, K, scratch, K, 1, wd, F, false,
-                 yd + (size_t)(m0 * F) * es, F);
+        for (int64_t i = 0; i < p.count; i++) {
+            int64_t m0, m1;
+            range_of(&p, g, i, &m0, &m1);
+            im2col_par(g, f32, xd, m0, m1, col, es, inner);
+            gemm(k, dt, inner, m1 - m0, F, K, col, K, 1, wd, F, false, yd + (size_t)(m0 * F) * es,
+                 F);
         }
     }
     tfl__allocator_put(&k->dev->alloc, scratch, got);
@@ -265,72 +274,30 @@ static tfl_status k_conv2d(const tfl__kcall *k)
 /* ---- Conv2DBackpropFilter: dw = sum col(x)^T dy ----------------------------------------- */
 
 /*
- * dw sums over every output pixel, so how the pixels are grouped decides its bits; results
- * never depend on the thread count, so neither does the grouping (make_plan's does: its
- * tasks are dealt out by threads). The batch is cut into `count` blocks of `per` whole
- * images (sized as make_plan's tasks, without the thread count), the blocks into `groups`
- * runs of consecutive blocks; each group sums its blocks in order into its own partial dw
- * (group 0 into dw itself), one group a thread, and the partials are added in group order
- * in double. The counts come from the shapes alone: up to GROUPS groups (fewer where the
- * partials would pass PART_CAP), blocks a multiple of the groups so that 2, 4 or 8 threads
- * share them evenly. One group (a small batch) runs its blocks in turn with a threaded
- * im2col and GEMM, whose per-element sums never depend on the threads; images whose im2col
- * alone would pass a quarter of COL_CAP go by row chunks (make_plan's).
+ * dw sums over every output pixel, so how the pixels are grouped decides its bits. The ranges
+ * of make_plan (blocks or chunks, never depending on the threads) are cut into `groups` runs
+ * of consecutive ranges: each group sums its ranges in order into its own partial dw (group 0
+ * into dw itself), the groups side by side, and the partials are added in group order in
+ * double. Up to GROUPS groups, fewer where the partials would pass PART_CAP; chunks (huge
+ * images) are one group. One group runs its ranges in turn with a threaded im2col and gemm.
  */
 #define GROUPS 8
 #define PART_CAP ((int64_t)32 << 20) /* bytes of partial dw an op may hold */
 
-typedef struct filter_plan {
-    int64_t per, count, groups; /* images a block, blocks, groups of blocks */
-    int64_t part;               /* bytes of one partial dw, rounded to a cache line */
-    int active;                 /* threads running groups (their im2col buffers) */
-} filter_plan;
-
-/* false where the batch goes by row chunks */
-static bool make_filter_plan(const geom *g, size_t es, int threads, filter_plan *fp)
-{
-    int64_t ohw = g->oh * g->ow;
-    int64_t img = ohw * g->kdim * (int64_t)es; /* one image's im2col bytes */
-    if (img > COL_CAP / 4 || ohw == 0) return false;
-    int64_t per = TASK_BYTES / (img ? img : 1);
-    int64_t rows = g->kdim * g->f * (int64_t)es > FILTER_BYTES ? 2 * TASK_ROWS : TASK_ROWS;
-    if (per * ohw < rows) per = (rows + ohw - 1) / ohw;
-    if (per * img > COL_CAP / 4) per = COL_CAP / 4 / img;
-    if (per < 1) per = 1;
-    if (per > g->n) per = g->n;
-    int64_t count = (g->n + per - 1) / per;
-    int64_t part = (g->kdim * g->f * (int64_t)es + 63) / 64 * 64;
-    int64_t groups = 1 + PART_CAP / part; /* group 0 needs no buffer */
-    if (groups > GROUPS) groups = GROUPS;
-    if (count > 1 && count < groups) count = (count + 3) / 4 * 4; /* 4 groups, not 3 */
-    else if (count > groups) count = (count + groups - 1) / groups * groups;
-    if (count > g->n) count = g->n;
-    if (groups > count) groups = count;
-    fp->count = count;
-    fp->per = (g->n + count - 1) / count; /* the largest block */
-    fp->groups = groups;
-    fp->part = part;
-    int64_t active = COL_CAP / (fp->per * img);
-    if (active > threads) active = threads;
-    if (active > groups) active = groups;
-    fp->active = active < 1 ? 1 : (int)active;
-    return true;
-}
-
-/* dw (or dw + it, accumulate) = col(x)^T dy over the images of blocks [b0, b1), in order */
-static void filter_blocks(const tfl__kcall *k, const geom *g, tfl_dtype dt, int threads,
-                          const filter_plan *fp, int64_t b0, int64_t b1, const char *xd,
-                          const char *dyd, char *col, char *dw)
+/* dw (or dw + it, accumulate) = col(x)^T dy over the pixels of ranges [r0, r1), in order */
+static void filter_ranges(const tfl__kcall *k, const geom *g, tfl_dtype dt, int threads,
+                          const plan *p, int64_t r0, int64_t r1, const char *xd, const char *dyd,
+                          char *col, char *dw)
 {
     bool f32 = dt == TFL_DTYPE_FLOAT32;
     size_t es = tfl_dtype_size(dt);
-    const int64_t ohw = g->oh * g->ow, K = g->kdim, F = g->f;
-    for (int64_t b = b0; b < b1; b++) {
-        int64_t n0, n1;
-        task_images(b, fp->count, g->n, &n0, &n1);
-        int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
-        im2col_par(g, f32, xd, m0, m0 + rows, col, es, threads);
-        gemm(k, dt, threads, K, F, rows, col, 1, K, dyd + (size_t)(m0 * F) * es, F, b > b0, dw, F);
+    const int64_t K = g->kdim, F = g->f;
+    for (int64_t i = r0; i < r1; i++) {
+        int64_t m0, m1;
+        range_of(p, g, i, &m0, &m1);
+        im2col_par(g, f32, xd, m0, m1, col, es, threads);
+        gemm(k, dt, threads, K, F, m1 - m0, col, 1, K, dyd + (size_t)(m0 * F) * es, F, i > r0,
+             dw, F);
     }
 }
 
@@ -351,7 +318,7 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
     tfl_dtype dt = (tfl_dtype)k->out->dtype;
     bool f32 = dt == TFL_DTYPE_FLOAT32;
     size_t es = tfl_dtype_size(dt);
-    const int64_t ohw = g.oh * g.ow, m = g.n * ohw, K = g.kdim, F = g.f;
+    const int64_t m = g.n * g.oh * g.ow, K = g.kdim, F = g.f;
     const char *xd = tfl__data(x), *dyd = tfl__data(dy);
     char *dw = tfl__data(k->out);
     if (k->out->numel == 0) goto done;
@@ -360,51 +327,44 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
         goto done;
     }
     plan p = make_plan(k, &g, es);
-    if (p.direct) { /* one GEMM over every pixel: its sums never depend on the threads */
+    if (p.direct) { /* one GEMM over every pixel */
         gemm(k, dt, p.threads, K, F, m, xd, 1, K, dyd, F, false, dw, F);
         goto done;
     }
-    filter_plan fp;
-    if (!make_filter_plan(&g, es, p.threads, &fp)) { /* row chunks, one after the other */
-        if (!(scratch = scratch_get(k, p.col_bytes, &got))) {
-            st = ctx->err_code;
-            goto done;
-        }
-        for (int64_t c = 0; c < p.count; c++) {
-            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
-            im2col_par(&g, f32, xd, m0, m1, scratch, es, p.threads);
-            gemm(k, dt, p.threads, K, F, m1 - m0, scratch, 1, K, dyd + (size_t)(m0 * F) * es, F,
-                 c > 0, dw, F);
-        }
-        goto done;
-    }
-    /* scratch: the partials of groups 1.. (part bytes each), then a column buffer a thread */
-    int64_t col_bytes = (fp.per * ohw * K * (int64_t)es + 63) / 64 * 64;
-    scratch = scratch_get(k, (fp.groups - 1) * fp.part + fp.active * col_bytes, &got);
+    /* the groups, from the shapes alone; side by side on up to `team` threads */
+    const int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
+    int64_t groups = p.blocks ? 1 + PART_CAP / part : 1; /* group 0 needs no buffer */
+    if (groups > GROUPS) groups = GROUPS;
+    if (groups > p.count) groups = p.count;
+    int64_t team = groups < p.threads ? groups : p.threads;
+    if (team > COL_CAP / p.col_bytes) team = COL_CAP / p.col_bytes; /* at least 4 */
+    if (team < 1) team = 1;
+    /* scratch: the partials of groups 1.., then an im2col buffer a thread */
+    scratch = scratch_get(k, (groups - 1) * part + team * p.col_bytes, &got);
     if (!scratch) {
         st = ctx->err_code;
         goto done;
     }
-    char *cols = scratch + (size_t)((fp.groups - 1) * fp.part);
-    if (fp.groups == 1) {
-        filter_blocks(k, &g, dt, p.threads, &fp, 0, fp.count, xd, dyd, cols, dw);
+    char *cols = scratch + (size_t)((groups - 1) * part);
+    if (groups == 1) {
+        filter_ranges(k, &g, dt, p.threads, &p, 0, p.count, xd, dyd, cols, dw);
         goto done;
     }
-#pragma omp parallel num_threads(fp.active)
+#pragma omp parallel num_threads((int)team) if (team > 1)
     {
-        char *col = cols + (size_t)(omp_get_thread_num() * col_bytes);
+        char *col = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
-        for (int64_t j = 0; j < fp.groups; j++) {
-            char *pj = j == 0 ? dw : scratch + (size_t)((j - 1) * fp.part);
-            filter_blocks(k, &g, dt, 1, &fp, j * fp.count / fp.groups,
-                          (j + 1) * fp.count / fp.groups, xd, dyd, col, pj);
+        for (int64_t j = 0; j < groups; j++) {
+            char *pj = j == 0 ? dw : scratch + (size_t)((j - 1) * part);
+            filter_ranges(k, &g, dt, 1, &p, j * p.count / groups, (j + 1) * p.count / groups, xd,
+                          dyd, col, pj);
         }
         /* dw = the partials added in group order (the loop's end is a barrier) */
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < K * F; e++) {
             double s = f32 ? (double)((const float *)dw)[e] : ((const double *)dw)[e];
-            for (int64_t j = 1; j < fp.groups; j++) {
-                const char *pj = scratch + (size_t)((j - 1) * fp.part);
+            for (int64_t j = 1; j < groups; j++) {
+                const char *pj = scratch + (size_t)((j - 1) * part);
                 s += f32 ? (double)((const float *)pj)[e] : ((const double *)pj)[e];
             }
             if (f32)
@@ -508,8 +468,7 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
     plan p = make_plan(k, &g, es);
     /* scratch: w^T (Cout, K) row-major for the gemms' B, then the dcol buffers */
     int64_t wt_bytes = (K * F * (int64_t)es + 63) / 64 * 64;
-    scratch =
-        scratch_get(k, wt_bytes + (p.direct ? 0 : p.col_bytes * (p.tasks ? p.threads : 1)), &got);
+    scratch = scratch_get(k, wt_bytes + (p.direct ? 0 : p.col_bytes * p.team), &got);
     if (!scratch) {
         st = ctx->err_code;
         goto done;
@@ -520,35 +479,28 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
         gemm(k, dt, p.threads, m, K, F, dyd, F, 1, wt, K, false, dx, K);
         goto done;
     }
-    if (p.tasks) {
-#pragma omp parallel num_threads(p.threads)
-        {
-            char *dcol = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
+    const int inner = p.team > 1 ? 1 : p.threads; /* the threads of each range's work */
+    if (p.team == 1) memset(dx, 0, (size_t)k->out->numel * es);
+#pragma omp parallel num_threads(p.team) if (p.team > 1)
+    {
+        char *dcol = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
-            for (int64_t t = 0; t < p.count; t++) {
-                int64_t n0, n1;
-                task_images(t, p.count, g.n, &n0, &n1);
-                int64_t m0 = n0 * ohw, rows = (n1 - n0) * ohw;
-                memset(dx + (size_t)(n0 * img) * es, 0, (size_t)((n1 - n0) * img) * es);
-                gemm(k, dt, 1, rows, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false, dcol,
-                     K);
-                col2im_rows(&g, f32, dcol, m0, m0 + rows, n0 * g.h, n1 * g.h, dx, es, 1);
-            }
-        }
-    } else {
-        memset(dx, 0, (size_t)k->out->numel * es);
-        for (int64_t c = 0; c < p.count; c++) {
-            int64_t m0 = c * p.per, m1 = m0 + p.per < m ? m0 + p.per : m;
-            gemm(k, dt, p.threads, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false,
-                 cols, K);
-            /* the dx rows the chunk's windows reach: from its first output row's first input
-               row to its last output row's last, clipped to the image */
+        for (int64_t i = 0; i < p.count; i++) {
+            int64_t m0, m1;
+            range_of(&p, &g, i, &m0, &m1);
+            /* the dx rows (r = n H + ih) the range's windows reach: from its first output
+               row's first input row to its last output row's last, clipped to the image; a
+               block's are its images' rows */
             int64_t na = m0 / ohw, oha = m0 / g.ow % g.oh;
             int64_t nb = (m1 - 1) / ohw, ohb = (m1 - 1) / g.ow % g.oh;
             int64_t lo = oha * g.sh - g.pt, hi = ohb * g.sh - g.pt + (g.kh - 1) * g.dh;
             int64_t r0 = na * g.h + (lo > 0 ? lo : 0);
             int64_t r1 = nb * g.h + (hi < g.h - 1 ? hi : g.h - 1) + 1;
-            col2im_rows(&g, f32, cols, m0, m1, r0, r1, dx, es, p.threads);
+            if (p.team > 1) /* a block: its own images, zeroed here */
+                memset(dx + (size_t)(m0 / ohw * img) * es, 0, (size_t)((m1 - m0) / ohw * img) * es);
+            gemm(k, dt, inner, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false,
+                 dcol, K);
+            col2im_rows(&g, f32, dcol, m0, m1, r0, r1, dx, es, inner);
         }
     }
 done:

@@ -133,23 +133,34 @@ static tfl_status cpu_apply(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int
     return TFL_OK;
 }
 
-TFL_CLONES static double sumsq_f32(const float *g, int64_t n, int threads)
-{
-    double acc = 0;
-#pragma omp parallel for simd num_threads(threads) reduction(+ : acc) if (threads > 1)
-    for (int64_t i = 0; i < n; i++)
-        acc += (double)g[i] * g[i];
-    return acc;
-}
-
-TFL_CLONES static double sumsq_f64(const double *g, int64_t n, int threads)
-{
-    double acc = 0;
-#pragma omp parallel for simd num_threads(threads) reduction(+ : acc) if (threads > 1)
-    for (int64_t i = 0; i < n; i++)
-        acc += g[i] * g[i];
-    return acc;
-}
+/*
+ * The sum of squares of n elements, the same bits on any number of threads: the elements in
+ * SUMSQ_CHUNKS chunks (fewer below SUMSQ_CHUNK_MIN elements a chunk), fixed by n alone, each
+ * summed in double on one thread, the chunks' sums added in order.
+ */
+#define SUMSQ_CHUNKS 64
+#define SUMSQ_CHUNK_MIN 2048
+#define SUMSQ(name, T)                                                                      \
+    TFL_CLONES static double name(const T *g, int64_t n, int threads)                       \
+    {                                                                                       \
+        double part[SUMSQ_CHUNKS];                                                          \
+        int64_t chunks = (n + SUMSQ_CHUNK_MIN - 1) / SUMSQ_CHUNK_MIN;                       \
+        if (chunks > SUMSQ_CHUNKS) chunks = SUMSQ_CHUNKS;                                   \
+        if (chunks < 1) chunks = 1;                                                         \
+        _Pragma("omp parallel for num_threads(threads) if (threads > 1) schedule(static)")  \
+        for (int64_t c = 0; c < chunks; c++) {                                              \
+            double acc = 0;                                                                 \
+            const int64_t lo = n * c / chunks, hi = n * (c + 1) / chunks;                   \
+            _Pragma("omp simd reduction(+ : acc)")                                          \
+            for (int64_t i = lo; i < hi; i++) acc += (double)g[i] * (double)g[i];           \
+            part[c] = acc;                                                                  \
+        }                                                                                   \
+        double s = 0;                                                                       \
+        for (int64_t c = 0; c < chunks; c++) s += part[c];                                  \
+        return s;                                                                           \
+    }
+SUMSQ(sumsq_f32, float)
+SUMSQ(sumsq_f64, double)
 
 static tfl_status cpu_sumsq(tfl_ctx *ctx, tfl__device *dev, tfl_dtype dtype, int n,
                             const tfl__opt_tensor *t, double *out)

@@ -128,6 +128,8 @@ TFL_WIDE_LOOPS static void FN(max_pool_grad_img)(const pgeom *g, const T *x, con
         if (!disjoint) {                                                                    \
             VLOAD(cur, dxn + (p));                                                          \
             add += cur;                                                                     \
+        } else { /* added to dx's zero, as the scalar tail adds: -0 becomes +0 there too */ \
+            add += (VT){0};                                                                 \
         }                                                                                   \
         VSTORE(dxn + (p), add);                                                             \
     } while (0)

@@ -36,6 +36,8 @@ static const conv_case k_conv[] = {
     {1, 8, 8, 64, 3, 3, 37, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
     {2, 7, 7, 60, 2, 5, 12, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
     {2, 9, 8, 60, 3, 3, 10, {{1, 1}, {2, 1}, TFL_PADDING_VALID}, 1},
+    /* an image's im2col over 8 MiB (80 x 80 x 576 float32): chunks of output rows */
+    {2, 80, 80, 64, 3, 3, 16, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 4},
 };
 
 /* TensorFlow's output size and padding before along one axis */
@@ -165,6 +167,12 @@ static void test_conv_threads_same_bits(void **state)
         {3, 10, 10, 8, 3, 3, 24, {{1, 1}, {1, 1}, TFL_PADDING_VALID}, 1}, /* one block */
         {1, 64, 64, 64, 3, 3, 8, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},  /* row chunks */
         {9, 5, 5, 96, 3, 3, 600, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},  /* one block, BLIS */
+        /* BLIS's small-matrix path below 64 rows, its packed one above: the rows of a
+           block must not depend on the threads */
+        {6, 4, 4, 64, 3, 3, 600, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
+        {6, 8, 8, 128, 3, 3, 96, {{2, 2}, {1, 1}, TFL_PADDING_SAME}, 1},
+        {3, 80, 80, 64, 3, 3, 64, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* chunks of rows */
+        {2, 30, 30, 600, 3, 3, 32, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* a chunk's end mid-image */
     };
     for (int ci = 0; ci < 40; ci++) {
         conv_case k = ci < NELEMS(fixed) ? fixed[ci] : (conv_case){0};
@@ -182,7 +190,7 @@ static void test_conv_threads_same_bits(void **state)
         if (oh < 1 || ow < 1) continue;
         int64_t xs[4] = {k.n, k.h, k.w, k.c}, ws[4] = {k.kh, k.kw, k.c, k.f};
         int64_t ys[4] = {k.n, oh, ow, k.f};
-        tfl_dtype dt = ci % 4 == 3 ? TH_F64 : TH_F32;
+        tfl_dtype dt = ci % 4 == 3 || ci == 6 ? TH_F64 : TH_F32;
         assert_int_equal(tfl_frame_push(ctx), TFL_OK);
         tfl_tensor *x = tfl_random_uniform(ctx, dt, 4, xs, -1, 1, 10 + ci);
         tfl_tensor *w = tfl_random_uniform(ctx, dt, 4, ws, -1, 1, 20 + ci);
@@ -310,6 +318,37 @@ static void test_pool_paths(void **state)
     th_end(ctx);
 }
 
+/* MaxPoolGrad of windows that do not overlap, fewer images than threads (channel blocks split
+ * by threads, so channels move between the vector loops and the scalar tail): a dy of -0
+ * gives dx +0 everywhere (added to dx's zeros, as TensorFlow's scatter does), on 1, 2 and 3
+ * threads; the vector loops once stored -0 where the tail made +0. */
+static void test_max_pool_grad_signed_zero(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    const tfl_pool2d_opts o = {{2, 2}, {2, 2}, TFL_PADDING_VALID};
+    const int64_t xs[4] = {2, 34, 34, 67}, ys[4] = {2, 17, 17, 67};
+    const int64_t xn = th_numel(4, xs);
+    tfl_tensor *x = tfl_random_uniform(ctx, TH_F32, 4, xs, -1, 1, 3);
+    tfl_tensor *dy = tfl_neg(ctx, tfl_zeros(ctx, TH_F32, 4, ys));
+    float *dx = malloc(sizeof(float) * (size_t)xn);
+    assert_non_null(dx);
+    for (int t = 1; t <= 3; t++) {
+        assert_int_equal(tfl_ctx_set_num_threads(ctx, t), TFL_OK);
+        tfl_tape *tape = tfl_tape_begin(ctx, 0);
+        assert_int_equal(tfl_tape_watch(tape, x), TFL_OK);
+        tfl_tensor *y = tfl_max_pool2d(ctx, x, &o), *g = NULL;
+        assert_int_equal(tfl_tape_vjp(tape, y, dy, 1, (const tfl_tensor *const *)&x, &g, 0),
+                         TFL_OK);
+        assert_int_equal(tfl_tensor_to_host(g, dx, sizeof(float) * (size_t)xn), TFL_OK);
+        for (int64_t i = 0; i < xn; i++)
+            if (dx[i] != 0 || signbit(dx[i]))
+                fail_msg("%d threads: dx[%lld] = %g", t, (long long)i, (double)dx[i]);
+        tfl_tape_free(tape);
+    }
+    free(dx);
+    th_end(ctx);
+}
+
 /* ---- steady state ---------------------------------------------------------------------- */
 
 /* One conv + relu + max-pool training step's forward and backward (the CNN benchmark's
@@ -413,6 +452,7 @@ int main(void)
         TH_TEST(test_conv_paths_one_thread),
         TH_TEST(test_conv_threads_same_bits),
         TH_TEST(test_pool_paths),
+        TH_TEST(test_max_pool_grad_signed_zero),
         TH_TEST(test_no_fresh_allocations),
         cmocka_unit_test(test_refused_copy_fails),
     };

@@ -40,6 +40,31 @@ static void norm_of_several_tensors(void **state)
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
 }
 
+/* The same bits on 1, 2 and 3 threads (global-norm clipping scales every update by it): the
+ * sums over a tensor once followed OpenMP's reduction, whose order follows the threads. */
+static void same_bits_on_any_threads(void **state)
+{
+    tfl_ctx *ctx = ((fixture *)*state)->ctx;
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    const tfl_dtype dts[2] = {TFL_DTYPE_FLOAT64, TFL_DTYPE_FLOAT32};
+    for (int d = 0; d < 2; d++) {
+        const tfl_tensor *list[3] = {
+            tfl_random_uniform(ctx, dts[d], 1, (int64_t[]){1000003}, -1, 1, 5),
+            tfl_random_uniform(ctx, dts[d], 1, (int64_t[]){40000}, -1, 1, 6),
+            tfl_random_uniform(ctx, dts[d], 2, (int64_t[]){777, 999}, -1, 1, 7)};
+        double norms[3];
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            assert_int_equal(tfl_global_norm(ctx, 3, list, &norms[t], NULL), TFL_OK);
+        }
+        /* about sqrt(1.817e6 / 3) and the same double on every count */
+        assert_true(fabs(norms[0] - sqrt((1000003.0 + 40000 + 777 * 999) / 3)) < 2);
+        assert_memory_equal(&norms[0], &norms[1], sizeof(double));
+        assert_memory_equal(&norms[0], &norms[2], sizeof(double));
+    }
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+}
+
 static void first_nonfinite_is_named(void **state)
 {
     tfl_ctx *ctx = ((fixture *)*state)->ctx;
@@ -88,6 +113,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(norm_of_several_tensors, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_bits_on_any_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(first_nonfinite_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(errors, setup, teardown),
     };
