@@ -100,7 +100,7 @@ UKRS(D, double)
     } while (0)
 
 /*
- * Rows [i0, i1) of C, in blocks of rows whose part of C stays in L2 (MC_BYTES) while every
+ * Rows [i0, i1) and columns [j0, n) (j0 a multiple of 4 vectors) of C, in blocks of rows whose part of C stays in L2 (MC_BYTES) while every
  * block of k passes over it; in a row block, blocks of k whose rows of a B panel (up to 4
  * vectors wide) fit in L1 (KB_BYTES), and in each the panels, each copied into bp, and in each
  * panel the row tiles, so a B block is read from L1 by every tile; C is accumulated from the
@@ -113,13 +113,13 @@ UKRS(D, double)
 #define KB_BYTES (24 << 10)
 #define MC_BYTES (256 << 10)
 #define DRIVER(P, T)                                                                        \
-    AVX512 static void narrow_##P(int64_t i0, int64_t i1, int64_t n, int64_t k, const T *a0, \
-                                  int64_t rsa, int64_t csa, const T *b0, int64_t ldb, T *c, \
-                                  int64_t ldc, bool accumulate)                             \
+    AVX512 static void narrow_##P(int64_t i0, int64_t i1, int64_t j0, int64_t n, int64_t k,  \
+                                  const T *a0, int64_t rsa, int64_t csa, const T *b0,       \
+                                  int64_t ldb, T *c, int64_t ldc, bool accumulate)          \
     {                                                                                       \
         const int64_t kstep = KB_BYTES / (int64_t)(4 * P##_VL * sizeof(T)), ldp = 4 * P##_VL; \
         T bp[KB_BYTES / sizeof(T)] __attribute__((aligned(64))); /* kstep x ldp */          \
-        int64_t mc = MC_BYTES / (n * (int64_t)sizeof(T)) / 24 * 24; /* rows: 24 | i0 */    \
+        int64_t mc = MC_BYTES / ((n - j0) * (int64_t)sizeof(T)) / 24 * 24; /* 24 | i0 */    \
         if (k <= kstep || mc > i1 - i0) mc = i1 - i0;                                       \
         else if (mc < 24) mc = 24;                                                          \
         for (int64_t m0 = i0; m0 < i1; m0 += mc) {                                          \
@@ -128,7 +128,7 @@ UKRS(D, double)
                 int64_t kb = k - l < kstep ? k - l : kstep;                                 \
                 const T *a = a0 + l * csa, *b = b0 + l * ldb;                               \
                 bool acc = accumulate || l > 0;                                             \
-                for (int64_t j = 0; j < n; j += 4 * P##_VL) {                               \
+                for (int64_t j = j0; j < n; j += 4 * P##_VL) {                              \
                     int64_t w = n - j < 4 * P##_VL ? n - j : 4 * P##_VL;                    \
                     int nv = (int)((w + P##_VL - 1) / P##_VL);                              \
                     P##_MASK mk = (P##_MASK)((1u << (w - (nv - 1) * P##_VL)) - 1u);         \
@@ -178,18 +178,32 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
     if (!has_avx512()) return false;
     if (m == 0 || n == 0) return true;
     if (threads < 1) threads = 1;
-    if ((m + 23) / 24 < threads) threads = (int)((m + 23) / 24); /* a range of 24 rows each */
     bool f32 = dt == TFL_DTYPE_FLOAT32;
+    /* Threads take contiguous ranges of 24 rows (every tile height divides 24), or, for a
+     * short C of several panels (4 vectors wide) that the threads share evenly, ranges of
+     * panels over every row: a weight gradient (128 x 128 over 2048 tokens) split by rows
+     * ran 72 and 56 rows, each thread copying every panel of B; by panels, 1.2-1.3x faster
+     * on 2 threads. Every element of C is the same sum either way. */
+    const int64_t tiles = (m + 23) / 24, pw = 4 * (f32 ? S_VL : D_VL);
+    const int64_t panels = (n + pw - 1) / pw;
+    const bool by_panels = threads > 1 && panels % threads == 0 && tiles < 4 * threads;
+    if (!by_panels && tiles < threads) threads = (int)tiles; /* a range of 24 rows each */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int t = 0; t < threads; t++) {
-        /* contiguous row ranges on multiples of 24 (every tile height divides 24) */
-        int64_t tiles = (m + 23) / 24;
-        int64_t i0 = tiles * t / threads * 24, i1 = tiles * (t + 1) / threads * 24;
-        if (i1 > m) i1 = m;
+        int64_t i0 = 0, i1 = m, j0 = 0, j1 = n;
+        if (by_panels) {
+            j0 = panels * t / threads * pw;
+            j1 = panels * (t + 1) / threads * pw;
+            if (j1 > n) j1 = n;
+        } else {
+            i0 = tiles * t / threads * 24;
+            i1 = tiles * (t + 1) / threads * 24;
+            if (i1 > m) i1 = m;
+        }
         if (f32)
-            narrow_S(i0, i1, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+            narrow_S(i0, i1, j0, j1, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
         else
-            narrow_D(i0, i1, n, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+            narrow_D(i0, i1, j0, j1, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
     }
     return true;
 #else

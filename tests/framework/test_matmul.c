@@ -468,6 +468,24 @@ static void test_matmul_narrow_vs_naive(void **state)
         assert_memory_equal(got[0], got[1], sizeof got[0]);
         assert_memory_equal(got[0], got[2], sizeof got[0]);
     }
+    /* a short C of 8 panels: split by panels on 2 threads, by rows on 1 and 3 (a weight
+       gradient, x^T dy); against the naive loops too */
+    {
+        tfl_tensor *a = tfl_random_uniform(ctx, TH_F32, 2, TH_SHAPE(700, 120), -1, 1, 13);
+        tfl_tensor *b = tfl_random_uniform(ctx, TH_F32, 2, TH_SHAPE(700, 500), -1, 1, 14);
+        static float got[3][120 * 500];
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            assert_int_equal(tfl_tensor_to_host(tfl_matmul(ctx, a, b, TFL_TRANSPOSE_A), got[t],
+                                                sizeof got[t]),
+                             TFL_OK);
+        }
+        assert_memory_equal(got[0], got[1], sizeof got[0]);
+        assert_memory_equal(got[0], got[2], sizeof got[0]);
+        assert_int_equal(tfl_ctx_set_num_threads(ctx, 2), TFL_OK);
+        check_matmul_(ctx, TH_F32, 2, TH_SHAPE(700, 120), 2, TH_SHAPE(700, 500), TFL_TRANSPOSE_A,
+                      tol_for(TH_F32), __LINE__);
+    }
     CHECK_MM(ctx, TH_F32, (3, 50, 70), (70, 100), 0, tol_for(TH_F32));
     CHECK_MM(ctx, TH_F64, (2, 70, 50), (2, 100, 70), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B,
              tol_for(TH_F64));
