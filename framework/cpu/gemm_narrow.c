@@ -46,7 +46,9 @@
 /*
  * The micro-kernel: rows [0, MR) of C by NV vectors (the last one masked by mk) over the
  * whole k: r = sum_l A[i, l] B[l, :]; then C = r, or C + r when accumulate. Loops have
- * constant trip counts and are unrolled, so r lives in registers (MR NV <= 24 of 32).
+ * constant trip counts and are unrolled, so r lives in registers (MR NV <= 24 of 32); the
+ * loop over k is unrolled 4 times (one thread, best of 6: 4-5% faster on 2048x128x128,
+ * 2048x128x512, and A^T B over 2048).
  */
 #define UKR(P, T, MR, NV)                                                                   \
     AVX512 static void ukr_##P##_##MR##x##NV(int64_t k, const T *a, int64_t rsa, int64_t csa, \
@@ -56,7 +58,7 @@
         P##_VEC r[MR][NV];                                                                  \
         UNROLL for (int i = 0; i < MR; i++)                                                 \
             UNROLL for (int v = 0; v < NV; v++) r[i][v] = P##_ZERO();                       \
-        for (int64_t l = 0; l < k; l++) {                                                   \
+        _Pragma("GCC unroll 4") for (int64_t l = 0; l < k; l++) {                           \
             const T *bl = b + l * ldb, *al = a + l * csa;                                   \
             P##_VEC bv[NV];                                                                 \
             UNROLL for (int v = 0; v < NV - 1; v++) bv[v] = P##_LOAD(bl + v * P##_VL);      \
