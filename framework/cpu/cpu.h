@@ -102,6 +102,30 @@ void tfl__iter_init(tfl__iter *it, int rank, const int64_t *shape, int n,
 void tfl__iter_run(const tfl__iter *it, tfl__loop_fn fn, const void *aux, int threads,
                    bool parallel);
 
+/** Instruction sets the hand-written kernels and BLIS's contexts need. */
+typedef enum tfl__cpu_isa {
+    TFL_CPU_AVX2_FMA,   /* AVX2 and FMA: gemm_small's tiles, BLIS's haswell kernels */
+    TFL_CPU_AVX512F,    /* AVX-512 F: gemm_narrow, gemm_small's wide tiles */
+    TFL_CPU_AVX512_SKX, /* AVX-512 F, DQ, BW and VL: BLIS's skx kernels */
+} tfl__cpu_isa;
+
+/** Whether this CPU runs isa (false off x86-64 GCC). */
+static inline bool tfl__cpu_has(tfl__cpu_isa isa)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    switch (isa) {
+    case TFL_CPU_AVX2_FMA: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case TFL_CPU_AVX512F: return __builtin_cpu_supports("avx512f");
+    case TFL_CPU_AVX512_SKX:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    }
+#endif
+    (void)isa;
+    return false;
+}
+
 /** The CPU device: the common record, then what the CPU kernels keep per device. */
 typedef struct tfl__cpu_device {
     tfl__device base;

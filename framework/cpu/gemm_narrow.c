@@ -156,17 +156,12 @@ UKRS(D, double)
 DRIVER(S, float)
 DRIVER(D, double)
 
-static bool has_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-}
 #endif
 
 bool tfl__cpu_gemm_narrow_runs(void)
 {
 #ifdef HAVE_NARROW
-    return has_avx512();
+    return tfl__cpu_has(TFL_CPU_AVX512F);
 #else
     return false;
 #endif
@@ -177,7 +172,7 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
                           void *c, int64_t ldc, bool accumulate)
 {
 #ifdef HAVE_NARROW
-    if (!has_avx512()) return false;
+    if (!tfl__cpu_has(TFL_CPU_AVX512F)) return false;
     if (m == 0 || n == 0) return true;
     if (threads < 1) threads = 1;
     bool f32 = dt == TFL_DTYPE_FLOAT32;

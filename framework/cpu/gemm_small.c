@@ -96,16 +96,10 @@ AVX2 static void tile(int64_t m, int64_t k, const float *a, int64_t rsa, int64_t
 TILE512(6, 4)
 TILE512(8, 2)
 
-static bool has_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-}
-
 AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
                             int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c)
 {
-    const bool wide = has_avx512();
+    const bool wide = tfl__cpu_has(TFL_CPU_AVX512F);
     const int64_t nr = !wide ? NR : n > 32 ? 64 : 32; /* a tile's columns */
     const int64_t ldb = (n + nr - 1) / nr * nr;
     float bp[TFL_GEMM_SMALL_MAX * TFL_GEMM_SMALL_MAX] __attribute__((aligned(64)));
@@ -135,8 +129,7 @@ AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int
 bool tfl__cpu_gemm_small_runs(void)
 {
 #ifdef HAVE_SMALL
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return tfl__cpu_has(TFL_CPU_AVX2_FMA);
 #else
     return false;
 #endif

@@ -41,15 +41,6 @@ typedef struct gemm_state {
 
 size_t tfl__cpu_gemm_bytes(void) { return sizeof(gemm_state); }
 
-static bool cpu_has(const char *feature_list)
-{
-    __builtin_cpu_init();
-    if (!strcmp(feature_list, "avx512"))
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 /* Small-matrix ("sup") thresholds: BLIS takes its sup path when m < mt, n < nt or k < kt. */
 static void set_sup_thresh(cntx_t *c, dim_t mt, dim_t nt, dim_t kt)
 {
@@ -105,14 +96,14 @@ bool tfl__cpu_gemm_init(void *mem)
 {
     gemm_state *st = mem;
     st->own = st->has_conv = st->has_packed = false;
-    if (!cpu_has("avx2")) return false;
+    if (!tfl__cpu_has(TFL_CPU_AVX2_FMA)) return false;
     bli_init(); /* once per process (BLIS's own pthread_once) */
     /* BLIS 0.9 takes its AVX2 (haswell) kernels on an AVX-512 Intel CPU whose count of FMA
      * units it cannot tell from the model (5th-generation Xeon, family 6 model 207, among
      * them); its skx kernels ran the transformer's products 1.5-2.3x faster there (one
      * thread, 2048x128x128 to 2048x512x128), and the whole step 1.25x. */
     arch_t arch = bli_arch_query_id();
-    bool avx2_only = arch == BLIS_ARCH_HASWELL && cpu_has("avx512");
+    bool avx2_only = arch == BLIS_ARCH_HASWELL && tfl__cpu_has(TFL_CPU_AVX512_SKX);
     if (arch != BLIS_ARCH_GENERIC && !avx2_only) { /* BLIS knows this CPU */
         st->has_conv = conv_context(st);
         return st->has_conv;
@@ -121,7 +112,7 @@ bool tfl__cpu_gemm_init(void *mem)
     cntx_t **zen3 = bli_gks_lookup_id(BLIS_ARCH_ZEN3);
     if (!zen3 || !zen3[BLIS_NAT]) return false;
     st->real = st->cplx = *zen3[BLIS_NAT];
-    cntx_t **skx = cpu_has("avx512") ? bli_gks_lookup_id(BLIS_ARCH_SKX) : NULL;
+    cntx_t **skx = tfl__cpu_has(TFL_CPU_AVX512_SKX) ? bli_gks_lookup_id(BLIS_ARCH_SKX) : NULL;
     if (skx && skx[BLIS_NAT]) {
         cntx_t *z = zen3[BLIS_NAT];
         st->real = *skx[BLIS_NAT];

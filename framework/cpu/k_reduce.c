@@ -164,9 +164,13 @@ static tfl_status sum_leading(const tfl__kcall *k, int64_t rows, int64_t c)
     if (tfl__mul_overflow_i64(nb, c, &len))
         return tfl__set_error(k->ctx, TFL_RESOURCE_EXHAUSTED, "%s: too many sums",
                               tfl__op_defs[k->op].name);
-    tfl_tensor *part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len);
-    if (!part) return k->ctx->err_code;
-    double *p = tfl__data(part);
+    /* the blocks' sums: on the stack when few (a single block of a bias gradient) */
+    double few[512];
+    tfl_tensor *part = NULL;
+    if (len > (int64_t)(sizeof few / sizeof few[0]) &&
+        !(part = tfl__tensor_alloc(k->ctx, k->dev, TFL_DTYPE_FLOAT64, 1, &len)))
+        return k->ctx->err_code;
+    double *p = part ? tfl__data(part) : few;
     const char *xd = tfl__data(x);
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     int threads = x->numel >= TFL_CPU_PARALLEL_MIN ? k->ctx->num_threads : 1;
