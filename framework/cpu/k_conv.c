@@ -114,10 +114,10 @@ static plan make_plan(const tfl__kcall *k, const geom *g, size_t es)
         if (count > g->n) count = g->n;
         p.count = count;
         p.col_bytes = (g->n + count - 1) / count * img; /* the largest block */
-        if (count >= p.threads && p.threads > 1) {
-            int64_t team = COL_CAP / (p.col_bytes ? p.col_bytes : 1); /* at least 4 */
-            p.team = team < p.threads ? (int)team : p.threads;
-        }
+        /* side by side only where every thread gets a buffer within COL_CAP (at least 4 do):
+           a team smaller than the threads would idle cores that threaded GEMMs use */
+        if (count >= p.threads && p.threads > 1 && p.col_bytes * p.threads <= COL_CAP)
+            p.team = p.threads;
     } else {
         int64_t row = g->ow * g->kdim * (int64_t)es; /* one output row's im2col bytes */
         int64_t rows = COL_CAP / (row ? row : 1);
@@ -331,14 +331,14 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
         gemm(k, dt, p.threads, K, F, m, xd, 1, K, dyd, F, false, dw, F);
         goto done;
     }
-    /* the groups, from the shapes alone; side by side on up to `team` threads */
+    /* the groups, from the shapes alone; side by side on `team` threads where each gets an
+       im2col buffer within COL_CAP, else in turn */
     const int64_t part = (K * F * (int64_t)es + 63) / 64 * 64;
     int64_t groups = p.blocks ? 1 + PART_CAP / part : 1; /* group 0 needs no buffer */
     if (groups > GROUPS) groups = GROUPS;
     if (groups > p.count) groups = p.count;
     int64_t team = groups < p.threads ? groups : p.threads;
-    if (team > COL_CAP / p.col_bytes) team = COL_CAP / p.col_bytes; /* at least 4 */
-    if (team < 1) team = 1;
+    if (team * p.col_bytes > COL_CAP) team = 1; /* groups in turn, with threaded GEMMs */
     /* scratch: the partials of groups 1.., then an im2col buffer a thread */
     scratch = scratch_get(k, (groups - 1) * part + team * p.col_bytes, &got);
     if (!scratch) {
@@ -346,18 +346,22 @@ static tfl_status k_conv2d_backprop_filter(const tfl__kcall *k)
         goto done;
     }
     char *cols = scratch + (size_t)((groups - 1) * part);
-    if (groups == 1) {
-        filter_ranges(k, &g, dt, p.threads, &p, 0, p.count, xd, dyd, cols, dw);
-        goto done;
-    }
-#pragma omp parallel num_threads((int)team) if (team > 1)
+    if (team == 1) /* each group in turn, its ranges with threaded im2col and GEMMs */
+        for (int64_t j = 0; j < groups; j++)
+            filter_ranges(k, &g, dt, p.threads, &p, j * p.count / groups,
+                          (j + 1) * p.count / groups, xd, dyd, cols,
+                          j == 0 ? dw : scratch + (size_t)((j - 1) * part));
+    if (groups == 1) goto done;
+#pragma omp parallel num_threads(team > 1 ? (int)team : p.threads) if (p.threads > 1)
     {
         char *col = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
+        if (team > 1) {
 #pragma omp for schedule(static)
-        for (int64_t j = 0; j < groups; j++) {
-            char *pj = j == 0 ? dw : scratch + (size_t)((j - 1) * part);
-            filter_ranges(k, &g, dt, 1, &p, j * p.count / groups, (j + 1) * p.count / groups, xd,
-                          dyd, col, pj);
+            for (int64_t j = 0; j < groups; j++) {
+                char *pj = j == 0 ? dw : scratch + (size_t)((j - 1) * part);
+                filter_ranges(k, &g, dt, 1, &p, j * p.count / groups, (j + 1) * p.count / groups,
+                              xd, dyd, col, pj);
+            }
         }
         /* dw = the partials added in group order (the loop's end is a barrier) */
 #pragma omp for schedule(static)

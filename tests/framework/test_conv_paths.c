@@ -151,7 +151,7 @@ static void test_conv_paths_one_thread(void **state)
     th_end(ctx);
 }
 
-/* The same bits on 1, 2 and 3 threads from all three conv ops, over random geometries (batches
+/* The same bits on 1, 2, 3 and 5 threads from all three conv ops, over random geometries (batches
  * of 1 to 40 images, tasks and row chunks, 1x1 and strided filters): the filter gradient sums
  * over every pixel, and once grouped its sums by thread (13 of 30 such geometries differed);
  * the first geometries are fixed ones over each way its plan splits a batch. */
@@ -173,6 +173,9 @@ static void test_conv_threads_same_bits(void **state)
         {6, 8, 8, 128, 3, 3, 96, {{2, 2}, {1, 1}, TFL_PADDING_SAME}, 1},
         {3, 80, 80, 64, 3, 3, 64, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* chunks of rows */
         {2, 30, 30, 600, 3, 3, 32, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1}, /* a chunk's end mid-image */
+        /* 7.2 MB of im2col an image: side by side on 2 and 3 threads, in turn on 5 (five
+           buffers would pass 32 MiB), the filter's 6 groups too */
+        {6, 56, 56, 64, 3, 3, 16, {{1, 1}, {1, 1}, TFL_PADDING_SAME}, 1},
     };
     for (int ci = 0; ci < 40; ci++) {
         conv_case k = ci < NELEMS(fixed) ? fixed[ci] : (conv_case){0};
@@ -199,9 +202,10 @@ static void test_conv_threads_same_bits(void **state)
                                  tfl_dtype_size(dt) * (size_t)th_numel(4, xs),
                                  tfl_dtype_size(dt) * (size_t)th_numel(4, ws)};
         for (int op = 0; op < 3; op++) {
-            char *got[3];
-            for (int t = 0; t < 3; t++) {
-                assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            char *got[4];
+            static const int threads[4] = {1, 2, 3, 5};
+            for (int t = 0; t < 4; t++) {
+                assert_int_equal(tfl_ctx_set_num_threads(ctx, threads[t]), TFL_OK);
                 tfl_tensor *r = op == 0   ? tfl_conv2d(ctx, x, w, &k.o)
                                 : op == 1 ? tfl_conv2d_backprop_input(ctx, xs, w, dy, &k.o)
                                           : tfl_conv2d_backprop_filter(ctx, x, ws, dy, &k.o);
@@ -209,15 +213,15 @@ static void test_conv_threads_same_bits(void **state)
                 assert_non_null(got[t]);
                 assert_int_equal(tfl_tensor_to_host(r, got[t], bytes[op]), TFL_OK);
             }
-            for (int t = 1; t < 3; t++)
+            for (int t = 1; t < 4; t++)
                 if (memcmp(got[0], got[t], bytes[op]))
                     fail_msg("%s, case %d: N %lld, %lldx%lldx%lld, filter %lldx%lld to %lld, "
                              "stride %dx%d: 1 and %d threads differ",
                              op == 0 ? "conv2d" : op == 1 ? "backprop input" : "backprop filter",
                              ci, (long long)k.n, (long long)k.h, (long long)k.w, (long long)k.c,
                              (long long)k.kh, (long long)k.kw, (long long)k.f, k.o.strides[0],
-                             k.o.strides[1], t + 1);
-            for (int t = 0; t < 3; t++) free(got[t]);
+                             k.o.strides[1], threads[t]);
+            for (int t = 0; t < 4; t++) free(got[t]);
         }
         assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     }
