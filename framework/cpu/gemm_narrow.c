@@ -167,20 +167,55 @@ bool tfl__cpu_gemm_narrow_runs(void)
 #endif
 }
 
-bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
-                          const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
-                          void *c, int64_t ldc, bool accumulate)
+/*
+ * A short C over a deep k (a weight gradient, x^T dy: 128 x 128 over 2048 tokens) is summed in
+ * pieces of about KPIECE of k: piece 0 into C, the others into scratch, then added to C in
+ * order. The pieces come from the shapes alone, so the result never depends on the threads;
+ * threads that share the pieces evenly each take whole pieces (C 128 x 128 on 2 threads: each
+ * thread all of C over half of k, against rows split 72 and 56 with every panel of B copied by
+ * both), else the pieces run in turn on every thread.
+ */
+#define KPIECE 1024
+#define PIECE_MAX_ROWS 512
+
+static int64_t pieces_of(int64_t m, int64_t k)
 {
+    return m <= PIECE_MAX_ROWS && k >= 2 * KPIECE ? k / KPIECE : 1;
+}
+
+size_t tfl__cpu_gemm_narrow_scratch(tfl_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    const int64_t p = pieces_of(m, k);
+    return p > 1 ? (size_t)(p - 1) * (size_t)m * (size_t)n * tfl_dtype_size(dt) : 0;
+}
+
 #ifdef HAVE_NARROW
-    if (!tfl__cpu_has(TFL_CPU_AVX512F)) return false;
-    if (m == 0 || n == 0) return true;
-    if (threads < 1) threads = 1;
-    bool f32 = dt == TFL_DTYPE_FLOAT32;
+/* C rows [i0, i1) over columns [j0, j1) = A B over l in [l0, l1) of the product (or C + it) */
+static void narrow_part(bool f32, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t l0,
+                        int64_t l1, const void *a, int64_t rsa, int64_t csa, const void *b,
+                        int64_t ldb, void *c, int64_t ldc, bool accumulate)
+{
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
+    const char *al = (const char *)a + (size_t)(l0 * csa) * es;
+    const char *bl = (const char *)b + (size_t)(l0 * ldb) * es;
+    if (f32)
+        narrow_S(i0, i1, j0, j1, l1 - l0, (const float *)al, rsa, csa, (const float *)bl, ldb,
+                 c, ldc, accumulate);
+    else
+        narrow_D(i0, i1, j0, j1, l1 - l0, (const double *)al, rsa, csa, (const double *)bl, ldb,
+                 c, ldc, accumulate);
+}
+
+/* C (or C + it) = A B over l in [l0, l1) on `threads` threads: ranges of 24 rows, or of
+ * panels for a short C of several panels they share evenly */
+static void narrow_threads(bool f32, int threads, int64_t m, int64_t n, int64_t l0, int64_t l1,
+                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+                           void *c, int64_t ldc, bool accumulate)
+{
     /* Threads take contiguous ranges of 24 rows (every tile height divides 24), or, for a
      * short C of several panels (4 vectors wide) that the threads share evenly, ranges of
-     * panels over every row: a weight gradient (128 x 128 over 2048 tokens) split by rows
-     * ran 72 and 56 rows, each thread copying every panel of B; by panels, 1.2-1.3x faster
-     * on 2 threads. Every element of C is the same sum either way. */
+     * panels over every row: 128 x 512 over 2048 ran 1.2x faster so on 2 threads. Every
+     * element of C is the same sum either way. */
     const int64_t tiles = (m + 23) / 24, pw = 4 * (f32 ? S_VL : D_VL);
     const int64_t panels = (n + pw - 1) / pw;
     const bool by_panels = threads > 1 && panels % threads == 0 && tiles < 4 * threads;
@@ -197,15 +232,60 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
             i1 = tiles * (t + 1) / threads * 24;
             if (i1 > m) i1 = m;
         }
-        if (f32)
-            narrow_S(i0, i1, j0, j1, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
-        else
-            narrow_D(i0, i1, j0, j1, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+        narrow_part(f32, i0, i1, j0, j1, l0, l1, a, rsa, csa, b, ldb, c, ldc, accumulate);
     }
+}
+#endif
+
+bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
+                          const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
+                          void *c, int64_t ldc, bool accumulate, void *scratch)
+{
+#ifdef HAVE_NARROW
+    if (!tfl__cpu_has(TFL_CPU_AVX512F)) return false;
+    if (m == 0 || n == 0) return true;
+    if (threads < 1) threads = 1;
+    const bool f32 = dt == TFL_DTYPE_FLOAT32;
+    const int64_t p = scratch ? pieces_of(m, k) : 1;
+    if (p == 1) {
+        narrow_threads(f32, threads, m, n, 0, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+        return true;
+    }
+    const size_t es = tfl_dtype_size(dt);
+    /* piece q's C: C itself for q = 0, else (q - 1)'th m x n block of scratch */
+#define PIECE_C(q) ((q) == 0 ? c : (char *)scratch + (size_t)((q) - 1) * (size_t)(m * n) * es)
+#define PIECE_LD(q) ((q) == 0 ? ldc : n)
+    if (threads > 1 && p % threads == 0) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t q = 0; q < p; q++)
+            narrow_part(f32, 0, m, 0, n, k * q / p, k * (q + 1) / p, a, rsa, csa, b, ldb,
+                        PIECE_C(q), PIECE_LD(q), q == 0 && accumulate);
+    } else {
+        for (int64_t q = 0; q < p; q++)
+            narrow_threads(f32, threads, m, n, k * q / p, k * (q + 1) / p, a, rsa, csa, b, ldb,
+                           PIECE_C(q), PIECE_LD(q), q == 0 && accumulate);
+    }
+    /* C += the other pieces, in order */
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t q = 1; q < p; q++) {
+            const char *src = (const char *)PIECE_C(q) + (size_t)(i * n) * es;
+            if (f32) {
+                float *dst = (float *)c + i * ldc;
+                const float *s = (const float *)src;
+                for (int64_t j = 0; j < n; j++) dst[j] += s[j];
+            } else {
+                double *dst = (double *)c + i * ldc;
+                const double *s = (const double *)src;
+                for (int64_t j = 0; j < n; j++) dst[j] += s[j];
+            }
+        }
+#undef PIECE_C
+#undef PIECE_LD
     return true;
 #else
     (void)dt, (void)threads, (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b;
-    (void)ldb, (void)c, (void)ldc, (void)accumulate;
+    (void)ldb, (void)c, (void)ldc, (void)accumulate, (void)scratch;
     return false;
 #endif
 }

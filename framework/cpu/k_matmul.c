@@ -182,6 +182,7 @@ LOOP_GEMM(gemm_c128, double complex, double complex)
 typedef struct gemm_call {
     bool ta, tb, small; /* small: float32 through tfl__cpu_gemm_small */
     bool narrow;        /* float32/float64 through tfl__cpu_gemm_narrow, on `threads` */
+    void *scratch;      /* the narrow kernel's pieces of k (NULL: none) */
     int threads;
     int64_t m, n, kk;
     mat A, B;
@@ -205,7 +206,7 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
     }
     if (g->narrow && /* op(B) stored by rows (B.cs == 1 here); false: no AVX-512 after all */
         tfl__cpu_gemm_narrow(dt, g->threads, m, n, kk, pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs, pb,
-                             B.rs, pc, n, false))
+                             B.rs, pc, n, false, g->scratch))
         return;
     if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
         if (dt == TFL_DTYPE_FLOAT32)
@@ -400,7 +401,17 @@ static tfl_status k_matmul(const tfl__kcall *k)
     const int threads = k->ctx->num_threads;
     bli_rntm_set_num_threads(flops >= big ? threads : 1, &rntm);
     const bool side_by_side = flops < big && nbatch > 1 && flops * (double)nbatch >= big;
-    const gemm_call g = {ta, tb, small, narrow, threads, m, n, kk, A, B, real, cplx, &rntm};
+    /* the narrow kernel's pieces of a deep k (one product at a time: batches run in turn) */
+    const size_t scratch_bytes = narrow ? tfl__cpu_gemm_narrow_scratch(dt, m, n, kk) : 0;
+    size_t scratch_got = 0;
+    void *scratch = NULL;
+    if (scratch_bytes &&
+        !(scratch = tfl__allocator_get(&k->dev->alloc, scratch_bytes, &scratch_got))) {
+        tfl_tensor_release(bt);
+        return k->ctx->err_code;
+    }
+    const gemm_call g = {ta,  tb,      small, narrow, scratch, threads, m,
+                         n,   kk,      A,     B,      real,    cplx,    &rntm};
     /* a parallel region only where it runs threads: BLIS's own region inside even an inactive
      * one is nested, which costs libgomp a new team on every call */
     if (side_by_side && threads > 1) {
@@ -409,6 +420,7 @@ static tfl_status k_matmul(const tfl__kcall *k)
     } else {
         for (int64_t bi = 0; bi < nbatch; bi++) batch_item(&g, &map, bi);
     }
+    if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, scratch_got);
     tfl_tensor_release(bt);
     return TFL_OK;
 }

@@ -486,6 +486,24 @@ static void test_matmul_narrow_vs_naive(void **state)
         check_matmul_(ctx, TH_F32, 2, TH_SHAPE(700, 120), 2, TH_SHAPE(700, 500), TFL_TRANSPOSE_A,
                       tol_for(TH_F32), __LINE__);
     }
+    /* a short C over a deep k (a weight gradient over 3100 tokens): summed in 3 pieces of k,
+       whole pieces a thread on 3 threads, pieces in turn on 2; against the naive loops */
+    for (int d = 0; d < NELEMS(all); d++) {
+        tfl_tensor *a = tfl_random_uniform(ctx, all[d], 2, TH_SHAPE(3100, 120), -1, 1, 15);
+        tfl_tensor *b = tfl_random_uniform(ctx, all[d], 2, TH_SHAPE(3100, 100), -1, 1, 16);
+        static double got[3][120 * 100];
+        const size_t bytes = tfl_dtype_size(all[d]) * 120 * 100;
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t + 1), TFL_OK);
+            assert_int_equal(
+                tfl_tensor_to_host(tfl_matmul(ctx, a, b, TFL_TRANSPOSE_A), got[t], bytes), TFL_OK);
+        }
+        assert_memory_equal(got[0], got[1], bytes);
+        assert_memory_equal(got[0], got[2], bytes);
+        check_matmul_(ctx, all[d], 2, TH_SHAPE(3100, 120), 2, TH_SHAPE(3100, 100),
+                      TFL_TRANSPOSE_A, tol_for(all[d]) * 4, __LINE__);
+    }
+    assert_int_equal(tfl_ctx_set_num_threads(ctx, 2), TFL_OK);
     CHECK_MM(ctx, TH_F32, (3, 50, 70), (70, 100), 0, tol_for(TH_F32));
     CHECK_MM(ctx, TH_F64, (2, 70, 50), (2, 100, 70), TFL_TRANSPOSE_A | TFL_TRANSPOSE_B,
              tol_for(TH_F64));
@@ -601,6 +619,52 @@ static void test_matmul_threads_every_storage(void **state)
     th_end(ctx);
 }
 
+/* allocation hooks that refuse every block of refuse_from bytes or more */
+static size_t refuse_from = SIZE_MAX;
+static void *refusing_alloc(void *user, size_t bytes, size_t align)
+{
+    (void)user;
+    if (bytes >= refuse_from) return NULL;
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+static void refusing_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* A refused scratch for the pieces of a deep k (where the AVX-512 kernel runs) fails the
+ * MatMul with RESOURCE_EXHAUSTED and no output; elsewhere no scratch is taken and the product
+ * is right. With the memory back the same call computes. */
+static void test_matmul_refused_scratch(void **state)
+{
+    (void)state;
+    tfl_status st;
+    tfl_ctx *ctx = tfl_ctx_new(
+        &(tfl_ctx_opts){.num_threads = 2, .alloc_fn = refusing_alloc, .free_fn = refusing_free},
+        &st);
+    assert_non_null(ctx);
+    assert_int_equal(tfl_frame_push(ctx), TFL_OK);
+    tfl_tensor *a = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(3100, 120));
+    tfl_tensor *b = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(3100, 100));
+    for (int pass = 0; pass < 2; pass++) {
+        refuse_from = pass == 0 ? (size_t)80000 : SIZE_MAX; /* C: 48000 bytes, pieces: 96000 */
+        tfl_tensor *c = tfl_matmul(ctx, a, b, TFL_TRANSPOSE_A);
+        if (!c) {
+            assert_int_equal(pass, 0);
+            assert_int_equal(tfl_ctx_error(ctx).code, TFL_RESOURCE_EXHAUSTED);
+            tfl_ctx_clear_error(ctx);
+            continue;
+        }
+        float v[120 * 100];
+        assert_int_equal(tfl_tensor_to_host(c, v, sizeof v), TFL_OK);
+        for (int i = 0; i < 120 * 100; i++) assert_true(v[i] == 3100.0f);
+    }
+    refuse_from = SIZE_MAX;
+    assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
+    tfl_ctx_free(ctx);
+}
+
 /* int64 products accumulate exactly beyond 2^53. */
 static void test_matmul_int64_exact(void **state)
 {
@@ -695,6 +759,7 @@ int main(void)
         TH_TEST(test_matmul_threads_every_storage),
         TH_TEST(test_matmul_int64_exact),
         TH_TEST(test_matmul_errors),
+        cmocka_unit_test(test_matmul_refused_scratch),
         TH_TEST(test_matmul_without_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
