@@ -96,6 +96,54 @@ AVX2 static void tile(int64_t m, int64_t k, const float *a, int64_t rsa, int64_t
 TILE512(6, 4)
 TILE512(8, 2)
 
+/* rows [j0, j0 + 8) of the row-major block s (row stride ld), columns [l0, l0 + 8), stored
+ * transposed: d[(l0 + i) ldd + j0 + r] = s[(j0 + r) ld + l0 + i] */
+AVX2 static void transpose8(const float *s, int64_t ld, float *d, int64_t ldd)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * ld);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(d + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(d + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+}
+
+/* B's (k x n) block copied row-major into bp (ldb floats a row, zero past n). B stored by
+ * columns (b^T of a row-major matrix: Q K^T, dC V^T in attention) in 8 x 8 transposes, where
+ * a gather of each element had cost a quarter of such a product. */
+AVX2 static void pack_b(int64_t n, int64_t k, const float *b, int64_t rsb, int64_t csb, float *bp,
+                        int64_t ldb)
+{
+    if (rsb == 1 && csb != 1) { /* element (l, j) at b[j csb + l]: rows of b^T contiguous */
+        const int64_t n8 = n / 8 * 8, k8 = k / 8 * 8;
+        for (int64_t j = 0; j < n8; j += 8)
+            for (int64_t l = 0; l < k8; l += 8) transpose8(b + j * csb + l, csb, bp + l * ldb + j, ldb);
+        for (int64_t l = 0; l < k; l++)
+            for (int64_t j = l < k8 ? n8 : 0; j < n; j++) bp[l * ldb + j] = b[j * csb + l];
+    } else {
+        for (int64_t l = 0; l < k; l++) {
+            float *row = bp + l * ldb;
+            const float *src = b + l * rsb;
+            int64_t j = 0;
+            if (csb == 1)
+                for (; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, _mm256_loadu_ps(src + j));
+            for (; j < n; j++) row[j] = src[j * csb];
+        }
+    }
+    for (int64_t l = 0; l < k; l++)
+        for (int64_t j = n; j < ldb; j++) bp[l * ldb + j] = 0;
+}
+
 AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa,
                             int64_t csa, const float *b, int64_t rsb, int64_t csb, float *c)
 {
@@ -103,14 +151,7 @@ AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int
     const int64_t nr = !wide ? NR : n > 32 ? 64 : 32; /* a tile's columns */
     const int64_t ldb = (n + nr - 1) / nr * nr;
     float bp[TFL_GEMM_SMALL_MAX * TFL_GEMM_SMALL_MAX] __attribute__((aligned(64)));
-    for (int64_t l = 0; l < k; l++) {
-        float *row = bp + l * ldb;
-        const float *src = b + l * rsb;
-        if (csb == 1) memcpy(row, src, sizeof(float) * (size_t)n);
-        else
-            for (int64_t j = 0; j < n; j++) row[j] = src[j * csb];
-        for (int64_t j = n; j < ldb; j++) row[j] = 0;
-    }
+    pack_b(n, k, b, rsb, csb, bp, ldb);
     for (int64_t j0 = 0; j0 < n; j0 += nr) {
         const int cols = n - j0 < nr ? (int)(n - j0) : (int)nr;
         if (wide && nr == 64)
