@@ -417,7 +417,7 @@ static void test_matmul_small_tiles_vs_naive(void **state)
 {
     tfl_ctx *ctx = th_begin(state);
     static const int64_t ms[] = {1, 5, 6, 7, 8, 9, 13, 64}, ns[] = {1, 15, 16, 17, 31, 32, 33, 64},
-                         ks[] = {1, 3, 64};
+                         ks[] = {1, 3, 13, 64}; /* 13: 8 x 8 blocks of b^T and a rest */
     for (int f = 0; f < 4; f++)
         for (int i = 0; i < NELEMS(ms); i++)
             for (int j = 0; j < NELEMS(ns); j++)
