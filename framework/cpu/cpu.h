@@ -151,7 +151,8 @@ void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m,
  * C (m x n, row stride ldc) = A B, or C + A B when accumulate, float32 or float64 (dt), for
  * the narrow products of convolutions (gemm_narrow.c): A (m x k) has element (i, l) at
  * a[i rsa + l csa], B (k x n) is row-major with row stride ldb. No packing, so it beats
- * BLIS when n is small (up to a few hundred) and m or k is tall. threads > 1 share the rows.
+ * BLIS when n is small (up to a few hundred) and m or k is tall. threads > 1 share the rows,
+ * the panels of a short C, or the pieces of k; the result never depends on them.
  * scratch: NULL, or tfl__cpu_gemm_narrow_scratch(dt, m, n, k) bytes (when that is not 0), so
  * a short, deep product (a weight gradient) is summed in pieces of k (see gemm_narrow.c).
  * Returns false, doing nothing, on a CPU without AVX-512 (use tfl__cpu_gemm then).

@@ -127,7 +127,8 @@ AVX2 static void pack_b(int64_t n, int64_t k, const float *b, int64_t rsb, int64
     if (rsb == 1 && csb != 1) { /* element (l, j) at b[j csb + l]: rows of b^T contiguous */
         const int64_t n8 = n / 8 * 8, k8 = k / 8 * 8;
         for (int64_t j = 0; j < n8; j += 8)
-            for (int64_t l = 0; l < k8; l += 8) transpose8(b + j * csb + l, csb, bp + l * ldb + j, ldb);
+            for (int64_t l = 0; l < k8; l += 8)
+                transpose8(b + j * csb + l, csb, bp + l * ldb + j, ldb);
         for (int64_t l = 0; l < k; l++)
             for (int64_t j = l < k8 ? n8 : 0; j < n; j++) bp[l * ldb + j] = b[j * csb + l];
     } else {

@@ -635,7 +635,8 @@ static void refusing_free(void *user, void *p)
 
 /* A refused scratch for the pieces of a deep k (where the AVX-512 kernel runs) fails the
  * MatMul with RESOURCE_EXHAUSTED and no output; elsewhere no scratch is taken and the product
- * is right. With the memory back the same call computes. */
+ * is right. With the memory back the same call computes. A very deep k takes at most 8
+ * pieces' scratch. */
 static void test_matmul_refused_scratch(void **state)
 {
     (void)state;
@@ -660,6 +661,14 @@ static void test_matmul_refused_scratch(void **state)
         assert_int_equal(tfl_tensor_to_host(c, v, sizeof v), TFL_OK);
         for (int i = 0; i < 120 * 100; i++) assert_true(v[i] == 3100.0f);
     }
+    /* at most 8 pieces: 64 x 64 over 20000 takes 7 C's of scratch (114688 bytes), not 18 */
+    tfl_tensor *d = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(20000, 64));
+    refuse_from = 120000;
+    tfl_tensor *c = tfl_matmul(ctx, d, d, TFL_TRANSPOSE_A);
+    assert_non_null(c);
+    float v[64 * 64];
+    assert_int_equal(tfl_tensor_to_host(c, v, sizeof v), TFL_OK);
+    for (int i = 0; i < 64 * 64; i++) assert_true(v[i] == 20000.0f);
     refuse_from = SIZE_MAX;
     assert_int_equal(tfl_frame_pop(ctx), TFL_OK);
     tfl_ctx_free(ctx);
