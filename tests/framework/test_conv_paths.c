@@ -388,29 +388,15 @@ static void test_no_fresh_allocations(void **state)
     th_end(ctx);
 }
 
-/* allocation hooks that refuse every block of refuse_from bytes or more */
-static size_t refuse_from = SIZE_MAX;
-static void *refusing_alloc(void *user, size_t bytes, size_t align)
-{
-    (void)user;
-    if (bytes >= refuse_from) return NULL;
-    return aligned_alloc(align, (bytes + align - 1) / align * align);
-}
-static void refusing_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* A refused copy of a strided operand fails each conv op: NULL with RESOURCE_EXHAUSTED kept,
  * never an output of memory nothing wrote; with the memory back the same call computes. */
 static void test_refused_copy_fails(void **state)
 {
     (void)state;
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(
-        &(tfl_ctx_opts){.num_threads = 1, .alloc_fn = refusing_alloc, .free_fn = refusing_free},
-        &st);
+    size_t refuse_from = SIZE_MAX;
+    tfl_ctx_opts opts = th_refusing_opts(&refuse_from, 1);
+    tfl_ctx *ctx = tfl_ctx_new(&opts, &st);
     assert_non_null(ctx);
     assert_int_equal(tfl_frame_push(ctx), TFL_OK);
     tfl_tensor *base = tfl_ones(ctx, TH_F32, 4, TH_SHAPE(1, 300, 300, 4));

@@ -619,20 +619,6 @@ static void test_matmul_threads_every_storage(void **state)
     th_end(ctx);
 }
 
-/* allocation hooks that refuse every block of refuse_from bytes or more */
-static size_t refuse_from = SIZE_MAX;
-static void *refusing_alloc(void *user, size_t bytes, size_t align)
-{
-    (void)user;
-    if (bytes >= refuse_from) return NULL;
-    return aligned_alloc(align, (bytes + align - 1) / align * align);
-}
-static void refusing_free(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* A refused scratch for the pieces of a deep k (where the AVX-512 kernel runs) fails the
  * MatMul with RESOURCE_EXHAUSTED and no output; elsewhere no scratch is taken and the product
  * is right. With the memory back the same call computes. A very deep k takes at most 8
@@ -641,9 +627,9 @@ static void test_matmul_refused_scratch(void **state)
 {
     (void)state;
     tfl_status st;
-    tfl_ctx *ctx = tfl_ctx_new(
-        &(tfl_ctx_opts){.num_threads = 2, .alloc_fn = refusing_alloc, .free_fn = refusing_free},
-        &st);
+    size_t refuse_from = SIZE_MAX;
+    tfl_ctx_opts opts = th_refusing_opts(&refuse_from, 2);
+    tfl_ctx *ctx = tfl_ctx_new(&opts, &st);
     assert_non_null(ctx);
     assert_int_equal(tfl_frame_push(ctx), TFL_OK);
     tfl_tensor *a = tfl_ones(ctx, TH_F32, 2, TH_SHAPE(3100, 120));

@@ -469,6 +469,26 @@ static inline int th_teardown(void **state)
     return 0;
 }
 
+/* Allocation hooks that refuse every block of *(size_t *)user bytes or more: a context made
+ * with th_refusing_opts(&limit, threads) fails allocations from the limit on (SIZE_MAX: none). */
+static inline void *th_refusing_alloc(void *user, size_t bytes, size_t align)
+{
+    if (bytes >= *(const size_t *)user) return NULL;
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+static inline void th_refusing_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+static inline tfl_ctx_opts th_refusing_opts(size_t *limit, int threads)
+{
+    return (tfl_ctx_opts){.num_threads = threads,
+                          .alloc_fn = th_refusing_alloc,
+                          .free_fn = th_refusing_free,
+                          .alloc_user = limit};
+}
+
 /* Starts a test body: the context, with a frame open that th_end pops. */
 static inline tfl_ctx *th_begin(void **state)
 {
