@@ -237,19 +237,27 @@ static tfl_status conv_forward(const tfl__kcall *k, const geom *g, tfl_dtype dt,
     }
     char *scratch = scratch_get(k, p.col_bytes * p.team, &got);
     if (!scratch) return k->ctx->err_code;
-    const int inner = p.team > 1 ? 1 : p.threads; /* the threads of each range's work */
-#pragma omp parallel num_threads(p.team) if (p.team > 1)
-    {
-        char *col = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
+    /* side by side, each range on one thread; or in turn, each on all (no parallel region
+       around them: libgomp would make a new team for every nested one) */
+#define FORWARD_RANGE(i, col, threads)                                                      \
+    do {                                                                                    \
+        int64_t m0, m1;                                                                     \
+        range_of(&p, g, i, &m0, &m1);                                                       \
+        im2col_par(g, f32, xd, m0, m1, col, es, threads);                                   \
+        gemm(k, dt, threads, m1 - m0, F, K, col, K, 1, wd, F, false,                        \
+             yd + (size_t)(m0 * F) * es, F);                                                \
+    } while (0)
+    if (p.team > 1) {
+#pragma omp parallel num_threads(p.team)
+        {
+            char *col = scratch + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < p.count; i++) {
-            int64_t m0, m1;
-            range_of(&p, g, i, &m0, &m1);
-            im2col_par(g, f32, xd, m0, m1, col, es, inner);
-            gemm(k, dt, inner, m1 - m0, F, K, col, K, 1, wd, F, false, yd + (size_t)(m0 * F) * es,
-                 F);
+            for (int64_t i = 0; i < p.count; i++) FORWARD_RANGE(i, col, 1);
         }
+    } else {
+        for (int64_t i = 0; i < p.count; i++) FORWARD_RANGE(i, scratch, p.threads);
     }
+#undef FORWARD_RANGE
     tfl__allocator_put(&k->dev->alloc, scratch, got);
     return TFL_OK;
 }
@@ -483,30 +491,36 @@ static tfl_status k_conv2d_backprop_input(const tfl__kcall *k)
         gemm(k, dt, p.threads, m, K, F, dyd, F, 1, wt, K, false, dx, K);
         goto done;
     }
-    const int inner = p.team > 1 ? 1 : p.threads; /* the threads of each range's work */
-    if (p.team == 1) memset(dx, 0, (size_t)k->out->numel * es);
-#pragma omp parallel num_threads(p.team) if (p.team > 1)
-    {
-        char *dcol = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
+    /* the dx rows (r = n H + ih) a range's windows reach: from its first output row's first
+       input row to its last output row's last, clipped to the image (a block's: its images'
+       rows); a block side by side zeroes its own images first */
+#define INPUT_RANGE(i, dcol, threads)                                                       \
+    do {                                                                                    \
+        int64_t m0, m1;                                                                     \
+        range_of(&p, &g, i, &m0, &m1);                                                      \
+        int64_t na = m0 / ohw, oha = m0 / g.ow % g.oh;                                      \
+        int64_t nb = (m1 - 1) / ohw, ohb = (m1 - 1) / g.ow % g.oh;                          \
+        int64_t lo = oha * g.sh - g.pt, hi = ohb * g.sh - g.pt + (g.kh - 1) * g.dh;         \
+        int64_t r0 = na * g.h + (lo > 0 ? lo : 0);                                          \
+        int64_t r1 = nb * g.h + (hi < g.h - 1 ? hi : g.h - 1) + 1;                          \
+        if (p.team > 1)                                                                     \
+            memset(dx + (size_t)(m0 / ohw * img) * es, 0, (size_t)((m1 - m0) / ohw * img) * es); \
+        gemm(k, dt, threads, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false,  \
+             dcol, K);                                                                      \
+        col2im_rows(&g, f32, dcol, m0, m1, r0, r1, dx, es, threads);                        \
+    } while (0)
+    if (p.team > 1) {
+#pragma omp parallel num_threads(p.team)
+        {
+            char *dcol = cols + (size_t)(omp_get_thread_num() * p.col_bytes);
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < p.count; i++) {
-            int64_t m0, m1;
-            range_of(&p, &g, i, &m0, &m1);
-            /* the dx rows (r = n H + ih) the range's windows reach: from its first output
-               row's first input row to its last output row's last, clipped to the image; a
-               block's are its images' rows */
-            int64_t na = m0 / ohw, oha = m0 / g.ow % g.oh;
-            int64_t nb = (m1 - 1) / ohw, ohb = (m1 - 1) / g.ow % g.oh;
-            int64_t lo = oha * g.sh - g.pt, hi = ohb * g.sh - g.pt + (g.kh - 1) * g.dh;
-            int64_t r0 = na * g.h + (lo > 0 ? lo : 0);
-            int64_t r1 = nb * g.h + (hi < g.h - 1 ? hi : g.h - 1) + 1;
-            if (p.team > 1) /* a block: its own images, zeroed here */
-                memset(dx + (size_t)(m0 / ohw * img) * es, 0, (size_t)((m1 - m0) / ohw * img) * es);
-            gemm(k, dt, inner, m1 - m0, K, F, dyd + (size_t)(m0 * F) * es, F, 1, wt, K, false,
-                 dcol, K);
-            col2im_rows(&g, f32, dcol, m0, m1, r0, r1, dx, es, inner);
+            for (int64_t i = 0; i < p.count; i++) INPUT_RANGE(i, dcol, 1);
         }
+    } else {
+        memset(dx, 0, (size_t)k->out->numel * es);
+        for (int64_t i = 0; i < p.count; i++) INPUT_RANGE(i, cols, p.threads);
     }
+#undef INPUT_RANGE
 done:
     if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, got);
     tfl_tensor_release(tw);
