@@ -54,9 +54,11 @@ static tfl_tensor *heads(tfl_layer *l, const tfl_tensor *x2, int v, int64_t b, i
     const int64_t h = l->spec.num_heads, k = l->key_dim;
     const int64_t f = tfl_tensor_shape(x2)[1];
     tfl_tensor *w = tfl_reshape(CTX, kernel_of(l, v), 2, (int64_t[]){f, h * k});
-    tfl_tensor *y = w ? tfl_matmul(CTX, x2, w, 0) : NULL;
-    tfl_tensor *bias = bias_of(l, v);
-    if (y && bias) y = tfl_add(CTX, y, tfl_reshape(CTX, bias, 1, (int64_t[]){h * k}));
+    tfl_tensor *bias = bias_of(l, v), *y = NULL;
+    if (w && bias)
+        y = tfl_matmul_bias(CTX, x2, w, tfl_reshape(CTX, bias, 1, (int64_t[]){h * k}), 0);
+    else if (w)
+        y = tfl_matmul(CTX, x2, w, 0);
     y = y ? tfl_reshape(CTX, y, 4, (int64_t[]){b, s, h, k}) : NULL;
     return y ? tfl_transpose(CTX, y, (int[]){0, 2, 1, 3}) : NULL;
 }
@@ -81,8 +83,7 @@ tfl_tensor *tfl__attention_forward(tfl_layer *l, const tfl_tensor *x, bool train
     c = c ? tfl_transpose(CTX, c, (int[]){0, 2, 1, 3}) : NULL;
     c = c ? tfl_reshape(CTX, c, 2, (int64_t[]){b * s, h * k}) : NULL;
     tfl_tensor *wo = tfl_reshape(CTX, kernel_of(l, V_O), 2, (int64_t[]){h * k, f});
-    tfl_tensor *y = c && wo ? tfl_matmul(CTX, c, wo, 0) : NULL;
-    tfl_tensor *bo = bias_of(l, V_O);
-    if (y && bo) y = tfl_add(CTX, y, bo);
+    tfl_tensor *bo = bias_of(l, V_O), *y = NULL;
+    if (c && wo) y = bo ? tfl_matmul_bias(CTX, c, wo, bo, 0) : tfl_matmul(CTX, c, wo, 0);
     return y ? tfl_reshape(CTX, y, 3, (int64_t[]){b, s, f}) : NULL;
 }

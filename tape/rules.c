@@ -49,6 +49,8 @@ const tfl__grad_rule tfl__grad_rules[TFL_OP_COUNT] = {
     R(MAX, max_min, A(reduce), IN(0) | OUT),
     R(MIN, max_min, A(reduce), IN(0) | OUT),
     R(MATMUL, matmul, A(matmul), IN(1), IN(0)),
+    /* FusedMatMul (a, b, bias): a needs b, b needs a, the bias nothing (Add's rule) */
+    R(FUSED_MATMUL, fused_matmul, A(matmul), IN(1), IN(0), 0),
     R(RESHAPE, reshape, 0, 0),
     R(TRANSPOSE, transpose, A(transpose), 0),
     R(SLICE, slice, A(slice), 0),

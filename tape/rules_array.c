@@ -1,7 +1,8 @@
 /*
- * tape/rules_array.c: backward rules of the reductions, matmul and the shape and indexing
- * ops. Each is the op's adjoint written with other ops: sum <-> broadcast_to,
- * slice <-> pad, gather <-> unsorted_segment_sum, reshape and transpose undo themselves.
+ * tape/rules_array.c: backward rules of the reductions, matmul (and its fused bias) and the
+ * shape and indexing ops. Each is the op's adjoint written with other ops: sum <->
+ * broadcast_to, slice <-> pad, gather <-> unsorted_segment_sum, reshape and transpose undo
+ * themselves.
  */
 #include "tape_internal.h"
 
@@ -66,7 +67,7 @@ TFL_RULE(max_min)
  *                             A|B    B^T dy^T            dy^T A^T
  * then summed over broadcast batch axes.
  */
-TFL_RULE(matmul)
+static void matmul_grads(const tfl__grad_call *g)
 {
     unsigned f = g->attrs->matmul.flags;
     const unsigned TA = TFL_TRANSPOSE_A, TB = TFL_TRANSPOSE_B;
@@ -83,6 +84,15 @@ TFL_RULE(matmul)
                              : (ta ? tfl_matmul(CTX, DY, a, TA | TB) : tfl_matmul(CTX, DY, a, TA));
         g->dx[1] = tfl__sum_to_input(g, db, 1);
     }
+}
+
+TFL_RULE(matmul) { matmul_grads(g); }
+
+/* FusedMatMul (a, b, bias): a and b as MatMul's; the bias dy summed over every row */
+TFL_RULE(fused_matmul)
+{
+    matmul_grads(g);
+    if (g->need[2]) g->dx[2] = tfl__sum_to_input(g, DY, 2);
 }
 
 TFL_RULE(reshape) { g->dx[0] = tfl_reshape(CTX, DY, g->in[0].rank, g->in[0].shape); }

@@ -135,7 +135,8 @@ tfl_tensor *tfl__zeros_like_input(const tfl__grad_call *g, int i);
 #define TFL_RULE(name) void tfl__grad_##name(const tfl__grad_call *g)
 TFL_RULE(identity); TFL_RULE(cast); TFL_RULE(where); TFL_RULE(softmax);
 TFL_RULE(log_softmax); TFL_RULE(attention_softmax); TFL_RULE(softmax_grad); /* rules_math.c */
-TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(reshape);
+TFL_RULE(sum); TFL_RULE(mean); TFL_RULE(max_min); TFL_RULE(matmul); TFL_RULE(fused_matmul);
+TFL_RULE(reshape);
 TFL_RULE(transpose); TFL_RULE(slice); TFL_RULE(concat); TFL_RULE(gather);
 TFL_RULE(broadcast_to); TFL_RULE(pad); TFL_RULE(segment_sum);            /* rules_array.c */
 TFL_RULE(softmax_xent); TFL_RULE(sparse_softmax_xent);

@@ -153,13 +153,19 @@ void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m,
  * a[i rsa + l csa], B (k x n) is row-major with row stride ldb. No packing, so it beats
  * BLIS when n is small (up to a few hundred) and m or k is tall. threads > 1 share the rows,
  * the panels of a short C, or the pieces of k; the result never depends on them.
+ * bias: NULL, or n values added to every row of the result (MatMul then Add's roundings).
  * scratch: NULL, or tfl__cpu_gemm_narrow_scratch(dt, m, n, k) bytes (when that is not 0), so
  * a short, deep product (a weight gradient) is summed in pieces of k (see gemm_narrow.c).
  * Returns false, doing nothing, on a CPU without AVX-512 (use tfl__cpu_gemm then).
  */
 bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
-                          void *c, int64_t ldc, bool accumulate, void *scratch);
+                          void *c, int64_t ldc, bool accumulate, const void *bias,
+                          void *scratch);
+/** Every row of C (m x n, row stride ldc; float32 or float64) += bias (n, contiguous), on
+ * `threads` threads for a C big enough (k_matmul.c). */
+void tfl__cpu_add_rows(tfl_dtype dt, int threads, int64_t m, int64_t n, void *c, int64_t ldc,
+                       const void *bias);
 /** Bytes of scratch tfl__cpu_gemm_narrow sums pieces of k in (0: it does not). */
 size_t tfl__cpu_gemm_narrow_scratch(tfl_dtype dt, int64_t m, int64_t n, int64_t k);
 /** Whether tfl__cpu_gemm_narrow runs on this CPU (AVX-512 and a compiler that builds it). */

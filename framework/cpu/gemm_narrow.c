@@ -45,7 +45,8 @@
 
 /*
  * The micro-kernel: rows [0, MR) of C by NV vectors (the last one masked by mk) over the
- * whole k: r = sum_l A[i, l] B[l, :]; then C = r, or C + r when accumulate. Loops have
+ * whole k: r = sum_l A[i, l] B[l, :]; then C = r, or C + r when accumulate, and that plus
+ * bias[:] when a bias is given (each a rounded float add, as MatMul then Add). Loops have
  * constant trip counts and are unrolled, so r lives in registers (MR NV <= 24 of 32); the
  * loop over k is unrolled 4 times (one thread, best of 6: 4-5% faster on 2048x128x128,
  * 2048x128x512, and A^T B over 2048).
@@ -53,7 +54,7 @@
 #define UKR(P, T, MR, NV)                                                                   \
     AVX512 static void ukr_##P##_##MR##x##NV(int64_t k, const T *a, int64_t rsa, int64_t csa, \
                                                const T *b, int64_t ldb, T *c, int64_t ldc,  \
-                                               P##_MASK mk, bool accumulate)                \
+                                               P##_MASK mk, bool accumulate, const T *bias) \
     {                                                                                       \
         P##_VEC r[MR][NV];                                                                  \
         UNROLL for (int i = 0; i < MR; i++)                                                 \
@@ -74,6 +75,7 @@
                 P##_MASK m = v == NV - 1 ? mk : (P##_MASK)-1;                               \
                 P##_VEC x = r[i][v];                                                        \
                 if (accumulate) x = P##_ADD(x, P##_MLOAD(m, ci + v * P##_VL));              \
+                if (bias) x = P##_ADD(x, P##_MLOAD(m, bias + v * P##_VL));                  \
                 P##_MSTORE(ci + v * P##_VL, m, x);                                          \
             }                                                                               \
         }                                                                                   \
@@ -89,16 +91,13 @@ UKRS(S, float)
 UKRS(D, double)
 
 /* rows [i, ie) with tiles of MR rows while they fit, then of H2, then H3, then one */
+#define TILE_ARGS kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc, bj_bias
 #define ROWS(P, NV, MR, H2, H3)                                                             \
     do {                                                                                    \
-        for (; i + MR <= ie; i += MR)                                                       \
-            ukr_##P##_##MR##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i + H2 <= ie; i += H2)                                                       \
-            ukr_##P##_##H2##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i + H3 <= ie; i += H3)                                                       \
-            ukr_##P##_##H3##x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
-        for (; i < ie; i++)                                                                 \
-            ukr_##P##_1x##NV(kb, a + i * rsa, rsa, csa, bj, ldp, cj + i * ldc, ldc, mk, acc); \
+        for (; i + MR <= ie; i += MR) ukr_##P##_##MR##x##NV(TILE_ARGS);                     \
+        for (; i + H2 <= ie; i += H2) ukr_##P##_##H2##x##NV(TILE_ARGS);                     \
+        for (; i + H3 <= ie; i += H3) ukr_##P##_##H3##x##NV(TILE_ARGS);                     \
+        for (; i < ie; i++) ukr_##P##_1x##NV(TILE_ARGS);                                    \
     } while (0)
 
 /*
@@ -118,7 +117,8 @@ UKRS(D, double)
 #define DRIVER(P, T)                                                                        \
     AVX512 static void narrow_##P(int64_t i0, int64_t i1, int64_t j0, int64_t n, int64_t k,  \
                                   const T *a0, int64_t rsa, int64_t csa, const T *b0,       \
-                                  int64_t ldb, T *c, int64_t ldc, bool accumulate)          \
+                                  int64_t ldb, T *c, int64_t ldc, bool accumulate,          \
+                                  const T *bias)                                            \
     {                                                                                       \
         const int64_t kstep = KB_BYTES / (int64_t)(4 * P##_VL * sizeof(T)), ldp = 4 * P##_VL; \
         T bp[KB_BYTES / sizeof(T)] __attribute__((aligned(64))); /* kstep x ldp */          \
@@ -142,6 +142,8 @@ UKRS(D, double)
                     for (int64_t q = 0; q < kb; q++)                                        \
                         memcpy(bp + q * 4 * P##_VL, b + q * ldb + j, sizeof(T) * (size_t)w); \
                     const T *bj = bp;                                                       \
+                    /* the bias with the last block of k */                                 \
+                    const T *bj_bias = bias && l + kb == k ? bias + j : NULL;               \
                     T *cj = c + j;                                                          \
                     int64_t i = m0;                                                         \
                     switch (nv) {                                                           \
@@ -193,27 +195,28 @@ size_t tfl__cpu_gemm_narrow_scratch(tfl_dtype dt, int64_t m, int64_t n, int64_t 
 }
 
 #ifdef HAVE_NARROW
-/* C rows [i0, i1) over columns [j0, j1) = A B over l in [l0, l1) of the product (or C + it) */
+/* C rows [i0, i1) over columns [j0, j1) = A B over l in [l0, l1) of the product (or C + it),
+ * plus the bias (NULL: none; its element j for column j) */
 static void narrow_part(bool f32, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t l0,
                         int64_t l1, const void *a, int64_t rsa, int64_t csa, const void *b,
-                        int64_t ldb, void *c, int64_t ldc, bool accumulate)
+                        int64_t ldb, void *c, int64_t ldc, bool accumulate, const void *bias)
 {
     const size_t es = f32 ? sizeof(float) : sizeof(double);
     const char *al = (const char *)a + (size_t)(l0 * csa) * es;
     const char *bl = (const char *)b + (size_t)(l0 * ldb) * es;
     if (f32)
         narrow_S(i0, i1, j0, j1, l1 - l0, (const float *)al, rsa, csa, (const float *)bl, ldb,
-                 c, ldc, accumulate);
+                 c, ldc, accumulate, bias);
     else
         narrow_D(i0, i1, j0, j1, l1 - l0, (const double *)al, rsa, csa, (const double *)bl, ldb,
-                 c, ldc, accumulate);
+                 c, ldc, accumulate, bias);
 }
 
-/* C (or C + it) = A B over l in [l0, l1) on `threads` threads: ranges of 24 rows, or of
- * panels for a short C of several panels they share evenly */
+/* C (or C + it) = A B over l in [l0, l1) (plus the bias) on `threads` threads: ranges of 24
+ * rows, or of panels for a short C of several panels they share evenly */
 static void narrow_threads(bool f32, int threads, int64_t m, int64_t n, int64_t l0, int64_t l1,
                            const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
-                           void *c, int64_t ldc, bool accumulate)
+                           void *c, int64_t ldc, bool accumulate, const void *bias)
 {
     /* Threads take contiguous ranges of 24 rows (every tile height divides 24), or, for a
      * short C of several panels (4 vectors wide) that the threads share evenly, ranges of
@@ -235,14 +238,14 @@ static void narrow_threads(bool f32, int threads, int64_t m, int64_t n, int64_t 
             i1 = tiles * (t + 1) / threads * 24;
             if (i1 > m) i1 = m;
         }
-        narrow_part(f32, i0, i1, j0, j1, l0, l1, a, rsa, csa, b, ldb, c, ldc, accumulate);
+        narrow_part(f32, i0, i1, j0, j1, l0, l1, a, rsa, csa, b, ldb, c, ldc, accumulate, bias);
     }
 }
 #endif
 
 bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64_t k,
                           const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
-                          void *c, int64_t ldc, bool accumulate, void *scratch)
+                          void *c, int64_t ldc, bool accumulate, const void *bias, void *scratch)
 {
 #ifdef HAVE_NARROW
     if (!tfl__cpu_has(TFL_CPU_AVX512F)) return false;
@@ -251,7 +254,7 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
     const bool f32 = dt == TFL_DTYPE_FLOAT32;
     const int64_t p = scratch ? pieces_of(m, k) : 1;
     if (p == 1) {
-        narrow_threads(f32, threads, m, n, 0, k, a, rsa, csa, b, ldb, c, ldc, accumulate);
+        narrow_threads(f32, threads, m, n, 0, k, a, rsa, csa, b, ldb, c, ldc, accumulate, bias);
         return true;
     }
     const size_t es = tfl_dtype_size(dt);
@@ -262,13 +265,13 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t q = 0; q < p; q++)
             narrow_part(f32, 0, m, 0, n, k * q / p, k * (q + 1) / p, a, rsa, csa, b, ldb,
-                        PIECE_C(q), PIECE_LD(q), q == 0 && accumulate);
+                        PIECE_C(q), PIECE_LD(q), q == 0 && accumulate, NULL);
     } else {
         for (int64_t q = 0; q < p; q++)
             narrow_threads(f32, threads, m, n, k * q / p, k * (q + 1) / p, a, rsa, csa, b, ldb,
-                           PIECE_C(q), PIECE_LD(q), q == 0 && accumulate);
+                           PIECE_C(q), PIECE_LD(q), q == 0 && accumulate, NULL);
     }
-    /* C += the other pieces, in order */
+    /* C += the other pieces, in order, then the bias */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int64_t i = 0; i < m; i++)
         for (int64_t q = 1; q < p; q++) {
@@ -283,12 +286,13 @@ bool tfl__cpu_gemm_narrow(tfl_dtype dt, int threads, int64_t m, int64_t n, int64
                 for (int64_t j = 0; j < n; j++) dst[j] += s[j];
             }
         }
+    if (bias) tfl__cpu_add_rows(dt, threads, m, n, c, ldc, bias);
 #undef PIECE_C
 #undef PIECE_LD
     return true;
 #else
     (void)dt, (void)threads, (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b;
-    (void)ldb, (void)c, (void)ldc, (void)accumulate, (void)scratch;
+    (void)ldb, (void)c, (void)ldc, (void)accumulate, (void)bias, (void)scratch;
     return false;
 #endif
 }

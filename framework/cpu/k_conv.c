@@ -196,8 +196,8 @@ static void gemm(const tfl__kcall *k, tfl_dtype dt, int threads, int64_t m, int6
                  const void *a, int64_t rsa, int64_t csa, const void *b, int64_t ldb,
                  bool accumulate, void *c, int64_t ldc)
 {
-    if (n <= NARROW_MAX &&
-        tfl__cpu_gemm_narrow(dt, threads, m, n, kk, a, rsa, csa, b, ldb, c, ldc, accumulate, NULL))
+    if (n <= NARROW_MAX && tfl__cpu_gemm_narrow(dt, threads, m, n, kk, a, rsa, csa, b, ldb, c, ldc,
+                                                accumulate, NULL, NULL))
         return;
     tfl__cpu_gemm(k->dev, dt, threads, m, n, kk, a, rsa, csa, b, ldb, 1, accumulate ? 1.0 : 0.0, c,
                   ldc, 1);

@@ -183,14 +183,17 @@ typedef struct gemm_call {
     bool ta, tb, small; /* small: float32 through tfl__cpu_gemm_small */
     bool narrow;        /* float32/float64 through tfl__cpu_gemm_narrow, on `threads` */
     void *scratch;      /* the narrow kernel's pieces of k (NULL: none) */
+    const void *bias;   /* FusedMatMul's (n values, contiguous), or NULL */
     int threads;
+    int bias_threads;   /* the threads that add the bias after a product not on the narrow kernel */
     int64_t m, n, kk;
     mat A, B;
     cntx_t *real, *cplx;
     const rntm_t *rntm;
 } gemm_call;
 
-static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char *pc)
+/* c = op(a) op(b); true when the bias is in c too (the narrow kernel adds it as it stores) */
+static bool gemm_product(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char *pc)
 {
     const bool ta = g->ta, tb = g->tb;
     const int64_t m = g->m, n = g->n, kk = g->kk;
@@ -202,12 +205,12 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
     if (g->small) { /* element (i, l) of op(A), (l, j) of op(B): a transpose swaps strides */
         tfl__cpu_gemm_small(m, n, kk, (const float *)pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs,
                             (const float *)pb, tb ? B.cs : B.rs, tb ? B.rs : B.cs, (float *)pc);
-        return;
+        return false;
     }
     if (g->narrow && /* op(B) stored by rows (B.cs == 1 here); false: no AVX-512 after all */
         tfl__cpu_gemm_narrow(dt, g->threads, m, n, kk, pa, ta ? A.cs : A.rs, ta ? A.rs : A.cs, pb,
-                             B.rs, pc, n, false, g->scratch))
-        return;
+                             B.rs, pc, n, false, g->bias, g->scratch))
+        return true;
     if (m * n * kk <= SMALL_GEMM_MACS && !tfl_dtype_is_integer(dt)) {
         if (dt == TFL_DTYPE_FLOAT32)
             gemm_f32(ta, tb, m, n, kk, (const float *)pa, A, (const float *)pb, B, (float *)pc, n);
@@ -219,7 +222,7 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
         else
             gemm_c128(ta, tb, m, n, kk, (const double complex *)pa, A,
                       (const double complex *)pb, B, (double complex *)pc, n);
-        return;
+        return false;
     }
     switch (dt) {
     case TFL_DTYPE_FLOAT32: {
@@ -254,6 +257,42 @@ static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char 
         gemm_i64(ta, tb, m, n, kk, (const int64_t *)pa, A, (const int64_t *)pb, B,
                  (int64_t *)pc, n);
         break;
+    }
+    return false;
+}
+
+/* One product, and FusedMatMul's bias added to its rows: the same roundings as MatMul then Add */
+static void gemm_one(const gemm_call *g, tfl_dtype dt, char *pa, char *pb, char *pc)
+{
+    if (!gemm_product(g, dt, pa, pb, pc) && g->bias)
+        tfl__cpu_add_rows(dt, g->bias_threads, g->m, g->n, pc, g->n, g->bias);
+}
+
+#define ADD_ROWS_(name, T)                                                                  \
+    TFL_WIDE_LOOPS static void name(int64_t i0, int64_t i1, int64_t n, T *c, int64_t ldc,  \
+                                    const T *restrict bias)                                 \
+    {                                                                                       \
+        for (int64_t i = i0; i < i1; i++) {                                                 \
+            T *restrict row = c + i * ldc;                                                  \
+            for (int64_t j = 0; j < n; j++) row[j] += bias[j];                              \
+        }                                                                                   \
+    }
+ADD_ROWS_(add_rows_f32, float)
+ADD_ROWS_(add_rows_f64, double)
+#undef ADD_ROWS_
+
+void tfl__cpu_add_rows(tfl_dtype dt, int threads, int64_t m, int64_t n, void *c, int64_t ldc,
+                       const void *bias)
+{
+    if (m * n < TFL_CPU_PARALLEL_MIN || threads < 2) threads = 1;
+    if (m < threads) threads = (int)m;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int t = 0; t < threads; t++) {
+        const int64_t i0 = m * t / threads, i1 = m * (t + 1) / threads;
+        if (dt == TFL_DTYPE_FLOAT32)
+            add_rows_f32(i0, i1, n, c, ldc, bias);
+        else
+            add_rows_f64(i0, i1, n, c, ldc, bias);
     }
 }
 
@@ -326,7 +365,8 @@ static tfl_tensor *transposed_b(const tfl__kcall *k, const tfl_tensor *b, int64_
     return t;
 }
 
-static tfl_status k_matmul(const tfl__kcall *k)
+/* op(a) op(b) (+ bias: n contiguous values, or NULL) into k->out */
+static tfl_status matmul_run(const tfl__kcall *k, const void *bias)
 {
     const tfl_tensor *a = k->in[0], *b = k->in[1];
     tfl_tensor *c = k->out;
@@ -337,9 +377,11 @@ static tfl_status k_matmul(const tfl__kcall *k)
     int batch_rank = c->rank - 2;
     int64_t nbatch = tfl__numel(batch_rank, c->shape);
     size_t es = tfl_dtype_size((tfl_dtype)c->dtype);
-    if (c->numel == 0) return TFL_OK;
     if (kk == 0) {
         memset(tfl__data(c), 0, (size_t)c->numel * es);
+        if (bias)
+            tfl__cpu_add_rows((tfl_dtype)c->dtype, k->ctx->num_threads, c->numel / n, n,
+                              tfl__data(c), n, bias);
         return TFL_OK;
     }
     gemm_state *gs = ((const tfl__cpu_device *)k->dev)->gemm;
@@ -410,8 +452,22 @@ static tfl_status k_matmul(const tfl__kcall *k)
         tfl_tensor_release(bt);
         return k->ctx->err_code;
     }
-    const gemm_call g = {ta,  tb,      small, narrow, scratch, threads, m,
-                         n,   kk,      A,     B,      real,    cplx,    &rntm};
+    const gemm_call g = {.ta = ta,
+                         .tb = tb,
+                         .small = small,
+                         .narrow = narrow,
+                         .scratch = scratch,
+                         .bias = bias,
+                         .threads = threads,
+                         .bias_threads = flops >= big ? threads : 1,
+                         .m = m,
+                         .n = n,
+                         .kk = kk,
+                         .A = A,
+                         .B = B,
+                         .real = real,
+                         .cplx = cplx,
+                         .rntm = &rntm};
     /* a parallel region only where it runs threads: BLIS's own region inside even an inactive
      * one is nested, which costs libgomp a new team on every call */
     if (side_by_side && threads > 1) {
@@ -423,6 +479,19 @@ static tfl_status k_matmul(const tfl__kcall *k)
     if (scratch) tfl__allocator_put(&k->dev->alloc, scratch, scratch_got);
     tfl_tensor_release(bt);
     return TFL_OK;
+}
+
+/* MatMul (a, b), and FusedMatMul (a, b, bias): op(a) op(b) + bias */
+static tfl_status k_matmul(const tfl__kcall *k)
+{
+    if (k->out->numel == 0) return TFL_OK;
+    if (k->n_in < 3) return matmul_run(k, NULL);
+    tfl_tensor *tmp = NULL; /* a bias view with a stride, copied */
+    const tfl_tensor *bias = tfl__cpu_contiguous(k->ctx, k->in[2], &tmp);
+    if (!bias) return k->ctx->err_code;
+    const tfl_status st = matmul_run(k, tfl__data(bias));
+    tfl_tensor_release(tmp);
+    return st;
 }
 
 /* ---- the GEMM other kernels share (conv) --------------------------------------------------- */
@@ -485,4 +554,5 @@ void tfl__cpu_gemm(const tfl__device *dev, tfl_dtype dt, int threads, int64_t m,
 const tfl__kernel tfl__cpu_matmul_kernels[TFL_OP_COUNT] = {
     [TFL_OP_MATMUL] = {k_matmul, TFL_MASK_INT | TFL_DT(FLOAT32) | TFL_DT(FLOAT64) | TFL_MASK_COMPLEX,
                        NULL},
+    [TFL_OP_FUSED_MATMUL] = {k_matmul, TFL_DT(FLOAT32) | TFL_DT(FLOAT64), NULL},
 };

@@ -606,6 +606,23 @@ static tfl_status k_matmul(const tfl__kcall *k)
     return st;
 }
 
+/* FusedMatMul (a, b, bias): cuBLAS's product, then the bias added in place by Add's functor
+ * (each element read and written by one thread), so the roundings are MatMul then Add's */
+static tfl_status k_fused_matmul(const tfl__kcall *k)
+{
+    tfl__kcall mm = *k;
+    mm.n_in = 2;
+    TFL_TRY(k_matmul(&mm));
+    if (k->out->numel == 0) return TFL_OK;
+    const tfl_tensor *in[2] = {k->out, k->in[2]};
+    tfl__kcall add = *k;
+    add.op = TFL_OP_ADD;
+    add.n_in = 2;
+    add.in = in;
+    add.attrs = NULL;
+    return k_elementwise(&add);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define M_F (TFL_DT(FLOAT32) | TFL_DT(FLOAT64))
@@ -661,6 +678,7 @@ const tfl__kernel tfl__cuda_main_kernels[TFL_OP_COUNT] = {
     [TFL_OP_BATCH_NORM_TRAINING_GRAD] = {k_batch_norm_training_grad, M_F, NULL},
     [TFL_OP_BATCH_NORM_PARAM_GRAD] = {k_batch_norm_param_grad, M_F, NULL},
     [TFL_OP_MATMUL] = {k_matmul, M_F | TFL_MASK_COMPLEX | TFL_MASK_HALF, NULL},
+    [TFL_OP_FUSED_MATMUL] = {k_fused_matmul, M_F | TFL_MASK_HALF, NULL},
     /* cuda_conv.c: cuDNN, or im2col + cuBLAS */
     /* float16 and bfloat16 through cuDNN, declined where cuDNN does not take the shape */
     [TFL_OP_CONV2D] = {tfl__cuda_conv2d, M_F | TFL_MASK_HALF, NULL},

@@ -206,6 +206,7 @@ static const unsigned short attrs_sizes[TFL_OP_COUNT] = {
     [TFL_OP_GATHER] = sizeof(tfl__axis_attrs),
     [TFL_OP_SOFTMAX_XENT] = sizeof(tfl__axis_attrs),
     [TFL_OP_MATMUL] = sizeof(tfl__matmul_attrs),
+    [TFL_OP_FUSED_MATMUL] = sizeof(tfl__matmul_attrs),
     [TFL_OP_TRANSPOSE] = sizeof(tfl__transpose_attrs),
     [TFL_OP_SLICE] = sizeof(tfl__slice_attrs),
     [TFL_OP_ONE_HOT] = sizeof(tfl__one_hot_attrs),

@@ -175,7 +175,8 @@
     X(LAYER_NORM_PARAM_GRAD, "LayerNormParamGrad", 2, TFL_MASK_FLOAT,                             \
       TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
     X(SPARSE_SOFTMAX_XENT_GRAD, "SparseSoftmaxCrossEntropyWithLogitsGrad", 3, TFL_MASK_FLOAT,     \
-      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)
+      TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_F32)                                                     \
+    X(FUSED_MATMUL, "FusedMatMul", 3, TFL_MASK_FLOAT, TFL_OPF_HALF_VIA_F32 | TFL_OPF_AMP_LOW)
 
 typedef enum tfl__op_id {
 #define TFL_X_(id, name, arity, dtypes, flags) TFL_OP_##id,

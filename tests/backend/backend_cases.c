@@ -147,6 +147,14 @@ static tfl_tensor *b_matmul_tb(tfl_ctx *c, tfl_tensor *const *in)
 {
     return tfl_matmul(c, in[0], in[1], TFL_TRANSPOSE_B);
 }
+static tfl_tensor *b_matmul_bias(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_matmul_bias(c, in[0], in[1], in[2], 0);
+}
+static tfl_tensor *b_matmul_bias_tab(tfl_ctx *c, tfl_tensor *const *in)
+{
+    return tfl_matmul_bias(c, in[0], in[1], in[2], TFL_TRANSPOSE_A | TFL_TRANSPOSE_B);
+}
 static tfl_tensor *b_reshape(tfl_ctx *c, tfl_tensor *const *in)
 {
     const int64_t s[2] = {4, 6};
@@ -452,6 +460,14 @@ const bc_case bc_cases[] = {
      b_matmul_tt},
     {"MatMul/f64/transpose_b", 2, {IN(F64, 3, 2, 4, 6), IN(F64, 3, 2, 5, 6)}, b_matmul_tb},
     {"MatMul/f32/views", 2, {INV(F32, 2, 4, 6), INV(F32, 2, 6, 3)}, b_matmul},
+    {"FusedMatMul/f32", 3, {IN(F32, 2, 50, 70), IN(F32, 2, 70, 40), IN(F32, 1, 40)},
+     b_matmul_bias},
+    {"FusedMatMul/f32/batch-broadcast/tt",
+     3,
+     {IN(F32, 4, 2, 1, 7, 5), IN(F32, 3, 3, 3, 7), IN(F32, 1, 3)},
+     b_matmul_bias_tab},
+    {"FusedMatMul/f64/views", 3, {INV(F64, 2, 4, 6), INV(F64, 2, 6, 3), IN(F64, 1, 3)},
+     b_matmul_bias},
     {"Reshape/f32", 1, {IN(F32, 3, 2, 3, 4)}, b_reshape},
     {"Transpose/f32", 1, {IN(F32, 3, 2, 3, 4)}, b_transpose},
     {"Slice/f32", 1, {IN(F32, 2, 4, 6)}, b_slice},

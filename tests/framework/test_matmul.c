@@ -1,5 +1,6 @@
 /* test_matmul.c: cmocka tests of tapeflow's tfl_matmul: every accepted dtype, transpose
- * flags, broadcast batch axes, views as inputs, a larger product against a naive loop, errors. */
+ * flags, broadcast batch axes, views as inputs, a larger product against a naive loop, errors;
+ * and of tfl_matmul_bias (FusedMatMul) against tfl_matmul then tfl_add on every CPU path. */
 #include "test_ops_helpers.h"
 
 #define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -673,6 +674,121 @@ static void test_matmul_int64_exact(void **state)
     th_end(ctx);
 }
 
+/* ---- FusedMatMul ---------------------------------------------------------------------------- */
+
+/*
+ * tfl_matmul_bias gives the bits of tfl_matmul then tfl_add, on 1 and 2 threads, on each CPU
+ * path: the AVX-512 narrow kernel (k past one block of 96, so the bias comes with the last
+ * block; a masked last vector; several panels; the pieces of a deep k), BLIS (n 512), the
+ * small per-head kernel and the plain loop, float64, transposes, broadcast batches, a bias
+ * that is a strided view, and k = 0 (the bias alone).
+ */
+static void test_matmul_bias_same_bits_as_matmul_add(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    typedef struct fcase {
+        tfl_dtype dt;
+        int ra, rb;
+        int64_t sa[4], sb[4];
+        unsigned flags;
+        bool strided_bias;
+    } fcase;
+    static const fcase cases[] = {
+        {TH_F32, 2, 2, {2048, 128}, {128, 128}, 0, false},            /* narrow, 2 blocks of k */
+        {TH_F32, 2, 2, {300, 200}, {200, 100}, 0, true},              /* masked vector */
+        {TH_F32, 2, 2, {500, 128}, {128, 256}, 0, false},             /* 4 panels */
+        {TH_F32, 2, 2, {4096, 128}, {4096, 64}, TFL_TRANSPOSE_A, false}, /* pieces of k */
+        {TH_F32, 2, 2, {700, 128}, {128, 512}, 0, false},             /* BLIS */
+        {TH_F32, 2, 2, {600, 96}, {300, 96}, TFL_TRANSPOSE_B, false}, /* b^T copied */
+        {TH_F32, 4, 4, {8, 4, 64, 32}, {8, 4, 32, 64}, 0, false},     /* small, side by side */
+        {TH_F32, 2, 2, {3, 4}, {4, 5}, 0, true},                      /* plain loop */
+        {TH_F32, 3, 2, {3, 200, 64}, {64, 48}, 0, false},             /* broadcast b */
+        {TH_F64, 2, 2, {1000, 70}, {70, 130}, 0, true},
+        {TH_F64, 3, 3, {2, 40, 50}, {2, 60, 40}, TFL_TRANSPOSE_A | TFL_TRANSPOSE_B, false},
+        {TH_F32, 2, 2, {50, 0}, {0, 20}, 0, false}, /* k = 0 */
+    };
+    for (int c = 0; c < NELEMS(cases); c++) {
+        const fcase *f = &cases[c];
+        tfl_tensor *a = tfl_random_uniform(ctx, f->dt, f->ra, f->sa, -1, 1, 11 + c);
+        tfl_tensor *b = tfl_random_uniform(ctx, f->dt, f->rb, f->sb, -1, 1, 31 + c);
+        const int64_t n = f->sb[f->rb - ((f->flags & TFL_TRANSPOSE_B) ? 2 : 1)];
+        tfl_tensor *bias = tfl_random_uniform(ctx, f->dt, 1, TH_SHAPE(f->strided_bias ? 2 * n : n),
+                                              -4, 4, 51 + c);
+        if (f->strided_bias) /* every other element of 2 n: a view with stride 2 */
+            bias = tfl_reshape(ctx, tfl_slice(ctx, tfl_reshape(ctx, bias, 2, TH_SHAPE(n, 2)),
+                                              TH_SHAPE(0, 0), TH_SHAPE(n, 1)),
+                               1, TH_SHAPE(n));
+        assert_non_null(bias);
+        tfl_tensor *want = tfl_add(ctx, tfl_matmul(ctx, a, b, f->flags), bias);
+        assert_non_null(want);
+        const size_t bytes = tfl_dtype_size(f->dt) * (size_t)tfl_tensor_numel(want);
+        char *w = malloc(bytes + 1), *got = malloc(bytes + 1);
+        assert_true(w && got);
+        assert_int_equal(tfl_tensor_to_host(want, w, bytes), TFL_OK);
+        for (int t = 1; t <= 2; t++) {
+            assert_int_equal(tfl_ctx_set_num_threads(ctx, t), TFL_OK);
+            tfl_tensor *y = tfl_matmul_bias(ctx, a, b, bias, f->flags);
+            assert_non_null(y);
+            assert_int_equal(tfl_tensor_rank(y), tfl_tensor_rank(want));
+            assert_memory_equal(tfl_tensor_shape(y), tfl_tensor_shape(want),
+                                sizeof(int64_t) * (size_t)tfl_tensor_rank(y));
+            assert_int_equal(tfl_tensor_to_host(y, got, bytes), TFL_OK);
+            if (memcmp(got, w, bytes))
+                fail_msg("case %d on %d threads: FusedMatMul differs from MatMul then Add", c, t);
+        }
+        if (f->sa[f->ra - 1] == 0) /* k = 0: the bias in every row */
+            for (int64_t i = 0; i < tfl_tensor_numel(want); i++) {
+                double v, bv;
+                assert_int_equal(tfl_tensor_get(want, i, &v), TFL_OK);
+                assert_int_equal(tfl_tensor_get(bias, i % n, &bv), TFL_OK);
+                assert_true(v == bv);
+            }
+        free(w);
+        free(got);
+    }
+    th_end(ctx);
+}
+
+/* A small product by hand, the bias's gradient (dy summed over the rows) through a tape, and
+ * the errors that name the bias */
+static void test_matmul_bias_values_gradient_errors(void **state)
+{
+    tfl_ctx *ctx = th_begin(state);
+    tfl_tensor *a = TH_T(ctx, TH_F64, (2, 3), (1, 2, 3, 4, 5, 6));
+    tfl_tensor *b = TH_T(ctx, TH_F64, (3, 2), (1, 2, 3, 4, 5, 6));
+    tfl_tensor *bias = TH_T(ctx, TH_F64, (2), (0.5, -1));
+    TH_EXPECT(ctx, tfl_matmul_bias(ctx, a, b, bias, 0), TH_F64, (2, 2), (22.5, 27, 49.5, 63), 0);
+    tfl_tape *tape = tfl_tape_begin(ctx, 0);
+    assert_non_null(tape);
+    assert_int_equal(tfl_tape_watch(tape, bias), TFL_OK);
+    assert_int_equal(tfl_tape_watch(tape, a), TFL_OK);
+    tfl_tensor *y = tfl_matmul_bias(ctx, a, b, bias, 0);
+    tfl_tensor *dy = TH_T(ctx, TH_F64, (2, 2), (1, 10, 100, 1000));
+    tfl_tensor *grads[2] = {NULL, NULL};
+    const tfl_tensor *sources[2] = {bias, a};
+    assert_int_equal(tfl_tape_end(tape), TFL_OK);
+    assert_int_equal(tfl_tape_vjp(tape, y, dy, 2, sources, grads, 0), TFL_OK);
+    TH_EXPECT(ctx, grads[0], TH_F64, (2), (101, 1010), 0);
+    /* da = dy b^T */
+    TH_EXPECT(ctx, grads[1], TH_F64, (2, 3), (21, 43, 65, 2100, 4300, 6500), 0);
+    tfl_tape_free(tape);
+
+    tfl_tensor *f32 = tfl_ones(ctx, TH_F32, 1, TH_SHAPE(2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, f32, 0), "FusedMatMul",
+                      "dtypes differ: a is float64, the bias float32");
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, TH_T(ctx, TH_F64, (3), (1, 2, 3)), 0),
+                      "FusedMatMul", "the bias must have shape (2,) (the product's last axis), got (3,)");
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, tfl_ones(ctx, TH_F64, 2, TH_SHAPE(1, 2)), 0),
+                      "FusedMatMul", "the bias must have shape (2,) (the product's last axis), got (1, 2)");
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, NULL, 0), "FusedMatMul", "input 2 is NULL");
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, a, bias, 0), "FusedMatMul",
+                      "inner dimensions differ: a is (2, 3), b is (2, 3)");
+    tfl_tensor *i32 = tfl_ones(ctx, TH_I32, 2, TH_SHAPE(2, 2));
+    TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, i32, i32, tfl_ones(ctx, TH_I32, 1, TH_SHAPE(2)), 0),
+                      "FusedMatMul", "dtype int32 is not supported");
+    th_end(ctx);
+}
+
 /* ---- errors ------------------------------------------------------------------------------------ */
 
 static void test_matmul_errors(void **state)
@@ -754,6 +870,8 @@ int main(void)
         TH_TEST(test_matmul_threads_every_storage),
         TH_TEST(test_matmul_int64_exact),
         TH_TEST(test_matmul_errors),
+        TH_TEST(test_matmul_bias_same_bits_as_matmul_add),
+        TH_TEST(test_matmul_bias_values_gradient_errors),
         cmocka_unit_test(test_matmul_refused_scratch),
         TH_TEST(test_matmul_without_frame),
     };

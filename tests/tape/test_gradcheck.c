@@ -92,6 +92,9 @@ B(b_matmul) { return tfl_matmul(ctx, x[0], x[1], 0); }
 B(b_matmul_ta) { return tfl_matmul(ctx, x[0], x[1], TFL_TRANSPOSE_A); }
 B(b_matmul_tb) { return tfl_matmul(ctx, x[0], x[1], TFL_TRANSPOSE_B); }
 B(b_matmul_tab) { return tfl_matmul(ctx, x[0], x[1], TFL_TRANSPOSE_A | TFL_TRANSPOSE_B); }
+B(b_matmul_bias) { return tfl_matmul_bias(ctx, x[0], x[1], x[2], 0); }
+B(b_matmul_bias_ta) { return tfl_matmul_bias(ctx, x[0], x[1], x[2], TFL_TRANSPOSE_A); }
+B(b_matmul_bias_tb) { return tfl_matmul_bias(ctx, x[0], x[1], x[2], TFL_TRANSPOSE_B); }
 B(b_reshape) { return tfl_reshape(ctx, x[0], 2, (int64_t[]){3, -1}); }
 B(b_reshape_strided) { return tfl_reshape(ctx, tfl_transpose(ctx, x[0], NULL), 1, (int64_t[]){6}); }
 B(b_transpose) { return tfl_transpose(ctx, x[0], (int[]){2, 0, 1}); }
@@ -388,6 +391,14 @@ static const gc_case cases[] = {
     C2("MatMul", "transpose_ab", b_matmul_tab, SH(4, 3), SH(2, 4), ANY, ANY, BOTH),
     C2("MatMul", "batched", b_matmul, SH(2, 3, 4), SH(2, 4, 2), ANY, ANY, GC_F64),
     C2("MatMul", "broadcast_batch", b_matmul, SH(2, 3, 4), SH(4, 2), ANY, ANY, GC_F64),
+    {"FusedMatMul", "plain", b_matmul_bias, 3, {SH(3, 4), SH(4, 2), SH(2)}, {ANY, ANY, ANY},
+     GC_F64, false},
+    {"FusedMatMul", "transpose_a", b_matmul_bias_ta, 3, {SH(4, 3), SH(4, 2), SH(2)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    {"FusedMatMul", "transpose_b_batched", b_matmul_bias_tb, 3, {SH(2, 3, 4), SH(2, 5, 4), SH(5)},
+     {ANY, ANY, ANY}, GC_F64, false},
+    {"FusedMatMul", "broadcast_batch", b_matmul_bias, 3, {SH(2, 3, 4), SH(4, 2), SH(2)},
+     {ANY, ANY, ANY}, GC_F64, false},
     C2("MatMul", "broadcast_batch_b", b_matmul_tb, SH(1, 3, 4), SH(2, 2, 4), ANY, ANY, GC_F64),
     C1("Reshape", "view", b_reshape, SH(2, 6), ANY, BOTH),
     C1("Reshape", "strided_copy", b_reshape_strided, SH(2, 3), ANY, GC_F64),
