@@ -40,18 +40,27 @@
 XENT_ROW(xent_row_f32, float, expf)
 XENT_ROW(xent_row_f64, double, exp)
 
-/* sparse: one contiguous row of n logits and the label's index */
-#define SPARSE_ROW(name, T, EXP)                                                            \
-    static T name(const T *x, int64_t n, int64_t label)                                     \
+/* sparse: one contiguous row of n logits and the label's index. The max and the sum run in
+ * lanes side by side, and float32's exp is ew_math.h's straight-line one, as in the gradient
+ * below (the same e^(x - m) there and here), so the row vectorizes: a language model's
+ * 2048 x 256 logits took 1.4 ms on two threads with expf and one running sum, most of the
+ * loss's time */
+#define ROW_X(i) x[i]
+#define SPARSE_ROW(name, T, ROW_EXP)                                                        \
+    TFL_WIDE_LOOPS static T name(const T *restrict x, int64_t n, int64_t label)            \
     {                                                                                       \
-        T m = x[0];                                                                         \
-        for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;                            \
-        double s = 0;                                                                       \
-        for (int64_t i = 0; i < n; i++) s += EXP(x[i] - m);                                 \
+        T m;                                                                                \
+        TFL_LANE_MAX(m, T, n, ROW_X);                                                       \
+        double s;                                                                           \
+        TFL_LANE_SUM(s, n, ROW_EXP);                                                        \
         return (T)((double)(m - x[label]) + log(s));                                        \
     }
-SPARSE_ROW(sparse_row_f32, float, expf)
-SPARSE_ROW(sparse_row_f64, double, exp)
+#define ROW_EXP_F32(i) tfl_ew_gelu_exp_f32(x[i] - m)
+#define ROW_EXP_F64(i) exp(x[i] - m)
+SPARSE_ROW(sparse_row_f32, float, ROW_EXP_F32)
+SPARSE_ROW(sparse_row_f64, double, ROW_EXP_F64)
+#undef ROW_EXP_F32
+#undef ROW_EXP_F64
 
 static int threads_for(const tfl__kcall *k, int64_t elements)
 {
@@ -154,7 +163,6 @@ done:
         dx[label] -= dy;                                                                    \
     }
 #define ROW_DX(i) dx[i]
-#define ROW_X(i) x[i]
 SPARSE_GRAD_ROW(sparse_grad_row_f32, float, tfl_ew_gelu_exp_f32)
 SPARSE_GRAD_ROW(sparse_grad_row_f64, double, exp)
 #undef ROW_DX
