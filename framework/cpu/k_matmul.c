@@ -284,12 +284,20 @@ ADD_ROWS_(add_rows_f64, double)
 void tfl__cpu_add_rows(tfl_dtype dt, int threads, int64_t m, int64_t n, void *c, int64_t ldc,
                        const void *bias)
 {
-    if (m * n < TFL_CPU_PARALLEL_MIN || threads < 2) threads = 1;
-    if (m < threads) threads = (int)m;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    const bool f32 = dt == TFL_DTYPE_FLOAT32;
+    if (m * n < TFL_CPU_PARALLEL_MIN || threads < 2 || m < threads) {
+        /* no parallel region: inside attention's side-by-side products even an inactive one
+         * is nested, which costs libgomp a team on every call */
+        if (f32)
+            add_rows_f32(0, m, n, c, ldc, bias);
+        else
+            add_rows_f64(0, m, n, c, ldc, bias);
+        return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int t = 0; t < threads; t++) {
         const int64_t i0 = m * t / threads, i1 = m * (t + 1) / threads;
-        if (dt == TFL_DTYPE_FLOAT32)
+        if (f32)
             add_rows_f32(i0, i1, n, c, ldc, bias);
         else
             add_rows_f64(i0, i1, n, c, ldc, bias);
