@@ -171,6 +171,11 @@ size_t tfl__cpu_gemm_narrow_scratch(tfl_dtype dt, int64_t m, int64_t n, int64_t 
 /** Whether tfl__cpu_gemm_narrow runs on this CPU (AVX-512 and a compiler that builds it). */
 bool tfl__cpu_gemm_narrow_runs(void);
 
+/** d[j ldd + i] = s[i lds + j] for i < rows, j < cols (float32; by 8 x 8 AVX transposes on a
+ * CPU with AVX2, gemm_small.c). */
+void tfl__cpu_transpose_f32(int64_t rows, int64_t cols, const float *s, int64_t lds, float *d,
+                            int64_t ldd);
+
 /*
  * float32 C (m x n, row-major, contiguous) = A B for the small products BLIS runs slowly
  * (attention's per head; gemm_small.c): A's element (i, l) at a[i rsa + l csa], B's (l, j) at

@@ -168,6 +168,38 @@ AVX2 static void gemm_small(int64_t m, int64_t n, int64_t k, const float *a, int
 }
 #endif
 
+#ifdef HAVE_SMALL
+/* d[j ldd + i] = s[i lds + j] over rows x cols: 8 x 8 transposes in blocks of 64 x 64 (a
+ * block's rows of s and of d stay in L1), elements one by one at the edges */
+AVX2 static void transpose_f32(int64_t rows, int64_t cols, const float *s, int64_t lds, float *d,
+                               int64_t ldd)
+{
+    const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+    for (int64_t i0 = 0; i0 < r8; i0 += 64)
+        for (int64_t j0 = 0; j0 < c8; j0 += 64)
+            for (int64_t i = i0; i < i0 + 64 && i < r8; i += 8)
+                for (int64_t j = j0; j < j0 + 64 && j < c8; j += 8)
+                    transpose8(s + i * lds + j, lds, d + j * ldd + i, ldd);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = i < r8 ? c8 : 0; j < cols; j++) d[j * ldd + i] = s[i * lds + j];
+}
+#endif
+
+void tfl__cpu_transpose_f32(int64_t rows, int64_t cols, const float *s, int64_t lds, float *d,
+                            int64_t ldd)
+{
+#ifdef HAVE_SMALL
+    if (tfl__cpu_gemm_small_runs()) {
+        transpose_f32(rows, cols, s, lds, d, ldd);
+        return;
+    }
+#endif
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) /* blocks of 16 x 16 keep both in cache lines */
+        for (int64_t j0 = 0; j0 < cols; j0 += 16)
+            for (int64_t i = i0; i < i0 + 16 && i < rows; i++)
+                for (int64_t j = j0; j < j0 + 16 && j < cols; j++) d[j * ldd + i] = s[i * lds + j];
+}
+
 bool tfl__cpu_gemm_small_runs(void)
 {
 #ifdef HAVE_SMALL

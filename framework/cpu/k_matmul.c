@@ -354,22 +354,23 @@ static tfl_tensor *transposed_b(const tfl__kcall *k, const tfl_tensor *b, int64_
     tfl_tensor *t = tfl__tensor_alloc(k->ctx, k->dev, dt, b->rank, shape);
     *failed = t == NULL;
     if (!t) return NULL;
-    /* src: n x kk rows, dst: kk x n rows; blocks of 16 x 16 keep both in cache lines */
-#define TRANSPOSE_(T)                                                                              \
-    for (int64_t q = 0; q < mats; q++) {                                                           \
-        const T *s = (const T *)tfl__data(b) + q * n * kk;                                         \
-        T *d = (T *)tfl__data(t) + q * n * kk;                                                     \
-        for (int64_t i0 = 0; i0 < n; i0 += 16)                                                     \
-            for (int64_t j0 = 0; j0 < kk; j0 += 16)                                                \
-                for (int64_t i = i0; i < i0 + 16 && i < n; i++)                                    \
-                    for (int64_t j = j0; j < j0 + 16 && j < kk; j++) d[j * n + i] = s[i * kk + j]; \
+    /* src: n x kk rows, dst: kk x n rows. float32 by 8 x 8 AVX transposes: an element loop in
+     * blocks of 16 x 16 took 230 us of a 2048x512x128 dY W^T on 2 threads (1.12 ms, against
+     * 0.89 for W stored as W^T) */
+    for (int64_t q = 0; q < mats; q++) {
+        const size_t off = (size_t)(q * n * kk);
+        if (dt == TFL_DTYPE_FLOAT32) {
+            tfl__cpu_transpose_f32(n, kk, (const float *)tfl__data(b) + off, kk,
+                                   (float *)tfl__data(t) + off, n);
+            continue;
+        }
+        const double *s = (const double *)tfl__data(b) + off;
+        double *d = (double *)tfl__data(t) + off;
+        for (int64_t i0 = 0; i0 < n; i0 += 16) /* blocks of 16 x 16 keep both in cache lines */
+            for (int64_t j0 = 0; j0 < kk; j0 += 16)
+                for (int64_t i = i0; i < i0 + 16 && i < n; i++)
+                    for (int64_t j = j0; j < j0 + 16 && j < kk; j++) d[j * n + i] = s[i * kk + j];
     }
-    if (dt == TFL_DTYPE_FLOAT32) {
-        TRANSPOSE_(float)
-    } else {
-        TRANSPOSE_(double)
-    }
-#undef TRANSPOSE_
     return t;
 }
 
