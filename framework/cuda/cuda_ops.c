@@ -541,8 +541,8 @@ static tfl_status k_matmul(const tfl__kcall *k)
     if (kk == 0) return tfl__dev_memset(k->dev, NULL, tfl__data(c), 0, (size_t)c->numel * es);
     if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || nbatch > INT32_MAX)
         return tfl__set_error(k->ctx, TFL_UNIMPLEMENTED,
-                              "MatMul: dimensions above 2^31-1 are not supported on %s",
-                              k->dev->name);
+                              "%s: dimensions above 2^31-1 are not supported on %s",
+                              tfl__op_name(k->op), k->dev->name);
     tfl_tensor *ta_tmp = NULL, *tb_tmp = NULL;
     long long sa = 0, sb = 0;
     const tfl_tensor *a = batch_operand(k, a0, batch_rank, c->shape, &ta_tmp, &sa);
@@ -598,8 +598,8 @@ static tfl_status k_matmul(const tfl__kcall *k)
         }
         st = bs == CUBLAS_STATUS_SUCCESS
                  ? TFL_OK
-                 : tfl__set_error(k->ctx, TFL_INTERNAL, "MatMul: cuBLAS failed on %s: %s",
-                                  k->dev->name, cublasGetStatusString(bs));
+                 : tfl__set_error(k->ctx, TFL_INTERNAL, "%s: cuBLAS failed on %s: %s",
+                                  tfl__op_name(k->op), k->dev->name, cublasGetStatusString(bs));
     }
     tfl_tensor_release(ta_tmp);
     tfl_tensor_release(tb_tmp);
@@ -615,12 +615,12 @@ static tfl_status k_fused_matmul(const tfl__kcall *k)
     TFL_TRY(k_matmul(&mm));
     if (k->out->numel == 0) return TFL_OK;
     const tfl_tensor *in[2] = {k->out, k->in[2]};
-    tfl__kcall add = *k;
-    add.op = TFL_OP_ADD;
-    add.n_in = 2;
-    add.in = in;
-    add.attrs = NULL;
-    return k_elementwise(&add);
+    tflcu_iter it;
+    tfl__cuda_iter(&it, k->out, 2, in);
+    return tfl__cuda_check(k->dev,
+                           tflcu_elementwise(TFL_OP_ADD, k->out->dtype, &it, 0.0,
+                                             tfl__cuda_stream(k->dev)),
+                           tfl__op_name(k->op));
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */

@@ -49,6 +49,15 @@ static tfl_tensor *matmul_op(tfl_ctx *ctx, tfl__op_id op, int n_in, const tfl_te
     }
     shape[rank++] = m;
     shape[rank++] = n;
+    if (n_in == 3 && (a->dtype == TFL_DTYPE_FLOAT16 || a->dtype == TFL_DTYPE_BFLOAT16)) {
+        /* rounded to 16 bits after the product and again after the add, as MatMul then Add
+         * round (the CPU's float32 kernel would round once) */
+        if (tfl_frame_push(ctx) != TFL_OK) return NULL;
+        tfl_tensor *y = tfl_add(ctx, tfl_matmul(ctx, a, b, flags), in[2]);
+        tfl_keep(y);
+        tfl_frame_pop(ctx);
+        return y ? tfl__frame_adopt(ctx, y) : NULL;
+    }
     tfl__matmul_attrs attrs = {flags};
     return tfl__op_run(ctx, op, (tfl_dtype)a->dtype, n_in, in, (tfl_dtype)a->dtype, rank, shape,
                        &attrs);

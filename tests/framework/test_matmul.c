@@ -681,7 +681,8 @@ static void test_matmul_int64_exact(void **state)
  * path: the AVX-512 narrow kernel (k past one block of 96, so the bias comes with the last
  * block; a masked last vector; several panels; the pieces of a deep k), BLIS (n 512), the
  * small per-head kernel and the plain loop, float64, transposes, broadcast batches, a bias
- * that is a strided view, and k = 0 (the bias alone).
+ * that is a strided view, k = 0 (the bias alone), and float16 and bfloat16 (rounded after the
+ * product and again after the add, as MatMul then Add round them).
  */
 static void test_matmul_bias_same_bits_as_matmul_add(void **state)
 {
@@ -706,6 +707,8 @@ static void test_matmul_bias_same_bits_as_matmul_add(void **state)
         {TH_F64, 2, 2, {1000, 70}, {70, 130}, 0, true},
         {TH_F64, 3, 3, {2, 40, 50}, {2, 60, 40}, TFL_TRANSPOSE_A | TFL_TRANSPOSE_B, false},
         {TH_F32, 2, 2, {50, 0}, {0, 20}, 0, false}, /* k = 0 */
+        {TH_F16, 2, 2, {300, 200}, {200, 100}, 0, false}, /* rounded after each, as the two */
+        {TH_BF16, 3, 2, {2, 100, 64}, {64, 48}, 0, true},
     };
     for (int c = 0; c < NELEMS(cases); c++) {
         const fcase *f = &cases[c];

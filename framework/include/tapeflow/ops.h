@@ -359,12 +359,13 @@ TFL_API tfl_tensor *tfl_matmul(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tens
                                unsigned flags);
 /**
  * op(a) op(b) + bias in one op (TensorFlow's _FusedMatMul with BiasAdd, PyTorch's addmm): the
- * matrix product as tfl_matmul's (same flags, batch axes broadcast), plus a bias of shape (n)
- * added to every row. float32 and float64 (float16 and bfloat16 compute in float32). Every
- * element is rounded as tfl_matmul then tfl_add would round it, so the result is bitwise the
- * same as those two ops; the sum is added while the product's tiles are still in registers
- * (or cache), with no second pass over memory and no intermediate tensor. A dense layer's op.
- * Errors: tfl_matmul's; INVALID_ARGUMENT when the bias is not of shape (n) or its dtype
+ * matrix product as tfl_matmul's (same flags, batch axes broadcast), plus a bias of shape (n,)
+ * added to every row; a dense layer's op. float32 and float64 (float16 and bfloat16 run as
+ * tfl_matmul then tfl_add). Every element is rounded as tfl_matmul then tfl_add would round it,
+ * so the result is bitwise the same as those two ops, without the intermediate tensor: the
+ * CPU's AVX-512 kernel adds the bias to each tile of the product while it is in registers,
+ * other CPU paths to each product's rows right after it; a GPU adds it by a second kernel.
+ * Errors: tfl_matmul's; INVALID_ARGUMENT when the bias is not of shape (n,) or its dtype
  * differs.
  */
 TFL_API tfl_tensor *tfl_matmul_bias(tfl_ctx *ctx, const tfl_tensor *a, const tfl_tensor *b,
