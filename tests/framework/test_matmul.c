@@ -780,9 +780,11 @@ static void test_matmul_bias_values_gradient_errors(void **state)
     TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, f32, 0), "FusedMatMul",
                       "dtypes differ: a is float64, the bias float32");
     TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, TH_T(ctx, TH_F64, (3), (1, 2, 3)), 0),
-                      "FusedMatMul", "the bias must have shape (2,) (the product's last axis), got (3,)");
+                      "FusedMatMul",
+                      "the bias must have shape (2,) (the product's last axis), got (3,)");
     TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, tfl_ones(ctx, TH_F64, 2, TH_SHAPE(1, 2)), 0),
-                      "FusedMatMul", "the bias must have shape (2,) (the product's last axis), got (1, 2)");
+                      "FusedMatMul",
+                      "the bias must have shape (2,) (the product's last axis), got (1, 2)");
     TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, b, NULL, 0), "FusedMatMul", "input 2 is NULL");
     TH_EXPECT_INVALID(ctx, tfl_matmul_bias(ctx, a, a, bias, 0), "FusedMatMul",
                       "inner dimensions differ: a is (2, 3), b is (2, 3)");
