@@ -3,8 +3,10 @@
  * tfl_add and tfl_matmul on tiny float32 tensors (frames of 1000 ops, the frame pop
  * included), the variable updates (tfl_variable_assign_add on float32 [4]: overhead; on
  * float32 [1<<20]: bandwidth, and the allocations it makes, which must be none) and
- * snapshots (tfl_variable_read on float32 [4]: overhead), and the square float32 GEMM
- * throughput of tfl_matmul against BLIS called directly with the same thread count.
+ * snapshots (tfl_variable_read on float32 [4]: overhead), a linear layer's product with its
+ * bias (tfl_matmul_bias against tfl_matmul then tfl_add, on a transformer's shapes; the two
+ * must agree bit for bit), and the square float32 GEMM throughput of tfl_matmul against BLIS
+ * called directly with the same thread count.
  * Prints one line per figure:
  *
  *     bench <name> <value> <unit>
@@ -320,6 +322,46 @@ static void bench_sgemm(tfl_ctx *ctx, int n, int nt, bool quick) {
     free(hc_blis);
 }
 
+/* x (m x k) w (k x n) + bias, fused and as two ops: GFLOP/s of each, best of reps */
+static void bench_linear(tfl_ctx *ctx, int m, int k, int n, bool quick) {
+    char phase[64];
+    snprintf(phase, sizeof phase, "linear %dx%dx%d", m, k, n);
+    tfl_tensor *x = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){m, k}, -1, 1, 21);
+    tfl_tensor *w = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 2, (int64_t[]){k, n}, -1, 1, 22);
+    tfl_tensor *bias = tfl_random_uniform(ctx, TFL_DTYPE_FLOAT32, 1, (int64_t[]){n}, -1, 1, 23);
+    check(ctx, phase);
+    const size_t bytes = (size_t)m * (size_t)n * sizeof(float);
+    float *got[2] = {malloc(bytes), malloc(bytes)};
+    if (!got[0] || !got[1]) die(ctx, phase, "out of host memory");
+    double best[2] = {INFINITY, INFINITY};
+    const int reps = quick ? 2 : 30;
+    for (int r = 0; r <= reps; r++) /* the two ways in turn; round 0 warms up and keeps C */
+        for (int way = 0; way < 2; way++) {
+            check_status(ctx, tfl_frame_push(ctx), phase);
+            double t0 = now_ns();
+            tfl_tensor *y = way == 0 ? tfl_matmul_bias(ctx, x, w, bias, 0)
+                                     : tfl_add(ctx, tfl_matmul(ctx, x, w, 0), bias);
+            double c0;
+            if (y) check_status(ctx, tfl_tensor_get(y, 0, &c0), phase);
+            double t = now_ns() - t0;
+            check(ctx, phase);
+            if (r == 0) check_status(ctx, tfl_tensor_to_host(y, got[way], bytes), phase);
+            else if (t < best[way]) best[way] = t;
+            check_status(ctx, tfl_frame_pop(ctx), phase);
+        }
+    if (memcmp(got[0], got[1], bytes) != 0)
+        die(ctx, phase, "tfl_matmul_bias differs from tfl_matmul then tfl_add");
+    const double flop = 2.0 * m * k * n;
+    printf("bench linear_fused_%dx%dx%d %.2f GFLOP/s\n", m, k, n, flop / best[0]);
+    printf("bench linear_unfused_%dx%dx%d %.2f GFLOP/s\n", m, k, n, flop / best[1]);
+    fflush(stdout);
+    free(got[0]);
+    free(got[1]);
+    tfl_tensor_release(x);
+    tfl_tensor_release(w);
+    tfl_tensor_release(bias);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: bench_ops [--quick]\n"
                "  --quick  fewer iterations and sizes 256 and 512 only (smoke run)\n"
@@ -382,6 +424,11 @@ int main(int argc, char **argv) {
      * still ends with sgemm_ratio_512 (what the ctest smoke test looks for). */
     bench_variable_small(ctx, cfg.overhead_iters);
     bench_variable_big(ctx, cfg.var_big_iters);
+
+    /* a transformer's linear layers (2048 tokens, width 128, MLP 512) */
+    static const int linear[][3] = {{2048, 128, 128}, {2048, 128, 512}, {2048, 512, 128}};
+    for (int i = 0; i < (quick ? 1 : 3); i++)
+        bench_linear(ctx, linear[i][0], linear[i][1], linear[i][2], quick);
 
     for (int i = 0; i < cfg.n_sizes; i++) bench_sgemm(ctx, cfg.sizes[i], nt, quick);
 

@@ -6,8 +6,9 @@ torch.add on float32 [4] and torch.matmul on float32 4x4 (best of 5, ns/op); the
 figures on a torch.nn.Parameter, updated under torch.no_grad() (entered once around each
 block of calls, as an optimizer's step does): `p.add_(x)` on float32 [4] (ns/op) and on
 float32 [1<<20] (GB/s, 3 * 4 * n bytes a call: read p, read x, write p), and the snapshot
-`p.detach()` on float32 [4] (ns/op); and square float32 matmul throughput (best of a few
-reps after a warm-up, GFLOP/s).
+`p.detach()` on float32 [4] (ns/op); a linear layer's product with its bias,
+torch.addmm, on a transformer's shapes (GFLOP/s); and square float32 matmul throughput (best
+of a few reps after a warm-up, GFLOP/s).
 Usage: python3 tests/bench/torch_ops.py [--threads N] [--quick]
 """
 import argparse
@@ -114,6 +115,23 @@ def bench_sgemm(n, quick):
     return 2.0 * n * n * n / best  # flop per ns = GFLOP/s
 
 
+def bench_linear(m, k, n, quick):
+    """GFLOP/s of x @ w + bias as one op (torch.addmm, nn.Linear's), best of a few."""
+    gen = torch.Generator().manual_seed(21)
+    x = torch.rand((m, k), dtype=torch.float32, generator=gen) * 2 - 1
+    w = torch.rand((k, n), dtype=torch.float32, generator=gen) * 2 - 1
+    bias = torch.rand((n,), dtype=torch.float32, generator=gen) * 2 - 1
+    torch.addmm(bias, x, w)  # warm-up
+    best = float("inf")
+    for _ in range(2 if quick else 30):
+        t0 = time.perf_counter_ns()
+        y = torch.addmm(bias, x, w)
+        t = time.perf_counter_ns() - t0
+        del y
+        best = min(best, t)
+    return 2.0 * m * k * n / best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
@@ -142,6 +160,10 @@ def main():
     print(f"bench torch_variable_read_4 {ns_read:.1f} ns/op", flush=True)
     gbs = bench_variable_big(var_big_iters)
     print(f"bench torch_variable_assign_add_1m {gbs:.2f} GB/s", flush=True)
+
+    for m, k, n in ((2048, 128, 128), (2048, 128, 512), (2048, 512, 128))[: 1 if args.quick else 3]:
+        gfs = bench_linear(m, k, n, args.quick)
+        print(f"bench torch_linear_{m}x{k}x{n} {gfs:.2f} GFLOP/s", flush=True)
 
     for n in sizes:
         print(f"bench torch_sgemm_{n} {bench_sgemm(n, args.quick):.2f} GFLOP/s", flush=True)
