@@ -103,8 +103,8 @@ UKRS(D, double)
 /*
  * Rows [i0, i1) and columns [j0, n) (j0 a multiple of 4 vectors) of C, in blocks of rows
  * whose part of C stays in L2 (MC_BYTES) while every block of k passes over it; in a row
- * block, blocks of k whose rows of a B panel (up to 4
- * vectors wide) fit in L1 (KB_BYTES), and in each the panels, each copied into bp, and in each
+ * block, blocks of k whose rows of a B panel (up to 4 vectors wide) fit in L1 (KB_BYTES),
+ * and in each the panels, each copied into bp, and in each
  * panel the row tiles, so a B block is read from L1 by every tile; C is accumulated from the
  * second block of k on. Without the row blocks, a deep and tall product swept all of its C
  * through L3 once per block of k: on two threads 3136x256x2304 and 6272x64x576 ran 1.24-1.28x
@@ -173,7 +173,8 @@ bool tfl__cpu_gemm_narrow_runs(void)
 /*
  * A short C over a deep k (a weight gradient, x^T dy: 128 x 128 over 2048 tokens) is summed in
  * pieces of about KPIECE of k (at most PIECES_MAX pieces, longer ones past that): piece 0
- * into C, the others into scratch, then added to C in order. The pieces come from the shapes alone, so the result never depends on the threads;
+ * into C, the others into scratch, then added to C in order. The pieces come from the shapes
+ * alone, so the result never depends on the threads;
  * threads that share the pieces evenly each take whole pieces (C 128 x 128 on 2 threads: each
  * thread all of C over half of k, against rows split 72 and 56 with every panel of B copied by
  * both), else the pieces run in turn on every thread.
